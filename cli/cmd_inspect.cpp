@@ -1,0 +1,99 @@
+// `planner inspect MODEL`: what a model is made of, before any planning.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "importers/onnx_import.h"
+#include "ir/op_stats.h"
+#include "support/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct InspectFlags {
+  ModelFlags model;
+  Format format = Format::kTable;
+  bool dump_graph = false;
+};
+
+nlohmann::ordered_json tensor_json(const ir::Tensor& t) {
+  return {{"name", t.name}, {"dtype", ir::dtype_name(t.dtype)}, {"shape", t.shape}};
+}
+
+// Op types by descending count, ties by name: the order a reader wants.
+std::vector<std::pair<std::string, int>> sorted_counts(const std::map<std::string, int>& counts) {
+  std::vector<std::pair<std::string, int>> v(counts.begin(), counts.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return v;
+}
+
+int run_inspect(const InspectFlags& flags) {
+  auto options = flags.model.import_options();
+  if (!options) return report(options.error());
+  auto graph = importers::import_model(flags.model.model_path, *options);
+  if (!graph) return report(graph.error());
+  if (flags.dump_graph) {
+    std::fputs(ir::to_text(*graph).c_str(), stdout);
+    return 0;
+  }
+  ir::GraphStats stats = ir::graph_stats(*graph);
+  auto counts = sorted_counts(stats.op_counts);
+
+  if (flags.format == Format::kJson) {
+    nlohmann::ordered_json j;
+    j["model"] = flags.model.model_path;
+    j["graph"] = graph->name;
+    j["num_ops"] = stats.num_ops;
+    nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
+    for (const auto& [type, n] : counts) by_type[type] = n;
+    j["op_counts"] = by_type;
+    j["parameters"] = {{"count", stats.parameter_count}, {"bytes", stats.parameter_bytes}};
+    j["activation_bytes"] = stats.activation_bytes;
+    j["forward_flops"] = stats.forward_flops;
+    j["inputs"] = nlohmann::ordered_json::array();
+    for (ir::TensorId t : graph->inputs) j["inputs"].push_back(tensor_json(graph->tensor(t)));
+    j["outputs"] = nlohmann::ordered_json::array();
+    for (ir::TensorId t : graph->outputs) j["outputs"].push_back(tensor_json(graph->tensor(t)));
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+
+  std::string ops;
+  for (const auto& [type, n] : counts) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
+  std::printf("model        %s (graph '%s')\n", flags.model.model_path.c_str(), graph->name.c_str());
+  std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops), ops.c_str());
+  std::printf("parameters   %s (%s)\n", format_count(stats.parameter_count).c_str(),
+              format_bytes(static_cast<double>(stats.parameter_bytes)).c_str());
+  std::printf("activations  %s\n", format_bytes(static_cast<double>(stats.activation_bytes)).c_str());
+  std::printf("forward      %s\n", format_flops(stats.forward_flops).c_str());
+  auto print_tensors = [&](const char* title, const std::vector<ir::TensorId>& ids) {
+    std::printf("%s\n", title);
+    for (ir::TensorId id : ids) {
+      const ir::Tensor& t = graph->tensor(id);
+      std::printf("  %-24s %s%s\n", t.name.c_str(), std::string(ir::dtype_name(t.dtype)).c_str(),
+                  ir::shape_to_string(t.shape).c_str());
+    }
+  };
+  print_tensors("inputs", graph->inputs);
+  print_tensors("outputs", graph->outputs);
+  return 0;
+}
+
+}  // namespace
+
+void configure_inspect(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<InspectFlags>();
+  flags->model.add_to(app);
+  add_format_flag(app, flags->format);
+  app.add_flag("--dump-graph", flags->dump_graph, "print the imported graph in its text form");
+  run = [flags] { return run_inspect(*flags); };
+}
+
+}  // namespace planner::cli

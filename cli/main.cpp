@@ -1,0 +1,107 @@
+// planner: the command-line entry point. Only wiring: parse the command line, find the
+// subcommand in the table, run it.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+
+namespace planner::cli {
+namespace {
+
+// The command table. Keep it sorted by the order a user meets the commands.
+constexpr std::array kCommands = {
+    CommandSpec{"inspect", "summarise a model: operators, parameters, activations, FLOPs",
+                configure_inspect},
+    CommandSpec{"topology", "list, show and check device topologies", configure_topology},
+    CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
+};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// "did you mean …?" for a mistyped subcommand.
+const char* closest_command(std::string_view word) {
+  const char* best = nullptr;
+  size_t best_distance = 3;  // suggest only near misses
+  for (const CommandSpec& c : kCommands) {
+    size_t d = edit_distance(word, c.name);
+    if (d < best_distance) best = c.name, best_distance = d;
+  }
+  return best;
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"planner: split a deep-learning model across many GPUs, and compile the plan"};
+  app.name("planner");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "planner 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log what each stage does");
+
+  std::vector<std::function<int()>> runners(kCommands.size());
+  std::vector<CLI::App*> subs;
+  for (size_t i = 0; i < kCommands.size(); ++i) {
+    CLI::App* sub = app.add_subcommand(kCommands[i].name, kCommands[i].summary);
+    kCommands[i].configure(*sub, runners[i]);
+    subs.push_back(sub);
+  }
+
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string_view word = argv[1];
+    bool known = std::any_of(kCommands.begin(), kCommands.end(),
+                             [&](const CommandSpec& c) { return word == c.name; });
+    if (!known) {
+      const char* hint = closest_command(word);
+      if (hint)
+        std::fprintf(stderr, "error: unknown command '%s', did you mean '%s'?\n", argv[1], hint);
+      else
+        std::fprintf(stderr, "error: unknown command '%s' (see 'planner --help')\n", argv[1]);
+      return 2;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+  spdlog::set_pattern("%l: %v");
+
+  for (size_t i = 0; i < subs.size(); ++i)
+    if (subs[i]->parsed() && runners[i]) return runners[i]();
+  return 2;
+}
+
+}  // namespace
+}  // namespace planner::cli
+
+int main(int argc, char** argv) {
+  try {
+    return planner::cli::run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    // Every user-facing failure should be an Error; reaching this is a bug, but the user
+    // still gets one line and a non-zero exit rather than a crash.
+    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    return 70;
+  }
+}

@@ -1,0 +1,36 @@
+// Option groups shared by several subcommands, and the one way errors reach the user.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "importers/onnx_import.h"
+#include "support/expected.h"
+
+namespace planner::cli {
+
+/// Model-loading flags: --batch and --dim NAME=VALUE.
+struct ModelFlags {
+  std::string model_path;
+  std::optional<int64_t> batch;
+  std::vector<std::string> dims;  ///< raw NAME=VALUE strings
+
+  /// Adds the MODEL positional argument and the binding flags.
+  void add_to(CLI::App& app);
+  /// Turns the flags into import options; an ill-formed --dim is an error.
+  Expected<importers::ImportOptions> import_options() const;
+};
+
+/// Prints "error: <message>" on stderr and returns exit code 1.
+int report(const Error& error);
+
+/// Output format flag shared by commands with a table and a JSON form.
+enum class Format { kTable, kJson };
+void add_format_flag(CLI::App& app, Format& format);
+
+}  // namespace planner::cli

@@ -1,0 +1,121 @@
+// FLOP counting rules per operator type.
+//
+// The counts follow the usual conventions (a multiply-add is 2 FLOPs; an element-wise op is one
+// FLOP per output element, transcendental functions included); they feed a roofline cost model
+// whose efficiency factors absorb the differences between these counts and real kernels.
+#include "ir/op_stats.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace planner::ir {
+namespace {
+
+int64_t elements(const Graph& g, TensorId id) {
+  return id == kNoTensor ? 0 : g.tensor(id).num_elements();
+}
+
+int64_t dim(const Tensor& t, int i) {
+  if (i < 0) i += t.rank();
+  return (i >= 0 && i < t.rank()) ? t.shape[static_cast<size_t>(i)] : 1;
+}
+
+bool in(std::string_view s, std::initializer_list<std::string_view> set) {
+  return std::find(set.begin(), set.end(), s) != set.end();
+}
+
+double count_flops(const Graph& g, const Op& op) {
+  const std::string& type = op.op_type;
+  auto in_t = [&](size_t i) -> const Tensor* {
+    return i < op.inputs.size() && op.inputs[i] != kNoTensor ? &g.tensor(op.inputs[i]) : nullptr;
+  };
+  int64_t out_elems = op.outputs.empty() ? 0 : elements(g, op.outputs[0]);
+
+  if (type == "MatMul" || type == "Gemm") {
+    const Tensor* a = in_t(0);
+    if (!a || a->rank() == 0) return static_cast<double>(out_elems);
+    int64_t k = (type == "Gemm" && op.int_attr("transA", 0)) ? dim(*a, 0) : dim(*a, -1);
+    double f = 2.0 * static_cast<double>(out_elems) * static_cast<double>(k);
+    if (type == "Gemm" && in_t(2)) f += static_cast<double>(out_elems);
+    return f;
+  }
+  if (type == "Conv" || type == "ConvTranspose") {
+    const Tensor* x = in_t(0);
+    const Tensor* w = in_t(1);
+    if (!x || !w || w->rank() < 2) return static_cast<double>(out_elems);
+    // Per output element: (C_in / group) * prod(kernel) multiply-adds. ConvTranspose does the
+    // same work per input element.
+    int64_t per = w->shape[1];
+    for (int i = 2; i < w->rank(); ++i) per *= w->shape[static_cast<size_t>(i)];
+    int64_t n = type == "Conv" ? out_elems : x->num_elements() * w->shape[1];
+    if (type == "ConvTranspose") per /= std::max<int64_t>(1, w->shape[1]);
+    double f = 2.0 * static_cast<double>(n) * static_cast<double>(per);
+    if (in_t(2)) f += static_cast<double>(out_elems);
+    return f;
+  }
+  if (type == "LSTM" || type == "GRU" || type == "RNN") {
+    const Tensor* x = in_t(0);  // [seq, batch, input]
+    const Tensor* w = in_t(1);  // [dirs, gates*hidden, input]
+    const Tensor* r = in_t(2);  // [dirs, gates*hidden, hidden]
+    if (!x || !w || !r || x->rank() != 3) return static_cast<double>(out_elems);
+    double seq = static_cast<double>(x->shape[0]), batch = static_cast<double>(x->shape[1]);
+    double gemm = 2.0 * seq * batch *
+                  (static_cast<double>(w->num_elements()) + static_cast<double>(r->num_elements()));
+    double hidden = static_cast<double>(dim(*r, -1)) * static_cast<double>(dim(*r, 0));
+    double cell = (type == "LSTM" ? 10.0 : 8.0) * seq * batch * hidden;  // gates, tanh, products
+    return gemm + cell;
+  }
+  if (in(type, {"MaxPool", "AveragePool", "LpPool"})) {
+    auto kernel = op.ints_attr("kernel_shape");
+    int64_t k = 1;
+    for (int64_t v : kernel) k *= v;
+    return static_cast<double>(out_elems) * static_cast<double>(k);
+  }
+  if (in(type, {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
+                "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"})) {
+    return static_cast<double>(elements(g, op.inputs.empty() ? kNoTensor : op.inputs[0]));
+  }
+  if (in(type, {"Softmax", "LogSoftmax"})) return 5.0 * static_cast<double>(out_elems);
+  if (type == "LayerNormalization") return 8.0 * static_cast<double>(out_elems);
+  if (type == "BatchNormalization") return 4.0 * static_cast<double>(out_elems);
+  if (in(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
+                "Split", "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant",
+                "Dropout"}))
+    return 0.0;  // data movement only
+  return static_cast<double>(out_elems);
+}
+
+}  // namespace
+
+OpStats op_stats(const Graph& graph, OpId id) {
+  const Op& op = graph.op(id);
+  OpStats s;
+  s.flops = count_flops(graph, op);
+  for (TensorId t : op.inputs)
+    if (t != kNoTensor) s.bytes_read += graph.tensor(t).num_bytes();
+  for (TensorId t : op.outputs)
+    if (t != kNoTensor) s.bytes_written += graph.tensor(t).num_bytes();
+  return s;
+}
+
+GraphStats graph_stats(const Graph& graph) {
+  GraphStats s;
+  s.num_ops = graph.num_ops();
+  for (const Tensor& t : graph.tensors()) {
+    if (t.role == TensorRole::kParameter) {
+      s.parameter_count += t.num_elements();
+      s.parameter_bytes += t.num_bytes();
+    }
+  }
+  for (TensorId t : graph.inputs) s.input_bytes += graph.tensor(t).num_bytes();
+  for (OpId id = 0; id < graph.num_ops(); ++id) {
+    const Op& op = graph.op(id);
+    s.forward_flops += op_stats(graph, id).flops;
+    s.op_counts[op.domain.empty() ? op.op_type : op.domain + "." + op.op_type]++;
+    for (TensorId t : op.outputs)
+      if (t != kNoTensor) s.activation_bytes += graph.tensor(t).num_bytes();
+  }
+  return s;
+}
+
+}  // namespace planner::ir
