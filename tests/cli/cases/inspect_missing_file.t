@@ -1,0 +1,1 @@
+$PLANNER inspect $TMP/no_such_model.onnx
