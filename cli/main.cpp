@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
@@ -81,6 +82,9 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // Diagnostics go to stderr, uncoloured, as "warning: ..." lines, so stdout stays clean for
+  // JSON and tables and golden files stay byte-stable.
+  spdlog::set_default_logger(spdlog::stderr_logger_st("planner"));
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_pattern("%l: %v");
 

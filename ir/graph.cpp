@@ -16,6 +16,7 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::kParameter: return "param";
     case TensorRole::kActivation: return "activation";
     case TensorRole::kConstant: return "const";
+    case TensorRole::kOptimizerState: return "state";
   }
   return "?";
 }
@@ -338,6 +339,8 @@ std::string to_text(const Graph& graph) {
       out << "  param  " << t.name << ": " << type_of(id) << "\n";
     else if (t.role == TensorRole::kConstant)
       out << "  const  " << t.name << ": " << type_of(id) << "\n";
+    else if (t.role == TensorRole::kOptimizerState)
+      out << "  state  " << t.name << ": " << type_of(id) << "\n";
   }
   for (OpId id : graph.topo_order()) {
     const Op& op = graph.op(id);

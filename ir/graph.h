@@ -32,6 +32,7 @@ enum class TensorRole : uint8_t {
   kParameter,   ///< a trainable weight (an ONNX initializer that is not a graph constant)
   kActivation,  ///< computed by an operator
   kConstant,    ///< a non-trainable constant (shape vectors, masks, axes) with known values
+  kOptimizerState,  ///< optimizer state kept across steps (momentum, Adam moments)
 };
 
 std::string_view role_name(TensorRole role);

@@ -1,0 +1,710 @@
+// Reverse-mode differentiation of an ir::Graph and the optimizer update.
+//
+// Ops are visited in reverse topological order; each forward op's rule reads the (finished)
+// gradients of its outputs and contributes gradient parts to its inputs. A tensor's gradient is
+// finished when every consumer has contributed: one part is used as is, several are summed
+// with one ONNX Sum (the accumulation Tofu groups with the tensor, section 5.1).
+#include "analysis/training_graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace planner::analysis {
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kUpdate: return "update";
+  }
+  return "?";
+}
+
+namespace {
+
+using ir::Attribute;
+using ir::DType;
+using ir::Op;
+using ir::OpId;
+using ir::Tensor;
+using ir::TensorId;
+using ir::TensorRole;
+using Shape = std::vector<int64_t>;
+
+class Builder {
+ public:
+  Builder(const ir::Graph& forward, const TrainingOptions& options, std::string source)
+      : fwd_(forward), options_(options), source_(std::move(source)) {
+    out_.graph = forward;  // forward ops and tensors keep their ids
+    out_.op_phase.assign(static_cast<size_t>(forward.num_ops()), Phase::kForward);
+    out_.op_group.resize(static_cast<size_t>(forward.num_ops()));
+    std::iota(out_.op_group.begin(), out_.op_group.end(), 0);
+    parts_.resize(static_cast<size_t>(forward.num_tensors()));
+  }
+
+  Expected<TrainingGraph> run() {
+    mark_needs_grad();
+    // How many ops contribute a gradient part to each tensor: a sole part may take the
+    // gradient's own name, several are named after their op and summed.
+    contributors_.assign(static_cast<size_t>(fwd_.num_tensors()), 0);
+    for (TensorId t = 0; t < fwd_.num_tensors(); ++t) {
+      std::set<OpId> consumers(fwd_.tensor(t).consumers.begin(), fwd_.tensor(t).consumers.end());
+      for (OpId c : consumers)
+        if (op_differentiable(c)) ++contributors_[static_cast<size_t>(t)];
+    }
+    // Seeds: the loss's gradient with respect to each model output.
+    for (TensorId out : fwd_.outputs) {
+      if (!needs_grad_[static_cast<size_t>(out)]) continue;
+      const Tensor& t = fwd_.tensor(out);
+      TensorId seed = new_tensor("grad:" + t.name, t.dtype, t.shape, TensorRole::kInput);
+      out_.graph.inputs.push_back(seed);
+      add_part(out, seed);
+      ++contributors_[static_cast<size_t>(out)];
+    }
+    const auto& order = fwd_.topo_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      OpId id = *it;
+      if (!op_differentiable(id)) continue;
+      group_ = id;
+      // Outputs' gradients are final now: every consumer comes later in topological order.
+      std::vector<TensorId> dys;
+      bool any = false;
+      for (TensorId o : fwd_.op(id).outputs) {
+        TensorId g = o == ir::kNoTensor ? ir::kNoTensor : finish(o);
+        dys.push_back(g);
+        any |= g != ir::kNoTensor;
+      }
+      if (!any) continue;  // no gradient reaches this op: its inputs get no part from it
+      PLANNER_TRY(differentiate(id, dys));
+    }
+    // Parameters: finish their gradients and add the optimizer update.
+    for (TensorId t = 0; t < fwd_.num_tensors(); ++t) {
+      if (fwd_.tensor(t).role != TensorRole::kParameter || !needs_grad_[static_cast<size_t>(t)])
+        continue;
+      const auto& consumers = fwd_.tensor(t).consumers;
+      group_ = consumers.empty() ? ir::kNoOp : consumers.front();
+      TensorId g = finish(t);
+      if (g != ir::kNoTensor) add_update(t, g);
+    }
+    out_.graph.name = fwd_.name;
+    auto finalized = out_.graph.finalize(source_);
+    if (!finalized) return finalized.error();
+    std::sort(out_.opaque_backward_types.begin(), out_.opaque_backward_types.end());
+    out_.opaque_backward_types.erase(
+        std::unique(out_.opaque_backward_types.begin(), out_.opaque_backward_types.end()),
+        out_.opaque_backward_types.end());
+    size_t n = static_cast<size_t>(out_.graph.num_tensors());
+    out_.grad_of_tensor.resize(n, ir::kNoTensor);
+    out_.tensor_of_grad.resize(n, ir::kNoTensor);
+    return std::move(out_);
+  }
+
+ private:
+  // ---- bookkeeping -------------------------------------------------------------------------
+
+  void mark_needs_grad() {
+    needs_grad_.assign(static_cast<size_t>(fwd_.num_tensors()), false);
+    for (TensorId t = 0; t < fwd_.num_tensors(); ++t)
+      needs_grad_[static_cast<size_t>(t)] = fwd_.tensor(t).role == TensorRole::kParameter &&
+                                            ir::is_floating(fwd_.tensor(t).dtype);
+    for (OpId id : fwd_.topo_order()) {
+      const Op& op = fwd_.op(id);
+      bool any = false;
+      for (size_t i = 0; i < op.inputs.size(); ++i)
+        if (op.inputs[i] != ir::kNoTensor && input_differentiable(op, i))
+          any |= needs_grad_[static_cast<size_t>(op.inputs[i])];
+      for (TensorId o : op.outputs)
+        if (o != ir::kNoTensor && ir::is_floating(fwd_.tensor(o).dtype))
+          needs_grad_[static_cast<size_t>(o)] = any;
+    }
+  }
+
+  // Integer index inputs (Gather's indices, Reshape's shape, Slice's starts …) carry no
+  // gradient.
+  static bool input_differentiable(const Op& op, size_t i) {
+    const std::string& t = op.op_type;
+    if (t == "Gather") return i == 0;
+    if (t == "Reshape" || t == "Expand" || t == "Tile") return i == 0;
+    if (t == "Slice" || t == "Pad" || t == "Split" || t == "Squeeze" || t == "Unsqueeze")
+      return i == 0;
+    if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax") return i == 0;
+    if (t == "Where") return i != 0;
+    if (t == "LSTM" || t == "GRU" || t == "RNN") return i != 4;  // sequence_lens
+    if (t == "Dropout") return i == 0;
+    return true;
+  }
+
+  bool op_differentiable(OpId id) const {
+    for (TensorId o : fwd_.op(id).outputs)
+      if (o != ir::kNoTensor && needs_grad_[static_cast<size_t>(o)]) return true;
+    return false;
+  }
+
+  void add_part(TensorId t, TensorId g) { parts_[static_cast<size_t>(t)].push_back(g); }
+
+  // The finished gradient of forward tensor t (summing its parts), or kNoTensor.
+  TensorId finish(TensorId t) {
+    TensorId& done = finished_[t];
+    if (done != 0) return done - 1;
+    auto& parts = parts_[static_cast<size_t>(t)];
+    TensorId g = ir::kNoTensor;
+    if (parts.size() == 1) {
+      g = parts[0];
+    } else if (parts.size() > 1) {
+      const Tensor& ft = fwd_.tensor(t);
+      g = emit1("Sum", "", parts, ft.dtype, ft.shape, {}, "grad:" + ft.name);
+    }
+    if (g != ir::kNoTensor) {
+      grad_of_[t] = g;
+      tensor_of_grad_[g] = t;
+    }
+    done = g + 1;
+    return g;
+  }
+
+  std::string unique_name(const std::string& base) {
+    std::string name = base;
+    int n = 1;
+    while (out_.graph.find_tensor(name) || used_op_names_.count(name))
+      name = fmt::format("{}.{}", base, n++);
+    return name;
+  }
+
+  TensorId new_tensor(const std::string& base, DType dtype, Shape shape, TensorRole role) {
+    Tensor t;
+    t.name = unique_name(base);
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.role = role;
+    return out_.graph.add_tensor(std::move(t));
+  }
+
+  TensorId int_constant(const std::vector<int64_t>& values) {
+    Tensor t;
+    t.name = unique_name(fmt::format("{}/grad_const", fwd_.op(group_).name));
+    t.dtype = DType::kInt64;
+    t.shape = {static_cast<int64_t>(values.size())};
+    t.role = TensorRole::kConstant;
+    t.data.resize(values.size() * sizeof(int64_t));
+    if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
+    return out_.graph.add_tensor(std::move(t));
+  }
+
+  TensorId float_scalar(double value) {
+    Tensor t;
+    t.name = unique_name(fmt::format("{}/grad_scale", fwd_.op(group_).name));
+    t.dtype = DType::kFloat32;
+    t.shape = {};
+    t.role = TensorRole::kConstant;
+    float v = static_cast<float>(value);
+    t.data.resize(sizeof(float));
+    std::memcpy(t.data.data(), &v, sizeof(float));
+    return out_.graph.add_tensor(std::move(t));
+  }
+
+  struct OutSpec {
+    DType dtype;
+    Shape shape;
+    std::string name;
+  };
+
+  std::vector<TensorId> emit(const std::string& type, const std::string& domain,
+                             std::vector<TensorId> inputs, const std::vector<OutSpec>& outs,
+                             std::map<std::string, Attribute> attrs, Phase phase = Phase::kBackward) {
+    Op op;
+    std::string base = group_ == ir::kNoOp ? "update" : fwd_.op(group_).name;
+    op.name = unique_name(fmt::format("{}/{}", base, phase == Phase::kUpdate ? "update" : "grad"));
+    used_op_names_.insert(op.name);
+    op.op_type = type;
+    op.domain = domain;
+    op.attributes = std::move(attrs);
+    op.inputs = std::move(inputs);
+    std::vector<TensorId> ids;
+    for (const OutSpec& o : outs) {
+      TensorId id = o.shape.empty() && o.name.empty()
+                        ? ir::kNoTensor
+                        : new_tensor(o.name.empty() ? op.name + ":out" : o.name, o.dtype, o.shape,
+                                     TensorRole::kActivation);
+      ids.push_back(id);
+    }
+    op.outputs = ids;
+    out_.graph.add_op(std::move(op));
+    out_.op_phase.push_back(phase);
+    out_.op_group.push_back(group_);
+    return ids;
+  }
+
+  TensorId emit1(const std::string& type, const std::string& domain, std::vector<TensorId> inputs,
+                 DType dtype, Shape shape, std::map<std::string, Attribute> attrs,
+                 std::string name = "") {
+    if (name.empty()) name = fmt::format("{}/grad:{}", fwd_.op(group_).name, type);
+    return emit(type, domain, std::move(inputs), {{dtype, std::move(shape), name}},
+                std::move(attrs))[0];
+  }
+
+  const Tensor& T(TensorId id) const { return out_.graph.tensor(id); }
+
+  // ---- shape helpers ----------------------------------------------------------------------
+
+  // Sums `g` down to `target` (numpy broadcasting in reverse): leading axes and axes where the
+  // target has size 1 are reduced.
+  TensorId reduce_to(TensorId g, Shape target, const std::string& name) {
+    const Shape s = T(g).shape;  // a copy: emitting ops grows the tensor vector
+    if (s == target) return g;
+    std::vector<int64_t> axes;
+    size_t lead = s.size() - std::min(s.size(), target.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i < lead) {
+        axes.push_back(static_cast<int64_t>(i));
+        continue;
+      }
+      int64_t td = target[i - lead];
+      if (td == 1 && s[i] != 1) axes.push_back(static_cast<int64_t>(i));
+    }
+    TensorId r = g;
+    if (!axes.empty()) {
+      Shape kept = s;
+      for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
+      r = emit1("ReduceSum", "", {g, int_constant(axes)}, T(g).dtype, kept,
+                {{"keepdims", Attribute{int64_t{1}}}}, kept == target ? name : "");
+    }
+    if (T(r).shape != target) r = reshape(r, target, name);
+    return r;
+  }
+
+  TensorId reshape(TensorId g, Shape shape, const std::string& name) {
+    return emit1("Reshape", "", {g, int_constant(shape)}, T(g).dtype, shape, {}, name);
+  }
+
+  TensorId transpose_last2(TensorId x) {
+    Shape s = T(x).shape;
+    std::vector<int64_t> perm(s.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+    return emit1("Transpose", "", {x}, T(x).dtype, s, {{"perm", Attribute{perm}}});
+  }
+
+  static int64_t product(const Shape& s, size_t from, size_t to) {
+    int64_t p = 1;
+    for (size_t i = from; i < to; ++i) p *= s[i];
+    return p;
+  }
+
+  // ---- rules -------------------------------------------------------------------------------
+
+  Expected<void> differentiate(OpId id, const std::vector<TensorId>& dys) {
+    const Op& op = fwd_.op(id);
+    auto in = [&](size_t i) { return i < op.inputs.size() ? op.inputs[i] : ir::kNoTensor; };
+    auto wants = [&](size_t i) {
+      TensorId t = in(i);
+      return t != ir::kNoTensor && needs_grad_[static_cast<size_t>(t)] &&
+             input_differentiable(op, i);
+    };
+    auto gname = [&](size_t i) {
+      TensorId t = in(i);
+      std::string base = "grad:" + fwd_.tensor(t).name;
+      return contributors_[static_cast<size_t>(t)] > 1 ? base + "@" + op.name : base;
+    };
+    const std::string& type = op.op_type;
+    TensorId dy = dys.empty() ? ir::kNoTensor : dys[0];
+    auto error = [&](const std::string& what) {
+      return make_error("{}: node '{}' ({}): {}", source_.empty() ? fwd_.name : source_, op.name,
+                        type, what);
+    };
+
+    if (!op.domain.empty() && op.domain != "ai.onnx") return opaque_grad(op, dys);
+
+    if (type == "MatMul") {
+      TensorId a = in(0), b = in(1);
+      const Shape sa = T(a).shape, sb = T(b).shape, sy = T(dy).shape;
+      if (sa.size() < 2 || sb.size() < 2) return opaque_grad(op, dys);
+      int64_t k = sa.back(), n = sb.back();
+      if (sb.size() == 2) {
+        // Common case (a layer's weight): flatten the batch dims and use Gemm.
+        int64_t p = product(sa, 0, sa.size() - 1);
+        TensorId dy2 = sy.size() == 2 ? dy : reshape(dy, {p, n}, "");
+        if (wants(0)) {
+          TensorId da = emit1("Gemm", "", {dy2, b}, T(dy).dtype, {p, k},
+                              {{"transB", Attribute{int64_t{1}}}}, sa.size() == 2 ? gname(0) : "");
+          if (sa.size() != 2) da = reshape(da, sa, gname(0));
+          add_part(a, da);
+        }
+        if (wants(1)) {
+          TensorId a2 = sa.size() == 2 ? a : reshape(a, {p, k}, "");
+          add_part(b, emit1("Gemm", "", {a2, dy2}, T(dy).dtype, {k, n},
+                            {{"transA", Attribute{int64_t{1}}}}, gname(1)));
+        }
+        return ok();
+      }
+      if (wants(0)) {
+        Shape full = sy;
+        full.back() = k;
+        TensorId da = emit1("MatMul", "", {dy, transpose_last2(b)}, T(dy).dtype, full, {});
+        add_part(a, reduce_to(da, sa, gname(0)));
+      }
+      if (wants(1)) {
+        Shape full = sy;
+        full[full.size() - 2] = k;
+        TensorId db = emit1("MatMul", "", {transpose_last2(a), dy}, T(dy).dtype, full, {});
+        add_part(b, reduce_to(db, sb, gname(1)));
+      }
+      return ok();
+    }
+
+    if (type == "Gemm") {
+      int64_t ta = op.int_attr("transA", 0), tb = op.int_attr("transB", 0);
+      double alpha = op.float_attr("alpha", 1.0), beta = op.float_attr("beta", 1.0);
+      TensorId a = in(0), b = in(1);
+      auto gemm = [&](TensorId x, TensorId y, int64_t tx, int64_t ty, Shape s, std::string name) {
+        std::map<std::string, Attribute> attrs;
+        if (tx) attrs["transA"] = Attribute{int64_t{1}};
+        if (ty) attrs["transB"] = Attribute{int64_t{1}};
+        if (alpha != 1.0) attrs["alpha"] = Attribute{alpha};
+        return emit1("Gemm", "", {x, y}, T(dy).dtype, std::move(s), std::move(attrs), name);
+      };
+      if (wants(0))  // dA has A's stored layout
+        add_part(a, ta == 0 ? gemm(dy, b, 0, tb == 0, T(a).shape, gname(0))
+                            : gemm(b, dy, tb, 1, T(a).shape, gname(0)));
+      if (wants(1))
+        add_part(b, tb == 0 ? gemm(a, dy, ta == 0, 0, T(b).shape, gname(1))
+                            : gemm(dy, a, 1, ta, T(b).shape, gname(1)));
+      if (wants(2)) {
+        TensorId dc = reduce_to(dy, T(in(2)).shape, beta == 1.0 ? gname(2) : "");
+        if (beta != 1.0)
+          dc = emit1("Mul", "", {dc, float_scalar(beta)}, T(dy).dtype, T(dc).shape,
+                     {}, gname(2));
+        add_part(in(2), dc);
+      }
+      return ok();
+    }
+
+    if (type == "Conv") {
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs.erase("auto_pad");
+      if (op.string_attr("auto_pad", "NOTSET") != "NOTSET")
+        attrs["auto_pad"] = *op.attribute("auto_pad");
+      if (wants(0))
+        add_part(in(0), emit1("ConvGradData", kPlannerDomain, {dy, in(1)}, T(dy).dtype,
+                              T(in(0)).shape, attrs, gname(0)));
+      if (wants(1))
+        add_part(in(1), emit1("ConvGradFilter", kPlannerDomain, {in(0), dy}, T(dy).dtype,
+                              T(in(1)).shape, attrs, gname(1)));
+      if (wants(2)) {
+        std::vector<int64_t> axes = {0};
+        for (size_t i = 2; i < T(dy).shape.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+        add_part(in(2), emit1("ReduceSum", "", {dy, int_constant(axes)}, T(dy).dtype,
+                              T(in(2)).shape, {{"keepdims", Attribute{int64_t{0}}}}, gname(2)));
+      }
+      return ok();
+    }
+
+    static const std::set<std::string> kUnary = {
+        "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Gelu", "Softplus",
+        "LeakyRelu", "Elu", "Selu", "Clip", "Reciprocal", "Softsign", "HardSigmoid", "Sin",
+        "Cos", "Pow", "Mish", "HardSwish"};
+    if (kUnary.count(type)) {
+      // d/dx of a unary function needs x and/or y; the op reads both so one description fits
+      // every function. Pow's exponent (a constant here) rides along as a third input.
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs["op"] = Attribute{type};
+      std::vector<TensorId> ins = {dy, in(0), op.outputs[0]};
+      if (type == "Pow") ins.push_back(in(1));
+      if (type == "Clip") {
+        if (in(1) != ir::kNoTensor) ins.push_back(in(1));
+      }
+      if (wants(0))
+        add_part(in(0), reduce_to(emit1("UnaryGrad", kPlannerDomain, ins, T(dy).dtype,
+                                        T(dy).shape, attrs),
+                                  T(in(0)).shape, gname(0)));
+      if (type == "Pow" && wants(1)) return error("the gradient of a trainable exponent is not supported");
+      return ok();
+    }
+    if (type == "Neg") {
+      if (wants(0)) add_part(in(0), emit1("Neg", "", {dy}, T(dy).dtype, T(dy).shape, {}, gname(0)));
+      return ok();
+    }
+
+    if (type == "Add" || type == "Sub" || type == "Sum") {
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (!wants(i)) continue;
+        TensorId g = dy;
+        if (type == "Sub" && i == 1) g = emit1("Neg", "", {dy}, T(dy).dtype, T(dy).shape, {});
+        add_part(in(i), reduce_to(g, T(in(i)).shape, gname(i)));
+      }
+      return ok();
+    }
+    if (type == "Mul") {
+      for (size_t i = 0; i < 2; ++i) {
+        if (!wants(i)) continue;
+        TensorId g = emit1("Mul", "", {dy, in(1 - i)}, T(dy).dtype, T(dy).shape, {});
+        add_part(in(i), reduce_to(g, T(in(i)).shape, gname(i)));
+      }
+      return ok();
+    }
+    if (type == "Div") {
+      if (wants(0)) {
+        TensorId g = emit1("Div", "", {dy, in(1)}, T(dy).dtype, T(dy).shape, {});
+        add_part(in(0), reduce_to(g, T(in(0)).shape, gname(0)));
+      }
+      if (wants(1)) {  // d(a/b)/db = -y/b
+        TensorId g = emit1("DivGradB", kPlannerDomain, {dy, op.outputs[0], in(1)}, T(dy).dtype,
+                           T(dy).shape, {});
+        add_part(in(1), reduce_to(g, T(in(1)).shape, gname(1)));
+      }
+      return ok();
+    }
+    if (type == "Where") {
+      for (size_t i = 1; i < 3; ++i) {
+        if (!wants(i)) continue;
+        TensorId g = emit1("WhereGrad", kPlannerDomain, {in(0), dy}, T(dy).dtype, T(dy).shape,
+                           {{"branch", Attribute{static_cast<int64_t>(i)}}});
+        add_part(in(i), reduce_to(g, T(in(i)).shape, gname(i)));
+      }
+      return ok();
+    }
+
+    if (type == "ReduceMean" || type == "ReduceSum" || type == "ReduceMax" || type == "ReduceMin") {
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs["op"] = Attribute{type};
+      std::vector<TensorId> ins = {dy, in(0)};
+      if (in(1) != ir::kNoTensor) ins.push_back(in(1));  // axes as an input (opset 13+ ReduceSum)
+      if (type == "ReduceMax" || type == "ReduceMin") ins.push_back(op.outputs[0]);
+      if (wants(0))
+        add_part(in(0), emit1("ReduceGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
+                              attrs, gname(0)));
+      return ok();
+    }
+    if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
+      if (wants(0))
+        add_part(in(0), emit1("GlobalPoolGrad", kPlannerDomain, {dy, in(0)}, T(dy).dtype,
+                              T(in(0)).shape, {{"op", Attribute{type}}}, gname(0)));
+      return ok();
+    }
+    if (type == "MaxPool" || type == "AveragePool") {
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs["op"] = Attribute{type};
+      if (wants(0))
+        add_part(in(0), emit1("PoolGrad", kPlannerDomain, {dy, in(0), op.outputs[0]},
+                              T(dy).dtype, T(in(0)).shape, attrs, gname(0)));
+      return ok();
+    }
+
+    if (type == "Softmax" || type == "LogSoftmax") {
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs["op"] = Attribute{type};
+      if (wants(0))
+        add_part(in(0), emit1("SoftmaxGrad", kPlannerDomain, {dy, op.outputs[0]}, T(dy).dtype,
+                              T(dy).shape, attrs, gname(0)));
+      return ok();
+    }
+    if (type == "LayerNormalization" || type == "BatchNormalization") {
+      std::string grad_type = type == "LayerNormalization" ? "LayerNormGrad" : "BatchNormGrad";
+      std::vector<OutSpec> outs;
+      size_t n_params = type == "LayerNormalization" ? 3 : 3;  // X, scale, bias
+      for (size_t i = 0; i < n_params; ++i) {
+        if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+        else outs.push_back({DType::kFloat32, {}, ""});
+      }
+      std::vector<TensorId> ins = {dy, in(0), in(1)};
+      if (type == "BatchNormalization") {
+        ins.push_back(in(3));
+        ins.push_back(in(4));
+      }
+      auto ids = emit(grad_type, kPlannerDomain, ins, outs, op.attributes);
+      for (size_t i = 0; i < n_params; ++i)
+        if (ids[i] != ir::kNoTensor) add_part(in(i), ids[i]);
+      return ok();
+    }
+
+    if (type == "Transpose") {
+      std::vector<int64_t> perm = op.ints_attr("perm");
+      if (perm.empty()) {
+        perm.resize(T(in(0)).shape.size());
+        std::iota(perm.rbegin(), perm.rend(), 0);
+      }
+      std::vector<int64_t> inverse(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      if (wants(0))
+        add_part(in(0), emit1("Transpose", "", {dy}, T(dy).dtype, T(in(0)).shape,
+                              {{"perm", Attribute{inverse}}}, gname(0)));
+      return ok();
+    }
+    if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" ||
+        type == "Identity" || type == "Dropout" || type == "Expand") {
+      if (!wants(0)) return ok();
+      if (type == "Expand") {
+        add_part(in(0), reduce_to(dy, T(in(0)).shape, gname(0)));
+      } else if (T(dy).shape == T(in(0)).shape) {
+        add_part(in(0), dy);
+      } else {
+        add_part(in(0), reshape(dy, T(in(0)).shape, gname(0)));
+      }
+      return ok();
+    }
+    if (type == "Cast") {
+      if (wants(0))
+        add_part(in(0), emit1("Cast", "", {dy}, T(in(0)).dtype, T(in(0)).shape,
+                              {{"to", Attribute{static_cast<int64_t>(T(in(0)).dtype)}}},
+                              gname(0)));
+      return ok();
+    }
+    if (type == "Concat") {
+      int64_t rank = static_cast<int64_t>(T(dy).shape.size());
+      int64_t axis = op.int_attr("axis", 0);
+      if (axis < 0) axis += rank;
+      std::vector<int64_t> sizes;
+      std::vector<OutSpec> outs;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        sizes.push_back(T(in(i)).shape[static_cast<size_t>(axis)]);
+        outs.push_back({T(in(i)).dtype, T(in(i)).shape,
+                        wants(i) ? gname(i) : "grad:unused:" + fwd_.tensor(in(i)).name});
+      }
+      auto ids = emit("Split", "", {dy, int_constant(sizes)}, outs, {{"axis", Attribute{axis}}});
+      for (size_t i = 0; i < op.inputs.size(); ++i)
+        if (wants(i)) add_part(in(i), ids[i]);
+      return ok();
+    }
+    if (type == "Split") {
+      int64_t axis = op.int_attr("axis", 0);
+      std::vector<TensorId> parts;
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        TensorId g = dys[i];
+        if (g == ir::kNoTensor) {  // an unused piece contributes zeros
+          const Tensor& o = fwd_.tensor(op.outputs[i]);
+          g = emit1("ZerosLike", kPlannerDomain, {op.outputs[i]}, o.dtype, o.shape, {});
+        }
+        parts.push_back(g);
+      }
+      if (wants(0))
+        add_part(in(0), emit1("Concat", "", parts, T(in(0)).dtype, T(in(0)).shape,
+                              {{"axis", Attribute{axis}}}, gname(0)));
+      return ok();
+    }
+    if (type == "Slice" || type == "Pad") {
+      std::vector<TensorId> ins = {dy};
+      for (size_t i = 1; i < op.inputs.size(); ++i) ins.push_back(in(i));
+      std::map<std::string, Attribute> attrs = op.attributes;
+      attrs["op"] = Attribute{type};
+      if (wants(0))
+        add_part(in(0), emit1(type + "Grad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
+                              attrs, gname(0)));
+      return ok();
+    }
+    if (type == "Gather") {
+      if (wants(0))
+        add_part(in(0), emit1("GatherGrad", kPlannerDomain, {dy, in(1)}, T(dy).dtype,
+                              T(in(0)).shape, op.attributes, gname(0)));
+      return ok();
+    }
+    if (type == "LSTM" || type == "GRU" || type == "RNN") {
+      // Inputs: X, W, R, B, sequence_lens, initial_h[, initial_c]; the gradient op reads the
+      // forward inputs, the outputs and their gradients, and yields one gradient per input.
+      std::vector<TensorId> ins;
+      for (size_t i = 0; i < op.inputs.size(); ++i) ins.push_back(in(i));
+      while (ins.size() < (type == "LSTM" ? 7u : 6u)) ins.push_back(ir::kNoTensor);
+      for (TensorId o : op.outputs) ins.push_back(o);
+      for (TensorId g : dys) ins.push_back(g);
+      std::vector<OutSpec> outs;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+        else outs.push_back({DType::kFloat32, {}, ""});
+      }
+      auto ids = emit(type + "Grad", kPlannerDomain, ins, outs, op.attributes);
+      for (size_t i = 0; i < op.inputs.size(); ++i)
+        if (ids[i] != ir::kNoTensor) add_part(in(i), ids[i]);
+      return ok();
+    }
+    return opaque_grad(op, dys);
+  }
+
+  // An op without a gradient rule: one opaque backward op reading its inputs, outputs and
+  // output gradients, producing a gradient for each differentiable input. The analysis keeps
+  // it whole (replicated); the type is reported.
+  Expected<void> opaque_grad(const Op& op, const std::vector<TensorId>& dys) {
+    out_.opaque_backward_types.push_back(op.domain.empty() ? op.op_type
+                                                           : op.domain + "." + op.op_type);
+    std::vector<TensorId> ins;
+    for (TensorId t : op.inputs) ins.push_back(t);
+    for (TensorId t : op.outputs) ins.push_back(t);
+    for (TensorId g : dys) ins.push_back(g);
+    std::vector<OutSpec> outs;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      TensorId t = op.inputs[i];
+      if (t == ir::kNoTensor || !needs_grad_[static_cast<size_t>(t)] ||
+          !input_differentiable(op, i))
+        continue;
+      if (std::find_if(which.begin(), which.end(),
+                       [&](size_t w) { return op.inputs[w] == t; }) != which.end())
+        continue;
+      which.push_back(i);
+      outs.push_back({T(t).dtype, T(t).shape, "grad:" + fwd_.tensor(t).name});
+    }
+    auto ids = emit("Grad", kPlannerDomain, ins, outs,
+                    {{"op", Attribute{op.op_type}}, {"op_domain", Attribute{op.domain}}});
+    for (size_t k = 0; k < which.size(); ++k) add_part(op.inputs[which[k]], ids[k]);
+    return ok();
+  }
+
+  void add_update(TensorId param, TensorId grad) {
+    const Tensor p = fwd_.tensor(param);
+    std::map<std::string, Attribute> attrs = {{"lr", Attribute{options_.learning_rate}}};
+    std::vector<TensorId> ins = {param, grad};
+    std::vector<OutSpec> outs = {{p.dtype, p.shape, p.name + ":updated"}};
+    const char* type = "SGD";
+    int states = 0;
+    if (options_.optimizer == Optimizer::kMomentum) type = "Momentum", states = 1;
+    if (options_.optimizer == Optimizer::kAdam) type = "Adam", states = 2;
+    static const char* kStateNames[] = {"m", "v"};
+    for (int s = 0; s < states; ++s) {
+      std::string n = states == 1 ? "velocity" : kStateNames[s];
+      TensorId st = new_tensor(p.name + ":" + n, p.dtype, p.shape, TensorRole::kOptimizerState);
+      ins.push_back(st);
+      outs.push_back({p.dtype, p.shape, p.name + ":" + n + ":updated"});
+    }
+    auto ids = emit(type, kPlannerDomain, ins, outs, attrs, Phase::kUpdate);
+    for (TensorId id : ids) out_.graph.outputs.push_back(id);
+  }
+
+  const ir::Graph& fwd_;
+  const TrainingOptions& options_;
+  std::string source_;
+  TrainingGraph out_;
+  OpId group_ = ir::kNoOp;
+  std::vector<bool> needs_grad_;
+  std::vector<std::vector<TensorId>> parts_;
+  std::vector<int> contributors_;
+  std::map<TensorId, TensorId> finished_;  // value: gradient id + 1 (0: not finished)
+  std::map<TensorId, TensorId> grad_of_;
+  std::map<TensorId, TensorId> tensor_of_grad_;
+  std::set<std::string> used_op_names_;
+
+ public:
+  void fill_grad_tables(TrainingGraph& g) const {
+    for (const auto& [t, grad] : grad_of_) {
+      g.grad_of_tensor[static_cast<size_t>(t)] = grad;
+      g.tensor_of_grad[static_cast<size_t>(grad)] = t;
+    }
+  }
+};
+
+}  // namespace
+
+Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
+                                             const TrainingOptions& options,
+                                             const std::string& source) {
+  Builder builder(forward, options, source);
+  auto result = builder.run();
+  if (!result) return result.error();
+  builder.fill_grad_tables(*result);
+  return result;
+}
+
+}  // namespace planner::analysis

@@ -1,0 +1,62 @@
+// The training graph: the forward graph extended with its backward pass and the optimizer
+// update, with each backward operator tagged by the forward operator it belongs to.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/expected.h"
+
+namespace planner::analysis {
+
+/// Which optimizer updates the parameters, and so how much state it keeps per parameter.
+enum class Optimizer {
+  kSgd,       ///< w -= lr * g; no state
+  kMomentum,  ///< one velocity tensor per parameter
+  kAdam,      ///< two moment tensors per parameter
+};
+
+/// Options for build_training_graph.
+struct TrainingOptions {
+  Optimizer optimizer = Optimizer::kSgd;
+  double learning_rate = 0.01;  ///< recorded on the update operators
+};
+
+/// The phase an operator runs in within one training step.
+enum class Phase : uint8_t { kForward, kBackward, kUpdate };
+
+std::string_view phase_name(Phase phase);
+
+/// A training step as one graph, plus the side tables later stages need.
+struct TrainingGraph {
+  ir::Graph graph;
+  /// Per op: its phase.
+  std::vector<Phase> op_phase;
+  /// Per op: the forward op it was derived from (Tofu's operator group, section 5.1); forward
+  /// ops map to themselves. Gradient accumulation and updates join the group of the forward op
+  /// that produced (or first consumed) the tensor.
+  std::vector<ir::OpId> op_group;
+  /// Per tensor: its gradient tensor, or kNoTensor.
+  std::vector<ir::TensorId> grad_of_tensor;
+  /// Per tensor: the forward tensor it is the gradient of, or kNoTensor.
+  std::vector<ir::TensorId> tensor_of_grad;
+  /// Operator types that had no gradient rule: their backward is one opaque operator each,
+  /// which the analysis keeps whole.
+  std::vector<std::string> opaque_backward_types;
+};
+
+/// Builds the training step for `forward`. The loss lies outside the model: each graph output's
+/// gradient arrives as a graph input named "grad:<output>" (what a loss would hand back).
+/// Backward operators are standard ONNX operators where one fits (MatMul, Gemm, Transpose,
+/// ReduceSum, Reshape, Mul, Split, Concat …) and otherwise operators of the "ai.planner"
+/// domain (ConvGradData, SoftmaxGrad, LayerNormGrad, LSTMGrad …, documented in
+/// docs/training.md), all with TDL descriptions. Errors name the file and node.
+Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
+                                             const TrainingOptions& options,
+                                             const std::string& source = "");
+
+/// The domain of the planner's own backward and update operators.
+inline constexpr const char* kPlannerDomain = "ai.planner";
+
+}  // namespace planner::analysis
