@@ -1,0 +1,180 @@
+// Sharding value type: boxes per shard, validation, text form.
+#include "analysis/sharding.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace planner::analysis {
+
+int64_t box_elements(const Box& box) {
+  int64_t n = 1;
+  for (const Range& r : box) n *= r.size();
+  return n;
+}
+
+Box intersect(const Box& a, const Box& b) {
+  PLANNER_CHECK(a.size() == b.size(), "intersecting boxes of rank {} and {}", a.size(), b.size());
+  Box out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    out[i].begin = std::max(a[i].begin, b[i].begin);
+    out[i].end = std::max(out[i].begin, std::min(a[i].end, b[i].end));
+  }
+  return out;
+}
+
+Range split_range(int64_t size, int pieces, int index) {
+  int64_t base = size / pieces, extra = size % pieces;
+  int64_t begin = index * base + std::min<int64_t>(index, extra);
+  int64_t len = base + (index < extra ? 1 : 0);
+  return {begin, begin + len};
+}
+
+Sharding Sharding::replicated(int rank, std::vector<int> devices) {
+  Sharding s;
+  s.tiles.assign(static_cast<size_t>(rank), 1);
+  s.replicas = static_cast<int>(devices.size());
+  s.devices = std::move(devices);
+  return s;
+}
+
+Sharding Sharding::split(int rank, int dim, std::vector<int> devices) {
+  Sharding s;
+  s.tiles.assign(static_cast<size_t>(rank), 1);
+  s.tiles[static_cast<size_t>(dim)] = static_cast<int>(devices.size());
+  s.devices = std::move(devices);
+  return s;
+}
+
+int Sharding::num_tiles() const {
+  int n = 1;
+  for (int t : tiles) n *= t;
+  return n;
+}
+
+std::vector<int> Sharding::tile_coords(int i) const {
+  int tile = i / (partial * replicas);
+  std::vector<int> coords(tiles.size());
+  for (size_t d = tiles.size(); d-- > 0;) {
+    coords[d] = tile % tiles[d];
+    tile /= tiles[d];
+  }
+  return coords;
+}
+
+Box Sharding::shard_box(const std::vector<int64_t>& shape, int i) const {
+  std::vector<int> coords = tile_coords(i);
+  Box box(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d)
+    box[d] = split_range(shape[d], tiles[d], coords[d]);
+  return box;
+}
+
+int64_t Sharding::bytes_per_device(const std::vector<int64_t>& shape, int64_t element_size) const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    n *= (shape[d] + tiles[d] - 1) / tiles[d];
+  return n * element_size;
+}
+
+Expected<void> Sharding::validate(const std::vector<int64_t>& shape, int num_devices) const {
+  auto fail = [&](const std::string& what) -> Expected<void> {
+    return make_error("sharding {} of shape [{}]: {}", to_string(), fmt::join(shape, ","), what);
+  };
+  if (tiles.size() != shape.size())
+    return fail(fmt::format("has {} tile counts for {} dimensions", tiles.size(), shape.size()));
+  for (size_t d = 0; d < tiles.size(); ++d) {
+    if (tiles[d] < 1) return fail(fmt::format("dimension {} has {} pieces", d, tiles[d]));
+    if (tiles[d] > std::max<int64_t>(shape[d], 1))
+      return fail(fmt::format("dimension {} of size {} cannot be split {} ways", d, shape[d],
+                              tiles[d]));
+  }
+  if (partial < 1 || replicas < 1) return fail("partial and replica counts must be at least 1");
+  if (static_cast<int>(devices.size()) != num_shards())
+    return fail(fmt::format("lists {} devices for {} shards", devices.size(), num_shards()));
+  std::set<int> seen;
+  for (int d : devices) {
+    if (d < 0 || d >= num_devices)
+      return fail(fmt::format("device {} is not among the {} devices", d, num_devices));
+    if (!seen.insert(d).second) return fail(fmt::format("device {} is listed twice", d));
+  }
+  return ok();
+}
+
+std::string Sharding::to_string() const {
+  std::string s = fmt::format("S[{}]", fmt::join(tiles, ","));
+  if (replicas > 1) s += fmt::format("*R{}", replicas);
+  if (partial > 1) s += fmt::format("+P{}", partial);
+  s += "@";
+  // Device list with runs of consecutive ids written as ranges.
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
+    if (i > 0) s += ",";
+    s += j > i ? fmt::format("{}-{}", devices[i], devices[j])
+                                 : std::to_string(devices[i]);
+    i = j + 1;
+  }
+  return s;
+}
+
+namespace {
+
+struct Cursor {
+  std::string_view text;
+  size_t pos = 0;
+  bool eat(char c) {
+    if (pos < text.size() && text[pos] == c) return ++pos, true;
+    return false;
+  }
+  bool number(int& out) {
+    auto [p, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), out);
+    if (ec != std::errc()) return false;
+    pos = static_cast<size_t>(p - text.data());
+    return true;
+  }
+  bool done() const { return pos == text.size(); }
+};
+
+}  // namespace
+
+Expected<Sharding> parse_sharding(std::string_view text) {
+  auto fail = [&](const char* what) -> Expected<Sharding> {
+    return make_error("bad sharding '{}': {}", text, what);
+  };
+  Cursor c{text};
+  Sharding s;
+  if (!c.eat('S') || !c.eat('[')) return fail("expected 'S[' at the start");
+  if (!c.eat(']')) {
+    do {
+      int t = 0;
+      if (!c.number(t)) return fail("expected a tile count");
+      s.tiles.push_back(t);
+    } while (c.eat(','));
+    if (!c.eat(']')) return fail("expected ']' after the tile counts");
+  }
+  while (!c.done() && c.text[c.pos] != '@') {
+    if (c.eat('*')) {
+      if (!c.eat('R') || !c.number(s.replicas)) return fail("expected '*R<count>'");
+    } else if (c.eat('+')) {
+      if (!c.eat('P') || !c.number(s.partial)) return fail("expected '+P<count>'");
+    } else {
+      return fail("expected '*R', '+P' or '@'");
+    }
+  }
+  if (!c.eat('@')) return fail("expected '@' and a device list");
+  do {
+    int a = 0, b = 0;
+    if (!c.number(a)) return fail("expected a device id");
+    b = a;
+    if (c.eat('-') && !c.number(b)) return fail("expected the end of a device range");
+    if (b < a) return fail("device range runs backwards");
+    for (int d = a; d <= b; ++d) s.devices.push_back(d);
+  } while (c.eat(','));
+  if (!c.done()) return fail("unexpected text after the device list");
+  return s;
+}
+
+}  // namespace planner::analysis
