@@ -1,0 +1,427 @@
+// Communication cost model: link-contention steps, collectives, sharding conversions.
+#include "analysis/comm_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace planner::analysis {
+
+double CommSchedule::total_bytes() const {
+  double total = 0;
+  for (const CommStep& s : steps)
+    for (const Transfer& t : s.transfers)
+      if (t.src != t.dst) total += s.repeat * t.bytes;
+  return total;
+}
+
+void CommSchedule::append(const CommSchedule& other) {
+  steps.insert(steps.end(), other.steps.begin(), other.steps.end());
+}
+
+namespace {
+
+// Calls f(link, direction) for each link on the route from src to dst; direction 0 runs from
+// the link's endpoint a to b. GPU endpoints have the device's id.
+template <typename F>
+void for_each_hop(const Topology& topology, DeviceId src, DeviceId dst, F&& f) {
+  importers::Route route = topology.route(src, dst);
+  importers::EndpointId at = src;
+  for (importers::LinkId l : route.links) {
+    const importers::Link& link = topology.links()[static_cast<size_t>(l)];
+    int direction = at == link.a ? 0 : 1;
+    f(l, direction);
+    at = link.other(at);
+  }
+}
+
+}  // namespace
+
+double step_time(const Topology& topology, std::span<const Transfer> transfers) {
+  // Bytes per (link, direction); routes are short, so a sorted map stays small.
+  std::map<std::pair<importers::LinkId, int>, double> load;
+  double latency = 0;
+  for (const Transfer& t : transfers) {
+    if (t.src == t.dst || t.bytes <= 0) continue;
+    latency = std::max(latency, topology.latency(t.src, t.dst));
+    for_each_hop(topology, t.src, t.dst,
+                 [&](importers::LinkId l, int dir) { load[{l, dir}] += t.bytes; });
+  }
+  double busiest = 0;
+  for (const auto& [key, bytes] : load)
+    busiest = std::max(busiest, bytes / topology.links()[static_cast<size_t>(key.first)].bandwidth);
+  return busiest + latency;
+}
+
+double schedule_time(const Topology& topology, const CommSchedule& schedule) {
+  double total = 0;
+  for (const CommStep& s : schedule.steps)
+    if (s.repeat > 0) total += s.repeat * step_time(topology, s.transfers);
+  return total;
+}
+
+double concurrent_time(const Topology& topology, std::span<const CommSchedule> schedules) {
+  struct Cursor {
+    size_t step = 0;
+    int left = 0;
+  };
+  std::vector<Cursor> cursors(schedules.size());
+  for (size_t i = 0; i < schedules.size(); ++i)
+    if (!schedules[i].steps.empty()) cursors[i].left = schedules[i].steps[0].repeat;
+  double total = 0;
+  while (true) {
+    int run = std::numeric_limits<int>::max();
+    std::vector<Transfer> merged;
+    for (size_t i = 0; i < schedules.size(); ++i) {
+      // Skip finished schedules and empty steps.
+      while (cursors[i].step < schedules[i].steps.size() && cursors[i].left <= 0) {
+        if (++cursors[i].step < schedules[i].steps.size())
+          cursors[i].left = schedules[i].steps[cursors[i].step].repeat;
+      }
+      if (cursors[i].step >= schedules[i].steps.size()) continue;
+      run = std::min(run, cursors[i].left);
+      const auto& tr = schedules[i].steps[cursors[i].step].transfers;
+      merged.insert(merged.end(), tr.begin(), tr.end());
+    }
+    if (run == std::numeric_limits<int>::max()) break;
+    total += run * step_time(topology, merged);
+    for (size_t i = 0; i < schedules.size(); ++i)
+      if (cursors[i].step < schedules[i].steps.size()) cursors[i].left -= run;
+  }
+  return total;
+}
+
+void add_link_bytes(const Topology& topology, const CommSchedule& schedule,
+                    std::vector<double>& link_bytes) {
+  link_bytes.resize(topology.links().size(), 0.0);
+  for (const CommStep& s : schedule.steps)
+    for (const Transfer& t : s.transfers) {
+      if (t.src == t.dst) continue;
+      for_each_hop(topology, t.src, t.dst, [&](importers::LinkId l, int) {
+        link_bytes[static_cast<size_t>(l)] += s.repeat * t.bytes;
+      });
+    }
+}
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "all-reduce";
+    case Collective::kAllGather: return "all-gather";
+    case Collective::kReduceScatter: return "reduce-scatter";
+    case Collective::kAllToAll: return "all-to-all";
+    case Collective::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kTree: return "tree";
+    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
+    case CollectiveAlgorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+namespace {
+
+// Every device sends `bytes` to the next one in the ring, `repeat` times.
+CommStep ring_step(const std::vector<DeviceId>& ring, double bytes, int repeat) {
+  CommStep step;
+  step.repeat = repeat;
+  for (size_t i = 0; i < ring.size(); ++i)
+    step.transfers.push_back({ring[i], ring[(i + 1) % ring.size()], bytes});
+  return step;
+}
+
+// Rings run side by side (one per node, or one per local index across nodes).
+CommStep parallel_rings(const std::vector<std::vector<DeviceId>>& rings, double bytes, int repeat) {
+  CommStep step;
+  step.repeat = repeat;
+  for (const auto& ring : rings) {
+    if (ring.size() < 2) continue;
+    CommStep one = ring_step(ring, bytes, repeat);
+    step.transfers.insert(step.transfers.end(), one.transfers.begin(), one.transfers.end());
+  }
+  return step;
+}
+
+CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& group, double bytes) {
+  const int n = static_cast<int>(group.size());
+  CommSchedule s;
+  double chunk = bytes / n;
+  switch (c) {
+    case Collective::kAllReduce: s.steps.push_back(ring_step(group, chunk, 2 * (n - 1))); break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: s.steps.push_back(ring_step(group, chunk, n - 1)); break;
+    case Collective::kAllToAll: {
+      CommStep step;
+      for (DeviceId a : group)
+        for (DeviceId b : group)
+          if (a != b) step.transfers.push_back({a, b, chunk});
+      s.steps.push_back(std::move(step));
+      break;
+    }
+    case Collective::kBroadcast: {
+      // Scatter from the root, then all-gather (van de Geijn).
+      CommStep scatter;
+      for (int i = 1; i < n; ++i) scatter.transfers.push_back({group[0], group[static_cast<size_t>(i)], chunk});
+      s.steps.push_back(std::move(scatter));
+      s.steps.push_back(ring_step(group, chunk, n - 1));
+      break;
+    }
+  }
+  return s;
+}
+
+// Two-level schedules for groups with the same number m >= 2 of devices on each of k >= 2
+// nodes; nullopt otherwise.
+std::optional<CommSchedule> hierarchical_schedule(const Topology& topology, Collective c,
+                                                  const std::vector<DeviceId>& group,
+                                                  double bytes) {
+  std::map<int, std::vector<DeviceId>> by_node;
+  for (DeviceId d : group) by_node[topology.device(d).node].push_back(d);
+  const int k = static_cast<int>(by_node.size());
+  if (k < 2) return std::nullopt;
+  const int m = static_cast<int>(by_node.begin()->second.size());
+  if (m < 2) return std::nullopt;
+  std::vector<std::vector<DeviceId>> intra, inter(static_cast<size_t>(m));
+  for (const auto& [node, devs] : by_node) {
+    if (static_cast<int>(devs.size()) != m) return std::nullopt;
+    intra.push_back(devs);
+    for (int l = 0; l < m; ++l) inter[static_cast<size_t>(l)].push_back(devs[static_cast<size_t>(l)]);
+  }
+  const double n = static_cast<double>(k) * m;
+  CommSchedule s;
+  switch (c) {
+    case Collective::kAllReduce:
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));            // reduce-scatter
+      s.steps.push_back(parallel_rings(inter, bytes / n, 2 * (k - 1)));      // all-reduce
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));            // all-gather
+      return s;
+    case Collective::kAllGather:
+      s.steps.push_back(parallel_rings(inter, bytes / n, k - 1));
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));
+      return s;
+    case Collective::kReduceScatter:
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));
+      s.steps.push_back(parallel_rings(inter, bytes / n, k - 1));
+      return s;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+CollectiveCost collective_cost(const Topology& topology, Collective collective,
+                               const std::vector<DeviceId>& group, double bytes) {
+  CollectiveCost best;
+  best.collective = collective;
+  const int n = static_cast<int>(group.size());
+  if (n <= 1 || bytes <= 0) return best;
+
+  CommSchedule ring = ring_schedule(collective, group, bytes);
+  best.algorithm = collective == Collective::kAllToAll ? CollectiveAlgorithm::kDirect
+                                                       : CollectiveAlgorithm::kRing;
+  best.time = schedule_time(topology, ring);
+  best.bytes_sent = ring.total_bytes();
+  best.schedule = std::move(ring);
+
+  if (auto h = hierarchical_schedule(topology, collective, group, bytes)) {
+    double t = schedule_time(topology, *h);
+    if (t < best.time) {
+      best.algorithm = CollectiveAlgorithm::kHierarchical;
+      best.time = t;
+      best.bytes_sent = h->total_bytes();
+      best.schedule = std::move(*h);
+    }
+  }
+
+  if (collective == Collective::kAllReduce || collective == Collective::kBroadcast) {
+    // A pipelined binary tree: latency grows with depth, not with n; each edge carries the
+    // whole buffer once per direction used.
+    int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
+    double bw = std::numeric_limits<double>::infinity(), lat = 0;
+    for (int i = 1; i < n; ++i) {
+      DeviceId child = group[static_cast<size_t>(i)], parent = group[static_cast<size_t>((i - 1) / 2)];
+      bw = std::min(bw, topology.bandwidth(child, parent));
+      lat = std::max(lat, topology.latency(child, parent));
+    }
+    int passes = collective == Collective::kAllReduce ? 2 : 1;
+    double t = passes * (depth * lat + bytes / bw);
+    if (t < best.time) {
+      best.algorithm = CollectiveAlgorithm::kTree;
+      best.time = t;
+      best.bytes_sent = passes * (n - 1) * bytes;
+      // Link accounting for the tree: each child-parent edge carries the buffer per pass.
+      CommSchedule tree;
+      CommStep step;
+      step.repeat = passes;
+      for (int i = 1; i < n; ++i)
+        step.transfers.push_back(
+            {group[static_cast<size_t>(i)], group[static_cast<size_t>((i - 1) / 2)], bytes});
+      tree.steps.push_back(std::move(step));
+      best.schedule = std::move(tree);
+    }
+  }
+  return best;
+}
+
+namespace {
+
+// Moves data between two shardings without partial sums: every target shard takes each piece
+// it lacks from the nearest holder of that piece.
+CommSchedule redistribute(const Topology& topology, const std::vector<int64_t>& shape,
+                          int64_t element_size, const Sharding& from, const Sharding& to) {
+  // Source tiles and their holders.
+  const int per_tile = from.partial * from.replicas;
+  std::vector<std::vector<DeviceId>> holders(static_cast<size_t>(from.num_tiles()));
+  for (int i = 0; i < from.num_shards(); ++i)
+    holders[static_cast<size_t>(i / per_tile)].push_back(from.devices[static_cast<size_t>(i)]);
+  std::vector<Box> tile_box(holders.size());
+  for (size_t t = 0; t < holders.size(); ++t)
+    tile_box[t] = from.shard_box(shape, static_cast<int>(t) * per_tile);
+
+  std::map<DeviceId, double> sent;  // balance load over replicas
+  CommStep step;
+  for (int j = 0; j < to.num_shards(); ++j) {
+    if (to.partial_index(j) != 0) continue;  // other partial copies start at zero
+    DeviceId dst = to.devices[static_cast<size_t>(j)];
+    Box want = to.shard_box(shape, j);
+    for (size_t t = 0; t < holders.size(); ++t) {
+      int64_t elements = box_elements(intersect(want, tile_box[t]));
+      if (elements == 0) continue;
+      const auto& hs = holders[t];
+      if (std::find(hs.begin(), hs.end(), dst) != hs.end()) continue;  // already local
+      DeviceId best = hs[0];
+      auto better = [&](DeviceId a, DeviceId b) {
+        bool an = topology.same_node(a, dst), bn = topology.same_node(b, dst);
+        if (an != bn) return an;
+        double ab = topology.bandwidth(a, dst), bb = topology.bandwidth(b, dst);
+        if (ab != bb) return ab > bb;
+        if (sent[a] != sent[b]) return sent[a] < sent[b];
+        return a < b;
+      };
+      for (DeviceId h : hs)
+        if (better(h, best)) best = h;
+      double bytes = static_cast<double>(elements * element_size);
+      sent[best] += bytes;
+      step.transfers.push_back({best, dst, bytes});
+    }
+  }
+  CommSchedule s;
+  if (!step.transfers.empty()) s.steps.push_back(std::move(step));
+  return s;
+}
+
+std::set<DeviceId> device_set(const Sharding& s) { return {s.devices.begin(), s.devices.end()}; }
+
+bool fully_replicated(const Sharding& s) {
+  return s.partial == 1 && s.num_tiles() == 1;
+}
+
+// Data movement between partial-free shardings: the cheaper of direct transfers and a
+// recognised all-gather.
+Conversion move_data(const Topology& topology, const std::vector<int64_t>& shape,
+                     int64_t element_size, const Sharding& from, const Sharding& to) {
+  Conversion c;
+  if (from == to) {
+    c.description = "none";
+    return c;
+  }
+  c.schedule = redistribute(topology, shape, element_size, from, to);
+  c.time = schedule_time(topology, c.schedule);
+  c.bytes_sent = c.schedule.total_bytes();
+  size_t n = c.schedule.steps.empty() ? 0 : c.schedule.steps[0].transfers.size();
+  c.description = n == 0 ? "local slice" : fmt::format("point-to-point ({} transfers)", n);
+
+  if (fully_replicated(to) && from.replicas == 1 && from.partial == 1 &&
+      device_set(from) == device_set(to) && from.num_shards() > 1) {
+    double full = 1;
+    for (int64_t d : shape) full *= static_cast<double>(d);
+    CollectiveCost ag = collective_cost(topology, Collective::kAllGather, from.devices,
+                                        full * static_cast<double>(element_size));
+    if (ag.time < c.time) {
+      c.time = ag.time;
+      c.bytes_sent = ag.bytes_sent;
+      c.schedule = ag.schedule;
+      c.description = fmt::format("all-gather over {} devices ({})", from.num_shards(),
+                                  algorithm_name(ag.algorithm));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Conversion convert(const Topology& topology, const std::vector<int64_t>& shape,
+                   int64_t element_size, const Sharding& from, const Sharding& to) {
+  if (from.partial == 1) return move_data(topology, shape, element_size, from, to);
+
+  const int P = from.partial, R = from.replicas;
+  // Option A: all-reduce every partial group, then move data.
+  Sharding reduced = from;
+  reduced.partial = 1;
+  reduced.replicas = P * R;  // device order is unchanged: (p, r) becomes one replica index
+  std::vector<CommSchedule> groups;
+  double tile_bytes = static_cast<double>(from.bytes_per_device(shape, element_size));
+  for (int t = 0; t < from.num_tiles(); ++t)
+    for (int r = 0; r < R; ++r) {
+      std::vector<DeviceId> g;
+      for (int p = 0; p < P; ++p) g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
+      groups.push_back(collective_cost(topology, Collective::kAllReduce, g, tile_bytes).schedule);
+    }
+  Conversion best;
+  {
+    Conversion rest = move_data(topology, shape, element_size, reduced, to);
+    best.time = concurrent_time(topology, groups) + rest.time;
+    for (const auto& g : groups) best.schedule.append(g), best.bytes_sent += g.total_bytes();
+    best.schedule.append(rest.schedule);
+    best.bytes_sent += rest.bytes_sent;
+    best.description = fmt::format("all-reduce over {} devices", P);
+    if (rest.description != "none") best.description += " + " + rest.description;
+  }
+  // Option B: reduce-scatter along a dimension the target splits P times more, then move data.
+  for (int d = 0; d < from.rank(); ++d) {
+    int64_t pieces = static_cast<int64_t>(from.tiles[static_cast<size_t>(d)]) * P;
+    if (pieces > std::max<int64_t>(shape[static_cast<size_t>(d)], 1)) continue;
+    Sharding scattered = from;
+    scattered.partial = 1;
+    scattered.tiles[static_cast<size_t>(d)] = static_cast<int>(pieces);
+    scattered.devices.assign(static_cast<size_t>(scattered.num_shards()), -1);
+    for (int i = 0; i < from.num_shards(); ++i) {
+      std::vector<int> coords = from.tile_coords(i);
+      coords[static_cast<size_t>(d)] = coords[static_cast<size_t>(d)] * P + from.partial_index(i);
+      int tile = 0;
+      for (size_t k = 0; k < coords.size(); ++k) tile = tile * scattered.tiles[k] + coords[k];
+      scattered.devices[static_cast<size_t>(tile * R + from.replica_index(i))] =
+          from.devices[static_cast<size_t>(i)];
+    }
+    std::vector<CommSchedule> rs;
+    for (int t = 0; t < from.num_tiles(); ++t)
+      for (int r = 0; r < R; ++r) {
+        std::vector<DeviceId> g;
+        for (int p = 0; p < P; ++p) g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
+        rs.push_back(collective_cost(topology, Collective::kReduceScatter, g, tile_bytes).schedule);
+      }
+    Conversion rest = move_data(topology, shape, element_size, scattered, to);
+    double time = concurrent_time(topology, rs) + rest.time;
+    if (time < best.time) {
+      best = Conversion{};
+      best.time = time;
+      for (const auto& g : rs) best.schedule.append(g), best.bytes_sent += g.total_bytes();
+      best.schedule.append(rest.schedule);
+      best.bytes_sent += rest.bytes_sent;
+      best.description = fmt::format("reduce-scatter over {} devices along dimension {}", P, d);
+      if (rest.description != "none") best.description += " + " + rest.description;
+    }
+  }
+  return best;
+}
+
+}  // namespace planner::analysis

@@ -1,0 +1,80 @@
+// Tests for analysis/cost_model.cpp: roofline and measured kernel times.
+#include "analysis/cost_model.h"
+
+#include <doctest/doctest.h>
+
+namespace planner::analysis {
+namespace {
+
+ir::Op op_of(const std::string& type) {
+  ir::Op op;
+  op.name = "n";
+  op.op_type = type;
+  return op;
+}
+
+TEST_CASE("a large MatMul on an H100 runs at its FLOPs over peak, within the efficiency") {
+  auto topo = importers::topology_preset("dgx-h100");
+  REQUIRE(topo);
+  const importers::DeviceType& h100 = topo->device_type(0);
+  ComputeCostModel model;
+  double m = 8192, n = 8192, k = 8192;
+  double flops = 2 * m * n * k;
+  double bytes = 4 * (m * k + k * n + m * n);
+  double t = model.roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes);
+  double ideal = flops / h100.flops(ir::DType::kFloat32);
+  double eff = model.options().efficiency[static_cast<size_t>(OpClass::kMatmul)].compute;
+  CHECK(t == doctest::Approx(ideal / eff + model.options().launch_overhead));
+  CHECK(t >= ideal);
+  // TF32 makes it faster; bf16 faster again.
+  ComputeCostOptions tf32;
+  tf32.allow_tf32 = true;
+  CHECK(ComputeCostModel(tf32).roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes) < t);
+}
+
+TEST_CASE("element-wise ops are memory bound and shape ops are free") {
+  auto topo = importers::topology_preset("dgx-h100");
+  REQUIRE(topo);
+  const importers::DeviceType& h100 = topo->device_type(0);
+  ComputeCostModel model;
+  double bytes = 2.0 * 4 * 64e6;
+  double t = model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 64e6, bytes);
+  CHECK(t == doctest::Approx(bytes / (h100.memory_bandwidth * 0.8) + 4e-6));
+  CHECK(model.roofline(h100, op_of("Reshape"), ir::DType::kFloat32, 0, bytes) == 0);
+}
+
+TEST_CASE("measured costs: exact, interpolated, scaled, absent") {
+  auto costs = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "device": "H100",
+    "kernels": [
+      {"op_type": "Relu", "input_shapes": [[100]], "seconds": 1e-5},
+      {"op_type": "Relu", "input_shapes": [[300]], "seconds": 3e-5}
+    ]})", "costs.json");
+  REQUIRE(costs);
+  ir::Op relu = op_of("Relu");
+  CHECK(*costs->lookup(relu, {{100}}, 100) == doctest::Approx(1e-5));
+  CHECK(*costs->lookup(relu, {{200}}, 200) == doctest::Approx(2e-5));
+  CHECK(*costs->lookup(relu, {{600}}, 600) == doctest::Approx(6e-5));
+  CHECK_FALSE(costs->lookup(op_of("Tanh"), {{100}}, 100));
+
+  auto topo = importers::topology_preset("dgx-h100");
+  REQUIRE(topo);
+  ComputeCostModel model({}, &*costs);
+  CHECK(model.op_time(topo->device_type(0), relu, ir::DType::kFloat32, {{200}}, 200, 1600) ==
+        doctest::Approx(2e-5));
+}
+
+TEST_CASE("bad costs files name the JSON path") {
+  auto c = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [{"op_type": "Relu",
+    "input_shapes": [[4]], "seconds": -1}]})", "c.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() == "c.json: $.kernels[0].seconds: expected a positive number");
+  c = MeasuredCosts::parse("{", "c.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message().rfind("c.json: not valid JSON", 0) == 0);
+  c = MeasuredCosts::parse(R"({"kernels": []})", "c.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() == "c.json: $.schema: expected \"planner-costs/1\"");
+}
+
+}  // namespace
+}  // namespace planner::analysis
