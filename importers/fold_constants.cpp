@@ -80,8 +80,9 @@ struct Folder {
       if (t != ir::kNoTensor && !types[static_cast<size_t>(t)].is_static()) complete = false;
     bool shape_only = needs_only_shapes(op) && !in_types.empty() && in_types[0].is_static();
     bool candidate = options.fold && !never_fold(op) && (all_constant || shape_only);
-    if (candidate && all_constant && !shape_only) {
-      // Constants whose values live in external data are read only now that folding needs them.
+    if ((candidate && all_constant && !shape_only) || !complete) {
+      // Constants whose values live in external data are read only now that folding or shape
+      // completion needs them.
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (op.inputs[i] == ir::kNoTensor || in_values[i]) continue;
         auto v = value(op.inputs[i]);
@@ -89,7 +90,9 @@ struct Folder {
         in_values[i] = *v;
       }
     }
-    if (!complete || candidate) {
+    {
+      // The rules run even where ONNX's result is complete: they also check what ONNX does not
+      // (a Reshape that changes the element count). Where both know a shape, ONNX's stays.
       auto ruled = infer_output_types(op, in_types, in_values);
       if (!ruled) return fail(op, ruled.error());
       for (size_t i = 0; i < op.outputs.size(); ++i) {

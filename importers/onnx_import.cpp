@@ -668,6 +668,27 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   for (auto& vi : *g.mutable_output())
     if (vi.type().has_tensor_type()) vi.mutable_type()->mutable_tensor_type()->clear_shape();
 
+  // ONNX's inference would try to read external initializers whose values it wants (a
+  // Reshape's shape) and fail; it sees them as inputs instead, and folding reads them if needed.
+  {
+    std::set<std::string> input_names;
+    for (const auto& vi : g.input()) input_names.insert(vi.name());
+    auto* inits = g.mutable_initializer();
+    for (int i = inits->size() - 1; i >= 0; --i) {
+      const onnx::TensorProto& t = inits->Get(i);
+      if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+      if (!input_names.count(t.name())) {
+        onnx::ValueInfoProto* vi = g.add_input();
+        vi->set_name(t.name());
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(t.data_type());
+        for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      }
+      b.initializer_protos.erase(t.name());
+      inits->DeleteSubrange(i, 1);
+    }
+  }
+
   try {
     onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/1,
                                    /*enable_data_propagation=*/true);
