@@ -124,7 +124,8 @@ Result eval_constant_node(const ir::Op& op) {
     t.shape = src->shape;
     t.data = src->data;
     t.external = src->external;
-    if (src->external || (t.dtype != ir::DType::kString && !t.has_data() && t.num_elements() > 0))
+    bool empty = std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d == 0; });
+    if (src->external || (t.dtype != ir::DType::kString && !t.has_data() && !empty))
       return cannot();
     return one(std::move(t));
   }
@@ -227,16 +228,20 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
           else if (type == "Mul") acc *= b;
           else if (type == "Div" || type == "Mod") {
             if (b == 0) return make_error("integer division by zero in constant {}", type);
-            if (type == "Div") acc /= b;
+            if (b == -1) {  // INT64_MIN / -1 traps; the wrapped result is what int64 gives
+              acc = type == "Div" ? static_cast<int64_t>(0 - static_cast<uint64_t>(acc)) : 0;
+            } else if (type == "Div") acc /= b;
             else {
               int64_t r = acc % b;
               if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
               acc = r;
             }
           } else if (type == "Pow") {
-            int64_t r = 1;
-            for (int64_t k = 0; k < b; ++k) r *= acc;
-            acc = r;
+            // Square-and-multiply with wrap-around: bounded time whatever the exponent.
+            uint64_t r = 1, base = static_cast<uint64_t>(acc);
+            for (int64_t k = b; k > 0; k >>= 1, base *= base)
+              if (k & 1) r *= base;
+            acc = b < 0 ? 0 : static_cast<int64_t>(r);
           } else if (type == "Max") acc = std::max(acc, b);
           else if (type == "Min") acc = std::min(acc, b);
           else if (type == "Equal") acc = acc == b;
@@ -371,6 +376,7 @@ Result eval_slice(const ir::Op& op, std::span<const ir::Tensor* const> in, const
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
     int64_t dim = x.shape[static_cast<size_t>(a)], s = starts[i];
+    if (dim == 0) continue;  // the output is empty along this axis
     if (s < 0) s += dim;
     s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
     begin[static_cast<size_t>(a)] = s;

@@ -1,6 +1,8 @@
 // Constant folding interleaved with shape completion, then dead-code removal.
 #include "importers/fold_constants.h"
 
+#include <algorithm>
+#include <climits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -116,10 +118,12 @@ struct Folder {
         continue;
       }
       const PartialType& ty = types[static_cast<size_t>(t)];
-      int64_t n = 1;
+      // Element count, saturating: a corrupt model may ask for absurd shapes.
+      __int128 n = 1;
       if (ty.dims)
-        for (int64_t d : *ty.dims) n = d >= 0 ? n * d : n;
-      if (op.op_type != "Constant" && (!ty.is_static() || n > options.max_folded_elements))
+        for (int64_t d : *ty.dims) n = std::min<__int128>(n * std::max<int64_t>(d, 0), INT64_MAX);
+      if (op.op_type != "Constant" &&
+          (!ty.is_static() || n > static_cast<__int128>(options.max_folded_elements)))
         return ok();
       out_types.push_back(ty);
     }

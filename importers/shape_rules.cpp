@@ -2,6 +2,7 @@
 #include "importers/shape_rules.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -75,6 +76,8 @@ int64_t product(const Dims& d, size_t from, size_t to) {
   int64_t p = 1;
   for (size_t i = from; i < to && i < d.size(); ++i) {
     if (!known(d[i])) return kUnknownDim;
+    // Saturate instead of overflowing; Graph::finalize reports the absurd size later.
+    if (d[i] != 0 && p > INT64_MAX / d[i]) return kUnknownDim;
     p *= d[i];
   }
   return p;
@@ -433,7 +436,7 @@ Expected<void> rule_split(Ctx& c) {
   auto split = c.ints_attr_or_input("split", 1);
   bool split_given = c.op.attribute("split") || c.has_input(1);
   size_t n = c.op.outputs.size();
-  if (split_given && !split) return ok();
+  if ((split_given && !split) || n == 0) return ok();
   Dims sizes;
   int64_t extent = (*x)[axis];
   if (split_given) {
@@ -498,6 +501,10 @@ Expected<void> rule_slice(Ctx& c) {
     if (step == 0) return make_error("slice step must not be 0");
     if (!known(dim)) {
       out[a] = kUnknownDim;
+      continue;
+    }
+    if (dim == 0) {
+      out[a] = 0;
       continue;
     }
     int64_t s = (*starts)[i], e = (*ends)[i];
@@ -649,6 +656,7 @@ Expected<void> rule_range(Ctx& c) {
     return c.set(0, c.dtype(0), Dims{kUnknownDim}), ok();
   if ((*delta)[0] == 0) return make_error("range delta must not be 0");
   double n = std::ceil(((*limit)[0] - (*start)[0]) / (*delta)[0]);
+  if (!std::isfinite(n) || n > 1e15) return make_error("range would have {} elements", n);
   c.set(0, c.dtype(0), Dims{static_cast<int64_t>(std::max(0.0, n))});
   return ok();
 }

@@ -348,6 +348,26 @@ g (float[?, 16] x) => (float[?, 16] y) { y = Relu(x) }
         "bound: export the model with a static or named dimension");
 }
 
+TEST_CASE("value_info that disagrees with the computation loses; it fills in for custom ops") {
+  // The model declares a wrong shape for `t`: the computed one wins.
+  ir::Graph g = must_import(R"(
+g (float[2,4] x) => (float[2,4] y) <float[9,9] t> { t = Relu(x)  y = Neg(t) })");
+  CHECK(tensor(g, "t").shape == std::vector<int64_t>{2, 4});
+
+  // A custom-domain op has no shape rule; its declared value_info gives the shape.
+  const std::string custom = R"(<ir_version: 8, opset_import: ["" : 17, "com.example" : 1]>
+g (float[2,4] x) => (float[2,8] y) <float[2,8] t> { t = com.example.Widen(x)  y = Relu(t) })";
+  auto widened = import_model_text(custom, "test.onnxtxt");
+  REQUIRE_MESSAGE(widened, error_of(widened));
+  CHECK(tensor(*widened, "t").shape == std::vector<int64_t>{2, 8});
+  CHECK(widened->op(0).domain == "com.example");
+  CHECK(error_of(import_model_text(R"(<ir_version: 8, opset_import: ["" : 17, "com.example" : 1]>
+g (float[2,4] x) => (float[2,4] y) { t = com.example.Widen(x)  y = Relu(t) })",
+                                   "test.onnxtxt")) ==
+        "test.onnxtxt: node 'Widen_0' (com.example.Widen): cannot infer a static shape for "
+        "output 't' (unknown rank, unknown element type)");
+}
+
 TEST_CASE("integer initializers are constants with values; float initializer data loads on request") {
   const std::string model = R"(
 g (float[2] x) => (float[2] y)
