@@ -63,7 +63,9 @@ int64_t broadcast_offset(const Dims& idx, const Dims& shape, const Dims& strides
   return off;
 }
 
-bool is_int_type(ir::DType t) { return !ir::is_floating(t) && t != ir::DType::kString; }
+bool is_int_type(ir::DType t) {
+  return !ir::is_floating(t) && t != ir::DType::kString;
+}
 bool arithmetic_ok(ir::DType t) {
   return t != ir::DType::kString && t != ir::DType::kFloat16 && t != ir::DType::kBFloat16;
 }
@@ -78,18 +80,41 @@ void put(ir::Tensor& t, int64_t i, double v, int64_t iv, bool from_int) {
   uint8_t* p = t.data.data() + i * ir::dtype_size(t.dtype);
   auto as_int = [&]() { return from_int ? iv : static_cast<int64_t>(v); };
   switch (t.dtype) {
-    case ir::DType::kFloat32: store<float>(p, from_int ? static_cast<float>(iv) : static_cast<float>(v)); break;
-    case ir::DType::kFloat64: store<double>(p, from_int ? static_cast<double>(iv) : v); break;
-    case ir::DType::kInt8: store<int8_t>(p, static_cast<int8_t>(as_int())); break;
-    case ir::DType::kUInt8: store<uint8_t>(p, static_cast<uint8_t>(as_int())); break;
-    case ir::DType::kInt16: store<int16_t>(p, static_cast<int16_t>(as_int())); break;
-    case ir::DType::kUInt16: store<uint16_t>(p, static_cast<uint16_t>(as_int())); break;
-    case ir::DType::kInt32: store<int32_t>(p, static_cast<int32_t>(as_int())); break;
-    case ir::DType::kUInt32: store<uint32_t>(p, static_cast<uint32_t>(as_int())); break;
-    case ir::DType::kInt64: store<int64_t>(p, as_int()); break;
-    case ir::DType::kUInt64: store<uint64_t>(p, static_cast<uint64_t>(as_int())); break;
-    case ir::DType::kBool: store<uint8_t>(p, from_int ? (iv != 0) : (v != 0.0)); break;
-    default: break;
+    case ir::DType::kFloat32:
+      store<float>(p, from_int ? static_cast<float>(iv) : static_cast<float>(v));
+      break;
+    case ir::DType::kFloat64:
+      store<double>(p, from_int ? static_cast<double>(iv) : v);
+      break;
+    case ir::DType::kInt8:
+      store<int8_t>(p, static_cast<int8_t>(as_int()));
+      break;
+    case ir::DType::kUInt8:
+      store<uint8_t>(p, static_cast<uint8_t>(as_int()));
+      break;
+    case ir::DType::kInt16:
+      store<int16_t>(p, static_cast<int16_t>(as_int()));
+      break;
+    case ir::DType::kUInt16:
+      store<uint16_t>(p, static_cast<uint16_t>(as_int()));
+      break;
+    case ir::DType::kInt32:
+      store<int32_t>(p, static_cast<int32_t>(as_int()));
+      break;
+    case ir::DType::kUInt32:
+      store<uint32_t>(p, static_cast<uint32_t>(as_int()));
+      break;
+    case ir::DType::kInt64:
+      store<int64_t>(p, as_int());
+      break;
+    case ir::DType::kUInt64:
+      store<uint64_t>(p, static_cast<uint64_t>(as_int()));
+      break;
+    case ir::DType::kBool:
+      store<uint8_t>(p, from_int ? (iv != 0) : (v != 0.0));
+      break;
+    default:
+      break;
   }
 }
 
@@ -102,14 +127,20 @@ struct Values {
     Values v;
     v.is_int = is_int_type(t.dtype);
     if (t.num_elements() == 0) return v;
-    if (v.is_int) v.ints = t.int_values();
-    else v.floats = t.float_values();
+    if (v.is_int)
+      v.ints = t.int_values();
+    else
+      v.floats = t.float_values();
     return v;
   }
 };
 
-Result one(ir::Tensor t) { return std::optional<std::vector<ir::Tensor>>(std::vector<ir::Tensor>{std::move(t)}); }
-Result cannot() { return std::optional<std::vector<ir::Tensor>>(); }
+Result one(ir::Tensor t) {
+  return std::optional<std::vector<ir::Tensor>>(std::vector<ir::Tensor>{std::move(t)});
+}
+Result cannot() {
+  return std::optional<std::vector<ir::Tensor>>();
+}
 
 Result eval_constant_node(const ir::Op& op) {
   const ir::Attribute* a = nullptr;
@@ -179,58 +210,91 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
   int64_t n = count(shape);
   Dims idx(shape.size(), 0);
   for (int64_t e = 0; e < n; ++e) {
-    auto off = [&](size_t i) { return static_cast<size_t>(broadcast_offset(idx, in[i]->shape, strides[i])); };
-    auto iv = [&](size_t i) { return vals[i].is_int ? vals[i].ints[off(i)] : static_cast<int64_t>(vals[i].floats[off(i)]); };
-    auto fv = [&](size_t i) { return vals[i].is_int ? static_cast<double>(vals[i].ints[off(i)]) : vals[i].floats[off(i)]; };
+    auto off = [&](size_t i) {
+      return static_cast<size_t>(broadcast_offset(idx, in[i]->shape, strides[i]));
+    };
+    auto iv = [&](size_t i) {
+      return vals[i].is_int ? vals[i].ints[off(i)] : static_cast<int64_t>(vals[i].floats[off(i)]);
+    };
+    auto fv = [&](size_t i) {
+      return vals[i].is_int ? static_cast<double>(vals[i].ints[off(i)]) : vals[i].floats[off(i)];
+    };
     if (type == "Where") {
       size_t pick = iv(0) != 0 ? 1 : 2;
-      if (int_math) put(out, e, 0, iv(pick), true);
-      else put(out, e, fv(pick), 0, false);
+      if (int_math)
+        put(out, e, 0, iv(pick), true);
+      else
+        put(out, e, fv(pick), 0, false);
     } else if (in.size() == 1) {
       if (int_math) {
         int64_t x = iv(0), r = 0;
-        if (type == "Neg") r = -x;
-        else if (type == "Abs") r = x < 0 ? -x : x;
-        else if (type == "Not") r = x == 0;
-        else if (type == "Sign") r = (x > 0) - (x < 0);
-        else if (type == "Identity" || type == "Floor" || type == "Ceil" || type == "Round") r = x;
-        else if (type == "Relu") r = std::max<int64_t>(x, 0);
-        else return cannot();
+        if (type == "Neg")
+          r = -x;
+        else if (type == "Abs")
+          r = x < 0 ? -x : x;
+        else if (type == "Not")
+          r = x == 0;
+        else if (type == "Sign")
+          r = (x > 0) - (x < 0);
+        else if (type == "Identity" || type == "Floor" || type == "Ceil" || type == "Round")
+          r = x;
+        else if (type == "Relu")
+          r = std::max<int64_t>(x, 0);
+        else
+          return cannot();
         put(out, e, 0, r, true);
       } else {
         double x = fv(0), r = 0;
-        if (type == "Neg") r = -x;
-        else if (type == "Abs") r = std::fabs(x);
-        else if (type == "Sqrt") r = std::sqrt(x);
-        else if (type == "Floor") r = std::floor(x);
-        else if (type == "Ceil") r = std::ceil(x);
-        else if (type == "Round") r = std::nearbyint(x);
-        else if (type == "Reciprocal") r = 1.0 / x;
-        else if (type == "Exp") r = std::exp(x);
-        else if (type == "Log") r = std::log(x);
-        else if (type == "Sign") r = (x > 0) - (x < 0);
-        else if (type == "Relu") r = std::max(x, 0.0);
-        else if (type == "Not") r = x == 0.0;
-        else if (type == "Identity") r = x;
-        else return cannot();
+        if (type == "Neg")
+          r = -x;
+        else if (type == "Abs")
+          r = std::fabs(x);
+        else if (type == "Sqrt")
+          r = std::sqrt(x);
+        else if (type == "Floor")
+          r = std::floor(x);
+        else if (type == "Ceil")
+          r = std::ceil(x);
+        else if (type == "Round")
+          r = std::nearbyint(x);
+        else if (type == "Reciprocal")
+          r = 1.0 / x;
+        else if (type == "Exp")
+          r = std::exp(x);
+        else if (type == "Log")
+          r = std::log(x);
+        else if (type == "Sign")
+          r = (x > 0) - (x < 0);
+        else if (type == "Relu")
+          r = std::max(x, 0.0);
+        else if (type == "Not")
+          r = x == 0.0;
+        else if (type == "Identity")
+          r = x;
+        else
+          return cannot();
         put(out, e, r, 0, false);
       }
     } else {
       // Variadic Max/Min/Sum fold left to right; binary ops have exactly two operands.
-      bool cmp = type == "Equal" || type == "Less" || type == "Greater" ||
-                 type == "LessOrEqual" || type == "GreaterOrEqual";
+      bool cmp = type == "Equal" || type == "Less" || type == "Greater" || type == "LessOrEqual" ||
+                 type == "GreaterOrEqual";
       if (int_math) {
         int64_t acc = iv(0);
         for (size_t i = 1; i < in.size(); ++i) {
           int64_t b = iv(i);
-          if (type == "Add" || type == "Sum") acc += b;
-          else if (type == "Sub") acc -= b;
-          else if (type == "Mul") acc *= b;
+          if (type == "Add" || type == "Sum")
+            acc += b;
+          else if (type == "Sub")
+            acc -= b;
+          else if (type == "Mul")
+            acc *= b;
           else if (type == "Div" || type == "Mod") {
             if (b == 0) return make_error("integer division by zero in constant {}", type);
             if (b == -1) {  // INT64_MIN / -1 traps; the wrapped result is what int64 gives
               acc = type == "Div" ? static_cast<int64_t>(0 - static_cast<uint64_t>(acc)) : 0;
-            } else if (type == "Div") acc /= b;
+            } else if (type == "Div")
+              acc /= b;
             else {
               int64_t r = acc % b;
               if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -242,37 +306,62 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
             for (int64_t k = b; k > 0; k >>= 1, base *= base)
               if (k & 1) r *= base;
             acc = b < 0 ? 0 : static_cast<int64_t>(r);
-          } else if (type == "Max") acc = std::max(acc, b);
-          else if (type == "Min") acc = std::min(acc, b);
-          else if (type == "Equal") acc = acc == b;
-          else if (type == "Less") acc = acc < b;
-          else if (type == "Greater") acc = acc > b;
-          else if (type == "LessOrEqual") acc = acc <= b;
-          else if (type == "GreaterOrEqual") acc = acc >= b;
-          else if (type == "And") acc = (acc != 0) && (b != 0);
-          else if (type == "Or") acc = (acc != 0) || (b != 0);
-          else if (type == "Xor") acc = (acc != 0) != (b != 0);
-          else return cannot();
+          } else if (type == "Max")
+            acc = std::max(acc, b);
+          else if (type == "Min")
+            acc = std::min(acc, b);
+          else if (type == "Equal")
+            acc = acc == b;
+          else if (type == "Less")
+            acc = acc < b;
+          else if (type == "Greater")
+            acc = acc > b;
+          else if (type == "LessOrEqual")
+            acc = acc <= b;
+          else if (type == "GreaterOrEqual")
+            acc = acc >= b;
+          else if (type == "And")
+            acc = (acc != 0) && (b != 0);
+          else if (type == "Or")
+            acc = (acc != 0) || (b != 0);
+          else if (type == "Xor")
+            acc = (acc != 0) != (b != 0);
+          else
+            return cannot();
         }
         put(out, e, 0, acc, true);
       } else {
         double acc = fv(0);
         for (size_t i = 1; i < in.size(); ++i) {
           double b = fv(i);
-          if (type == "Add" || type == "Sum") acc += b;
-          else if (type == "Sub") acc -= b;
-          else if (type == "Mul") acc *= b;
-          else if (type == "Div") acc /= b;
-          else if (type == "Mod") acc = std::fmod(acc, b);
-          else if (type == "Pow") acc = std::pow(acc, b);
-          else if (type == "Max") acc = std::max(acc, b);
-          else if (type == "Min") acc = std::min(acc, b);
-          else if (type == "Equal") acc = acc == b;
-          else if (type == "Less") acc = acc < b;
-          else if (type == "Greater") acc = acc > b;
-          else if (type == "LessOrEqual") acc = acc <= b;
-          else if (type == "GreaterOrEqual") acc = acc >= b;
-          else return cannot();
+          if (type == "Add" || type == "Sum")
+            acc += b;
+          else if (type == "Sub")
+            acc -= b;
+          else if (type == "Mul")
+            acc *= b;
+          else if (type == "Div")
+            acc /= b;
+          else if (type == "Mod")
+            acc = std::fmod(acc, b);
+          else if (type == "Pow")
+            acc = std::pow(acc, b);
+          else if (type == "Max")
+            acc = std::max(acc, b);
+          else if (type == "Min")
+            acc = std::min(acc, b);
+          else if (type == "Equal")
+            acc = acc == b;
+          else if (type == "Less")
+            acc = acc < b;
+          else if (type == "Greater")
+            acc = acc > b;
+          else if (type == "LessOrEqual")
+            acc = acc <= b;
+          else if (type == "GreaterOrEqual")
+            acc = acc >= b;
+          else
+            return cannot();
         }
         (void)cmp;
         put(out, e, acc, 0, false);
@@ -297,8 +386,10 @@ Result eval_cast(const ir::Tensor& in, const PartialType& out_type) {
   ir::Tensor out = empty_like(to, in.shape);
   Values v = Values::of(in);
   for (int64_t i = 0; i < in.num_elements(); ++i) {
-    if (v.is_int) put(out, i, 0, v.ints[static_cast<size_t>(i)], true);
-    else put(out, i, v.floats[static_cast<size_t>(i)], 0, false);
+    if (v.is_int)
+      put(out, i, 0, v.ints[static_cast<size_t>(i)], true);
+    else
+      put(out, i, v.floats[static_cast<size_t>(i)], 0, false);
   }
   return one(std::move(out));
 }
@@ -312,7 +403,8 @@ Result eval_gather(const ir::Op& op, const ir::Tensor& data, const ir::Tensor& i
   int64_t extent = data.shape[static_cast<size_t>(axis)];
   for (int64_t& i : idx) {
     if (i < -extent || i >= extent)
-      return make_error("Gather index {} is out of range for axis {} of extent {}", i, axis, extent);
+      return make_error("Gather index {} is out of range for axis {} of extent {}", i, axis,
+                        extent);
     if (i < 0) i += extent;
   }
   Dims ds = strides_of(data.shape), is = strides_of(indices.shape);
@@ -335,10 +427,14 @@ Result eval_concat(const ir::Op& op, std::span<const ir::Tensor* const> in, cons
   std::vector<const ir::Tensor*> parts;
   for (const ir::Tensor* t : in)
     if (t && t->num_elements() > 0) parts.push_back(t);
-  if (parts.empty()) return one(empty_like(*[&] {
-    for (const ir::Tensor* t : in) if (t) return std::optional<ir::DType>(t->dtype);
-    return std::optional<ir::DType>(ir::DType::kFloat32);
-  }(), out_shape));
+  if (parts.empty())
+    return one(empty_like(
+        *[&] {
+          for (const ir::Tensor* t : in)
+            if (t) return std::optional<ir::DType>(t->dtype);
+          return std::optional<ir::DType>(ir::DType::kFloat32);
+        }(),
+        out_shape));
   ir::Tensor out = empty_like(parts[0]->dtype, out_shape);
   size_t es = static_cast<size_t>(ir::dtype_size(out.dtype));
   int64_t outer = 1, inner = 1;
@@ -453,7 +549,8 @@ Result eval_constant_of_shape(const ir::Op& op, const PartialType& out) {
     const auto& v = std::get<std::shared_ptr<const ir::Tensor>>(a->value);
     if (!v->has_data() || v->dtype == ir::DType::kString) return cannot();
     size_t es = static_cast<size_t>(ir::dtype_size(v->dtype));
-    for (size_t i = 0; i + es <= t.data.size(); i += es) std::memcpy(t.data.data() + i, v->data.data(), es);
+    for (size_t i = 0; i + es <= t.data.size(); i += es)
+      std::memcpy(t.data.data() + i, v->data.data(), es);
   }
   return one(std::move(t));
 }
@@ -465,12 +562,12 @@ bool in_set(std::string_view s, std::initializer_list<std::string_view> set) {
 }  // namespace
 
 bool needs_only_shapes(const ir::Op& op) {
-  return (op.domain.empty() || op.domain == "ai.onnx") && (op.op_type == "Shape" || op.op_type == "Size");
+  return (op.domain.empty() || op.domain == "ai.onnx") &&
+         (op.op_type == "Shape" || op.op_type == "Size");
 }
 
 Expected<std::optional<std::vector<ir::Tensor>>> evaluate_constant(
-    const ir::Op& op, std::span<const ir::Tensor* const> in,
-    std::span<const PartialType> outputs) {
+    const ir::Op& op, std::span<const ir::Tensor* const> in, std::span<const PartialType> outputs) {
   if (!op.domain.empty() && op.domain != "ai.onnx") return cannot();
   const std::string& type = op.op_type;
   if (type == "Constant") return eval_constant_node(op);
@@ -516,10 +613,12 @@ Expected<std::optional<std::vector<ir::Tensor>>> evaluate_constant(
   if (type == "Split") return eval_split(op, x, outputs);
   if (type == "ConstantOfShape") return eval_constant_of_shape(op, outputs[0]);
   if (type == "Range" && in.size() == 3 && in[2]) return eval_range(x, *in[2], outputs[0]);
-  if (in_set(type, {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Sum", "Equal", "Less",
-                    "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where",
-                    "Neg", "Abs", "Sqrt", "Floor", "Ceil", "Round", "Reciprocal", "Exp", "Log",
-                    "Sign", "Relu", "Not"})) {
+  if (in_set(type,
+             {"Add",   "Sub",  "Mul",   "Div",        "Mod",     "Pow",         "Max",
+              "Min",   "Sum",  "Equal", "Less",       "Greater", "LessOrEqual", "GreaterOrEqual",
+              "And",   "Or",   "Xor",   "Where",      "Neg",     "Abs",         "Sqrt",
+              "Floor", "Ceil", "Round", "Reciprocal", "Exp",     "Log",         "Sign",
+              "Relu",  "Not"})) {
     std::vector<const ir::Tensor*> present;
     for (const ir::Tensor* t : in)
       if (t) present.push_back(t);

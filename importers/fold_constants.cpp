@@ -17,14 +17,16 @@ std::string node_where(const ir::Op& op) {
   return fmt::format("node '{}' ({})", op.name, type);
 }
 
-PartialType type_of(const ir::Tensor& t) { return PartialType{t.dtype, t.shape}; }
+PartialType type_of(const ir::Tensor& t) {
+  return PartialType{t.dtype, t.shape};
+}
 
 // Operators whose results must never be folded even with constant inputs: they are random, or
 // their whole point is to be computed at run time.
 bool never_fold(const ir::Op& op) {
   const std::string& t = op.op_type;
-  return t.rfind("Random", 0) == 0 || t == "Multinomial" || t == "Bernoulli" ||
-         t == "If" || t == "Loop" || t == "Scan";
+  return t.rfind("Random", 0) == 0 || t == "Multinomial" || t == "Bernoulli" || t == "If" ||
+         t == "Loop" || t == "Scan";
 }
 
 struct Folder {
@@ -69,7 +71,8 @@ struct Folder {
       }
       in_types.push_back(types[static_cast<size_t>(t)]);
       const ir::Tensor* v = nullptr;
-      if (folded[static_cast<size_t>(t)]) v = &*folded[static_cast<size_t>(t)];
+      if (folded[static_cast<size_t>(t)])
+        v = &*folded[static_cast<size_t>(t)];
       else if (graph.tensor(t).role == ir::TensorRole::kConstant && graph.tensor(t).has_data())
         v = &graph.tensor(t);
       in_values.push_back(v);
@@ -226,8 +229,8 @@ Expected<FoldStats> fold_constants(ir::Graph& graph, std::vector<PartialType> in
                                    const FoldOptions& options, const std::string& source) {
   PLANNER_CHECK(inferred.size() == static_cast<size_t>(graph.num_tensors()) &&
                     declared.size() == inferred.size(),
-                "fold_constants: {} inferred and {} declared types for {} tensors",
-                inferred.size(), declared.size(), graph.num_tensors());
+                "fold_constants: {} inferred and {} declared types for {} tensors", inferred.size(),
+                declared.size(), graph.num_tensors());
   PLANNER_CHECK(graph.topo_order().size() == static_cast<size_t>(graph.num_ops()),
                 "fold_constants needs a finalized graph");
   Folder folder{graph, std::move(inferred), declared, options, source, {}, {}, {}};

@@ -97,8 +97,12 @@ Error diagnose_parse_failure(const std::string& path, int64_t size) {
         truncated = !in.ReadVarint64(&v);
         break;
       }
-      case WireType::WIRETYPE_FIXED64: truncated = !in.Skip(8); break;
-      case WireType::WIRETYPE_FIXED32: truncated = !in.Skip(4); break;
+      case WireType::WIRETYPE_FIXED64:
+        truncated = !in.Skip(8);
+        break;
+      case WireType::WIRETYPE_FIXED32:
+        truncated = !in.Skip(4);
+        break;
       case WireType::WIRETYPE_LENGTH_DELIMITED: {
         uint32_t length = 0;
         if (!in.ReadVarint32(&length)) {
@@ -126,9 +130,10 @@ Error diagnose_parse_failure(const std::string& path, int64_t size) {
 Expected<onnx::ModelProto> parse_binary(const std::string& path) {
   PLANNER_TRY_ASSIGN(int64_t size, check_model_file(path));
   if (size >= INT_MAX)
-    return make_error("{}: file is {} bytes; protobuf models must be under 2 GiB (store the "
-                      "weights as external data)",
-                      path, size);
+    return make_error(
+        "{}: file is {} bytes; protobuf models must be under 2 GiB (store the "
+        "weights as external data)",
+        path, size);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
   onnx::ModelProto model;
@@ -142,8 +147,7 @@ Expected<onnx::ModelProto> parse_binary(const std::string& path) {
     parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
   }
   if (!parsed) return diagnose_parse_failure(path, size);
-  if (!model.has_graph())
-    return make_error("{}: is not an ONNX model (it has no graph)", path);
+  if (!model.has_graph()) return make_error("{}: is not an ONNX model (it has no graph)", path);
   return model;
 }
 
@@ -168,7 +172,8 @@ Error parse_error_line(const std::string& source, const std::string& message) {
 }
 
 Expected<onnx::ModelProto> parse_text(const std::string& text, const std::string& source) {
-  if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
+  if (std::all_of(text.begin(), text.end(),
+                  [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
     return make_error("{}: file is empty", source);
   onnx::ModelProto model;
   try {
@@ -194,7 +199,8 @@ Expected<int64_t> check_versions(const onnx::ModelProto& model, const std::strin
   std::optional<int64_t> opset;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  if (!opset) return make_error("{}: the model imports no opset of the default ONNX domain", source);
+  if (!opset)
+    return make_error("{}: the model imports no opset of the default ONNX domain", source);
   if (*opset < kMinOpset || *opset > kMaxOpset)
     return make_error("{}: unsupported opset version {} (supported: {} to {})", source, *opset,
                       kMinOpset, kMaxOpset);
@@ -204,8 +210,8 @@ Expected<int64_t> check_versions(const onnx::ModelProto& model, const std::strin
 bool is_batch_name(const std::string& name, int axis) {
   std::string n;
   for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::set<std::string> kNames = {"batch", "batch_size", "batchsize", "bs", "n",
-                                               "b", "nbatch", "n_batch", "num_batch"};
+  static const std::set<std::string> kNames = {"batch", "batch_size", "batchsize", "bs",       "n",
+                                               "b",     "nbatch",     "n_batch",   "num_batch"};
   if (kNames.count(n)) return true;
   return axis == 0 && (n.empty() || n.rfind("unk__", 0) == 0 || n.rfind("batch", 0) == 0);
 }
@@ -223,22 +229,24 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
   for (const auto& [name, value] : options.dims) {
     if (names.count(name)) continue;
     std::vector<std::string> all(names.begin(), names.end());
-    return make_error("{}: --dim {}={}: the model has no dynamic dimension named '{}' ({})",
-                      source, name, value, name,
+    return make_error("{}: --dim {}={}: the model has no dynamic dimension named '{}' ({})", source,
+                      name, value, name,
                       all.empty() ? "its inputs are static" : "it has " + quoted_list(all));
   }
 
   for (auto& vi : *graph.mutable_input()) {
     if (initializers.count(vi.name())) continue;
     if (!vi.type().has_tensor_type())
-      return make_error("{}: input '{}' is not a tensor (sequence, map and optional inputs are not "
-                        "supported)",
-                        source, vi.name());
+      return make_error(
+          "{}: input '{}' is not a tensor (sequence, map and optional inputs are not "
+          "supported)",
+          source, vi.name());
     auto* tt = vi.mutable_type()->mutable_tensor_type();
     if (!tt->has_shape())
-      return make_error("{}: input '{}' has no shape (unknown rank): export the model with a "
-                        "shaped input",
-                        source, vi.name());
+      return make_error(
+          "{}: input '{}' has no shape (unknown rank): export the model with a "
+          "shaped input",
+          source, vi.name());
     std::vector<std::string> unbound;
     int axis = 0;
     for (auto& d : *tt->mutable_shape()->mutable_dim()) {
@@ -252,10 +260,11 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
           if (!name.empty()) bound.emplace(name, *options.batch);
         } else if (name.empty()) {
           if (axis != 0)
-            return make_error("{}: input '{}' has an unnamed dynamic dimension at axis {}, which "
-                              "cannot be bound: export the model with a static or named "
-                              "dimension",
-                              source, vi.name(), axis);
+            return make_error(
+                "{}: input '{}' has an unnamed dynamic dimension at axis {}, which "
+                "cannot be bound: export the model with a static or named "
+                "dimension",
+                source, vi.name(), axis);
           unbound.push_back("?");
         } else if (std::find(unbound.begin(), unbound.end(), name) == unbound.end()) {
           unbound.push_back(name);
@@ -264,10 +273,11 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
       ++axis;
     }
     if (!unbound.empty())
-      return make_error("{}: input '{}' has dynamic dimension{} {}: bind {} with --batch N or "
-                        "--dim NAME=VALUE",
-                        source, vi.name(), unbound.size() > 1 ? "s" : "", quoted_list(unbound),
-                        unbound.size() > 1 ? "them" : "it");
+      return make_error(
+          "{}: input '{}' has dynamic dimension{} {}: bind {} with --batch N or "
+          "--dim NAME=VALUE",
+          source, vi.name(), unbound.size() > 1 ? "s" : "", quoted_list(unbound),
+          unbound.size() > 1 ? "them" : "it");
   }
   auto substitute = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
@@ -293,7 +303,9 @@ std::string onnx_type_name(int32_t code) {
 
 Expected<ir::DType> dtype_of(int32_t code, const std::string& what) {
   auto d = ir::dtype_from_onnx(code);
-  if (!d) return make_error("{} has unsupported element type {}", what, lower_first(onnx_type_name(code)));
+  if (!d)
+    return make_error("{} has unsupported element type {}", what,
+                      lower_first(onnx_type_name(code)));
   return *d;
 }
 
@@ -314,9 +326,12 @@ Expected<ir::ExternalData> external_data_of(const onnx::TensorProto& t) {
   ir::ExternalData ext;
   for (const auto& kv : t.external_data()) {
     try {
-      if (kv.key() == "location") ext.location = kv.value();
-      else if (kv.key() == "offset") ext.offset = std::stoll(kv.value());
-      else if (kv.key() == "length") ext.length = std::stoll(kv.value());
+      if (kv.key() == "location")
+        ext.location = kv.value();
+      else if (kv.key() == "offset")
+        ext.offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        ext.length = std::stoll(kv.value());
     } catch (const std::exception&) {
       return make_error("tensor '{}': external data {} '{}' is not a number", t.name(), kv.key(),
                         kv.value());
@@ -364,7 +379,8 @@ Expected<std::vector<uint8_t>> read_external(const fs::path& base, const ir::Ext
   std::vector<uint8_t> data(static_cast<size_t>(length));
   in.seekg(ext.offset);
   in.read(reinterpret_cast<char*>(data.data()), length);
-  if (!in) return make_error("tensor '{}': cannot read external data file '{}'", name, ext.location);
+  if (!in)
+    return make_error("tensor '{}': cannot read external data file '{}'", name, ext.location);
   return data;
 }
 
@@ -390,12 +406,22 @@ Expected<std::vector<uint8_t>> inline_bytes(const onnx::TensorProto& t, ir::DTyp
     out.assign(raw.begin(), raw.end());
   } else {
     switch (dtype) {
-      case ir::DType::kFloat32: narrow_copy(t.float_data(), dtype, out); break;
-      case ir::DType::kFloat64: narrow_copy(t.double_data(), dtype, out); break;
-      case ir::DType::kInt64: narrow_copy(t.int64_data(), dtype, out); break;
+      case ir::DType::kFloat32:
+        narrow_copy(t.float_data(), dtype, out);
+        break;
+      case ir::DType::kFloat64:
+        narrow_copy(t.double_data(), dtype, out);
+        break;
+      case ir::DType::kInt64:
+        narrow_copy(t.int64_data(), dtype, out);
+        break;
       case ir::DType::kUInt32:
-      case ir::DType::kUInt64: narrow_copy(t.uint64_data(), dtype, out); break;
-      default: narrow_copy(t.int32_data(), dtype, out); break;
+      case ir::DType::kUInt64:
+        narrow_copy(t.uint64_data(), dtype, out);
+        break;
+      default:
+        narrow_copy(t.int32_data(), dtype, out);
+        break;
     }
   }
   if (!out.empty() && static_cast<int64_t>(out.size()) != expected_bytes)
@@ -444,21 +470,34 @@ Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a) {
   using A = onnx::AttributeProto;
   auto type = a.type();
   if (type == A::UNDEFINED) {  // very old exporters leave the type out
-    if (a.has_f()) type = A::FLOAT;
-    else if (a.has_i()) type = A::INT;
-    else if (a.has_s()) type = A::STRING;
-    else if (a.has_t()) type = A::TENSOR;
-    else if (a.has_g()) type = A::GRAPH;
-    else if (a.floats_size()) type = A::FLOATS;
-    else if (a.ints_size()) type = A::INTS;
-    else if (a.strings_size()) type = A::STRINGS;
+    if (a.has_f())
+      type = A::FLOAT;
+    else if (a.has_i())
+      type = A::INT;
+    else if (a.has_s())
+      type = A::STRING;
+    else if (a.has_t())
+      type = A::TENSOR;
+    else if (a.has_g())
+      type = A::GRAPH;
+    else if (a.floats_size())
+      type = A::FLOATS;
+    else if (a.ints_size())
+      type = A::INTS;
+    else if (a.strings_size())
+      type = A::STRINGS;
   }
   switch (type) {
-    case A::FLOAT: return ir::Attribute{static_cast<double>(a.f())};
-    case A::INT: return ir::Attribute{static_cast<int64_t>(a.i())};
-    case A::STRING: return ir::Attribute{a.s()};
-    case A::FLOATS: return ir::Attribute{std::vector<double>(a.floats().begin(), a.floats().end())};
-    case A::INTS: return ir::Attribute{std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    case A::FLOAT:
+      return ir::Attribute{static_cast<double>(a.f())};
+    case A::INT:
+      return ir::Attribute{static_cast<int64_t>(a.i())};
+    case A::STRING:
+      return ir::Attribute{a.s()};
+    case A::FLOATS:
+      return ir::Attribute{std::vector<double>(a.floats().begin(), a.floats().end())};
+    case A::INTS:
+      return ir::Attribute{std::vector<int64_t>(a.ints().begin(), a.ints().end())};
     case A::STRINGS:
       return ir::Attribute{std::vector<std::string>(a.strings().begin(), a.strings().end())};
     case A::TENSOR: {
@@ -468,9 +507,10 @@ Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a) {
     }
     case A::GRAPH:
     case A::GRAPHS:
-      return make_error("attribute '{}' holds a subgraph: control flow (If, Loop, Scan) is not "
-                        "supported",
-                        a.name());
+      return make_error(
+          "attribute '{}' holds a subgraph: control flow (If, Loop, Scan) is not "
+          "supported",
+          a.name());
     default:
       return make_error("attribute '{}' has unsupported type {}", a.name(),
                         lower_first(A::AttributeType_Name(type)));
@@ -486,8 +526,9 @@ struct Builder {
   std::unordered_map<std::string, const onnx::TensorProto*> initializer_protos;
 
   Error at_node(const std::string& name, const onnx::NodeProto& n, const Error& e) const {
-    std::string type = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type()
-                                                                       : n.domain() + "." + n.op_type();
+    std::string type = n.domain().empty() || n.domain() == "ai.onnx"
+                           ? n.op_type()
+                           : n.domain() + "." + n.op_type();
     return e.with_context(fmt::format("node '{}' ({})", name, type)).with_context(source);
   }
 
@@ -528,7 +569,8 @@ struct Builder {
       ir::Tensor t;
       t.name = vi.name();
       t.role = ir::TensorRole::kInput;
-      auto dtype = dtype_of(vi.type().tensor_type().elem_type(), fmt::format("input '{}'", vi.name()));
+      auto dtype =
+          dtype_of(vi.type().tensor_type().elem_type(), fmt::format("input '{}'", vi.name()));
       if (!dtype) return dtype.error().with_context(source);
       t.dtype = *dtype;
       t.shape = dims_of(vi.type().tensor_type().shape());
@@ -557,7 +599,8 @@ struct Builder {
         return make_error("{}: node '{}' has no operator type", source, name);
       bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
       if (default_domain && !registry->GetSchema(n.op_type(), static_cast<int>(opset), ""))
-        return at_node(name, n, make_error("unknown operator '{}' in opset {}", n.op_type(), opset));
+        return at_node(name, n,
+                       make_error("unknown operator '{}' in opset {}", n.op_type(), opset));
       ir::Op op;
       op.name = name;
       op.op_type = n.op_type();
@@ -568,7 +611,8 @@ struct Builder {
         if (!attr) return at_node(name, n, attr.error());
         op.attributes[a.name()] = std::move(*attr);
       }
-      for (const auto& in : n.input()) op.inputs.push_back(in.empty() ? ir::kNoTensor : tensor_ref(in));
+      for (const auto& in : n.input())
+        op.inputs.push_back(in.empty() ? ir::kNoTensor : tensor_ref(in));
       for (const auto& out : n.output())
         op.outputs.push_back(out.empty() ? ir::kNoTensor : tensor_ref(out));
       graph.add_op(std::move(op));
@@ -632,8 +676,7 @@ Expected<void> check_declared_outputs(const ir::Graph& graph,
     if (it == declared.end() || !it->second.dims) continue;
     const auto& want = *it->second.dims;
     bool agree = want.size() == t.shape.size();
-    for (size_t i = 0; agree && i < want.size(); ++i)
-      agree = want[i] < 0 || want[i] == t.shape[i];
+    for (size_t i = 0; agree && i < want.size(); ++i) agree = want[i] < 0 || want[i] == t.shape[i];
     if (!agree)
       return make_error("{}: graph output '{}' is declared with shape {} but computes {}", source,
                         t.name, ir::shape_to_string(want), ir::shape_to_string(t.shape));
@@ -700,7 +743,8 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   std::vector<PartialType> inferred(static_cast<size_t>(graph.num_tensors()));
   std::vector<PartialType> declared(inferred.size());
   auto record = [&](const onnx::ValueInfoProto& vi) {
-    if (auto id = graph.find_tensor(vi.name())) inferred[static_cast<size_t>(*id)] = partial_type_of(vi.type());
+    if (auto id = graph.find_tensor(vi.name()))
+      inferred[static_cast<size_t>(*id)] = partial_type_of(vi.type());
   };
   for (const auto& vi : g.value_info()) record(vi);
   for (const auto& vi : g.output()) record(vi);

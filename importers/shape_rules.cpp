@@ -70,7 +70,9 @@ struct Ctx {
   }
 };
 
-bool known(int64_t d) { return d >= 0; }
+bool known(int64_t d) {
+  return d >= 0;
+}
 
 int64_t product(const Dims& d, size_t from, size_t to) {
   int64_t p = 1;
@@ -126,7 +128,9 @@ bool is_one_of(std::string_view s, std::initializer_list<std::string_view> set) 
 }
 
 // Output 0 has input 0's type: activations, normalisations, casts to the same shape.
-void same_as_input(Ctx& c) { c.set(0, c.dtype(0), c.dims(0) ? std::optional<Dims>(*c.dims(0)) : std::nullopt); }
+void same_as_input(Ctx& c) {
+  c.set(0, c.dtype(0), c.dims(0) ? std::optional<Dims>(*c.dims(0)) : std::nullopt);
+}
 
 Expected<void> rule_broadcast(Ctx& c) {
   std::vector<const Dims*> shapes;
@@ -135,8 +139,8 @@ Expected<void> rule_broadcast(Ctx& c) {
   PLANNER_TRY_ASSIGN(auto dims, broadcast(shapes));
   const std::string& t = c.op.op_type;
   std::optional<ir::DType> dtype = c.dtype(0);
-  if (is_one_of(t, {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
-                    "Xor"}))
+  if (is_one_of(t,
+                {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}))
     dtype = ir::DType::kBool;
   if (t == "Where") dtype = c.dtype(1);
   c.set(0, dtype, dims);
@@ -214,8 +218,8 @@ Expected<void> rule_conv_or_pool(Ctx& c, bool is_conv) {
                         ir::shape_to_string(*x));
     int64_t group = c.op.int_attr("group", 1);
     if (known((*w)[1]) && known((*x)[1]) && (*w)[1] * group != (*x)[1])
-      return make_error("input has {} channels but the weight {} with group {} expects {}",
-                        (*x)[1], ir::shape_to_string(*w), group, (*w)[1] * group);
+      return make_error("input has {} channels but the weight {} with group {} expects {}", (*x)[1],
+                        ir::shape_to_string(*w), group, (*w)[1] * group);
     channels = (*w)[0];
     if (kernel.empty()) kernel.assign(w->begin() + 2, w->end());
   }
@@ -290,7 +294,8 @@ Expected<void> rule_reshape(Ctx& c) {
                           ir::shape_to_string(*target), i, x->size());
       out[i] = (*x)[i];
     } else if (out[i] == -1) {
-      if (infer_at >= 0) return make_error("shape {} has more than one -1", ir::shape_to_string(*target));
+      if (infer_at >= 0)
+        return make_error("shape {} has more than one -1", ir::shape_to_string(*target));
       infer_at = static_cast<int>(i);
     } else if (out[i] < -1) {
       return make_error("shape {} has a negative extent", ir::shape_to_string(*target));
@@ -302,8 +307,10 @@ Expected<void> rule_reshape(Ctx& c) {
     bool rest_known = true;
     for (size_t i = 0; i < out.size(); ++i) {
       if (static_cast<int>(i) == infer_at) continue;
-      if (!known(out[i])) rest_known = false;
-      else rest *= out[i];
+      if (!known(out[i]))
+        rest_known = false;
+      else
+        rest *= out[i];
     }
     if (known(total) && rest_known) {
       if (rest == 0 || total % rest != 0)
@@ -455,7 +462,8 @@ Expected<void> rule_split(Ctx& c) {
       if (extent % static_cast<int64_t>(n) != 0 && c.op.attribute("num_outputs") == nullptr)
         return make_error("axis extent {} is not divisible into {} outputs", extent, n);
       for (size_t i = 0; i < n; ++i)
-        sizes.push_back(std::min<int64_t>(chunk, std::max<int64_t>(0, extent - chunk * static_cast<int64_t>(i))));
+        sizes.push_back(std::min<int64_t>(
+            chunk, std::max<int64_t>(0, extent - chunk * static_cast<int64_t>(i))));
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -549,7 +557,10 @@ Expected<void> rule_expand(Ctx& c) {
 Expected<void> rule_tile(Ctx& c) {
   const Dims* x = c.dims(0);
   auto repeats = c.ints(1);
-  if (!x || !repeats) return c.set(0, c.dtype(0), x ? std::optional<Dims>(Dims(x->size(), kUnknownDim)) : std::nullopt), ok();
+  if (!x || !repeats)
+    return c.set(0, c.dtype(0),
+                 x ? std::optional<Dims>(Dims(x->size(), kUnknownDim)) : std::nullopt),
+           ok();
   if (repeats->size() != x->size())
     return make_error("repeats has {} entries for a rank-{} input", repeats->size(), x->size());
   Dims out = *x;
@@ -562,7 +573,10 @@ Expected<void> rule_tile(Ctx& c) {
 Expected<void> rule_pad(Ctx& c) {
   const Dims* x = c.dims(0);
   auto pads = c.ints_attr_or_input("pads", 1);
-  if (!x || !pads) return c.set(0, c.dtype(0), x ? std::optional<Dims>(Dims(x->size(), kUnknownDim)) : std::nullopt), ok();
+  if (!x || !pads)
+    return c.set(0, c.dtype(0),
+                 x ? std::optional<Dims>(Dims(x->size(), kUnknownDim)) : std::nullopt),
+           ok();
   size_t r = x->size();
   std::vector<size_t> axes;
   if (auto a = c.ints(3)) {
@@ -590,8 +604,7 @@ Expected<void> rule_reduce(Ctx& c) {
   bool keep = c.op.int_attr("keepdims", 1) != 0;
   bool from_input = !c.op.attribute("axes") && c.has_input(1);
   auto axes = c.ints_attr_or_input("axes", 1);
-  if (!x || (from_input && !axes))
-    return c.set(0, c.dtype(0), std::nullopt), ok();
+  if (!x || (from_input && !axes)) return c.set(0, c.dtype(0), std::nullopt), ok();
   Dims out;
   std::vector<bool> reduce(x->size(), false);
   if (!axes || axes->empty()) {
@@ -604,8 +617,10 @@ Expected<void> rule_reduce(Ctx& c) {
     }
   }
   for (size_t k = 0; k < x->size(); ++k) {
-    if (!reduce[k]) out.push_back((*x)[k]);
-    else if (keep) out.push_back(1);
+    if (!reduce[k])
+      out.push_back((*x)[k]);
+    else if (keep)
+      out.push_back(1);
   }
   c.set(0, c.dtype(0), out);
   return ok();
@@ -616,8 +631,10 @@ Expected<void> rule_argminmax(Ctx& c) {
   if (!x) return c.set(0, ir::DType::kInt64, std::nullopt), ok();
   PLANNER_TRY_ASSIGN(size_t axis, norm_axis(c.op.int_attr("axis", 0), x->size()));
   Dims out = *x;
-  if (c.op.int_attr("keepdims", 1) != 0) out[axis] = 1;
-  else out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
+  if (c.op.int_attr("keepdims", 1) != 0)
+    out[axis] = 1;
+  else
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
   c.set(0, ir::DType::kInt64, out);
   return ok();
 }
@@ -642,7 +659,11 @@ Expected<void> rule_constant_of_shape(Ctx& c) {
   auto shape = c.ints(0);
   if (!shape) {
     const Dims* d = c.dims(0);
-    return c.set(0, dtype, d && d->size() == 1 && known((*d)[0]) ? std::optional<Dims>(Dims(static_cast<size_t>((*d)[0]), kUnknownDim)) : std::nullopt), ok();
+    return c.set(0, dtype,
+                 d && d->size() == 1 && known((*d)[0])
+                     ? std::optional<Dims>(Dims(static_cast<size_t>((*d)[0]), kUnknownDim))
+                     : std::nullopt),
+           ok();
   }
   for (int64_t v : *shape)
     if (v < 0) return make_error("shape {} has a negative extent", ir::shape_to_string(*shape));
@@ -734,8 +755,9 @@ Expected<void> rule_resize(Ctx& c) {
   if (scales->size() != x->size()) return make_error("scales has the wrong length");
   Dims out = *x;
   for (size_t k = 0; k < out.size(); ++k)
-    out[k] = known(out[k]) ? static_cast<int64_t>(std::floor(static_cast<double>(out[k]) * (*scales)[k]))
-                           : kUnknownDim;
+    out[k] = known(out[k])
+                 ? static_cast<int64_t>(std::floor(static_cast<double>(out[k]) * (*scales)[k]))
+                 : kUnknownDim;
   c.set(0, c.dtype(0), out);
   return ok();
 }
@@ -777,24 +799,88 @@ const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> table = [] {
     std::unordered_map<std::string, Rule> t;
     auto same = [](Ctx& c) -> Expected<void> { return same_as_input(c), ok(); };
-    for (const char* op :
-         {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal",
-          "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-          "Cosh", "Asinh", "Acosh", "Atanh", "Not", "LeakyRelu", "Elu", "Selu", "Celu",
-          "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu", "Shrink", "Mish",
-          "Identity", "Softmax", "LogSoftmax", "Hardmax", "LRN", "InstanceNormalization", "Clip",
-          "CumSum", "Trilu", "IsNaN", "IsInf", "MeanVarianceNormalization", "Gelu",
-          "BitwiseNot"})
+    for (const char* op : {"Relu",
+                           "Sigmoid",
+                           "Tanh",
+                           "Erf",
+                           "Exp",
+                           "Log",
+                           "Sqrt",
+                           "Neg",
+                           "Abs",
+                           "Reciprocal",
+                           "Floor",
+                           "Ceil",
+                           "Round",
+                           "Sign",
+                           "Sin",
+                           "Cos",
+                           "Tan",
+                           "Asin",
+                           "Acos",
+                           "Atan",
+                           "Sinh",
+                           "Cosh",
+                           "Asinh",
+                           "Acosh",
+                           "Atanh",
+                           "Not",
+                           "LeakyRelu",
+                           "Elu",
+                           "Selu",
+                           "Celu",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Softplus",
+                           "Softsign",
+                           "ThresholdedRelu",
+                           "Shrink",
+                           "Mish",
+                           "Identity",
+                           "Softmax",
+                           "LogSoftmax",
+                           "Hardmax",
+                           "LRN",
+                           "InstanceNormalization",
+                           "Clip",
+                           "CumSum",
+                           "Trilu",
+                           "IsNaN",
+                           "IsInf",
+                           "MeanVarianceNormalization",
+                           "Gelu",
+                           "BitwiseNot"})
       t[op] = same;
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
-                           "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Max",
-                           "Min", "Sum", "Mean", "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr",
+    for (const char* op : {"Add",
+                           "Sub",
+                           "Mul",
+                           "Div",
+                           "Pow",
+                           "Mod",
+                           "Equal",
+                           "Less",
+                           "Greater",
+                           "LessOrEqual",
+                           "GreaterOrEqual",
+                           "And",
+                           "Or",
+                           "Xor",
+                           "Where",
+                           "Max",
+                           "Min",
+                           "Sum",
+                           "Mean",
+                           "PRelu",
+                           "BitShift",
+                           "BitwiseAnd",
+                           "BitwiseOr",
                            "BitwiseXor"})
       t[op] = rule_broadcast;
     t["Cast"] = [](Ctx& c) -> Expected<void> {
       same_as_input(c);
       c.out[0].dtype = ir::dtype_from_onnx(static_cast<int32_t>(c.op.int_attr("to", 0)));
-      if (!c.out[0].dtype) return make_error("unsupported target element type {}", c.op.int_attr("to", 0));
+      if (!c.out[0].dtype)
+        return make_error("unsupported target element type {}", c.op.int_attr("to", 0));
       return ok();
     };
     t["CastLike"] = [](Ctx& c) -> Expected<void> {
@@ -826,9 +912,9 @@ const std::unordered_map<std::string, Rule>& rules() {
     t["Expand"] = rule_expand;
     t["Tile"] = rule_tile;
     t["Pad"] = rule_pad;
-    for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                           "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
-                           "ReduceLogSumExp"})
+    for (const char* op :
+         {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
       t[op] = rule_reduce;
     t["ArgMax"] = rule_argminmax;
     t["ArgMin"] = rule_argminmax;

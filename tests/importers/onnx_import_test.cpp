@@ -43,7 +43,9 @@ std::string error_of(const Expected<ir::Graph>& g) {
   return g.error().message();
 }
 
-std::map<std::string, int> op_counts(const ir::Graph& g) { return ir::graph_stats(g).op_counts; }
+std::map<std::string, int> op_counts(const ir::Graph& g) {
+  return ir::graph_stats(g).op_counts;
+}
 
 const ir::Tensor& tensor(const ir::Graph& g, const std::string& name) {
   auto id = g.find_tensor(name);
@@ -150,7 +152,8 @@ g (float[1,3,8,8] x) => (float[1,3,8,8] y)
   c = Constant<value = int64[2] {5, 6}>()
   p = Constant<value = int64[8] {0, 0, 1, 1, 0, 0, 1, 1}>()
   z = Pad<mode = "reflect">(x, p)
-})", keep);
+})",
+                            keep);
   const ir::Op& leaky = g.op(*g.find_op("LeakyRelu_0"));
   CHECK(leaky.float_attr("alpha", 0) == doctest::Approx(0.25));
   const ir::Op& pad = g.op(*g.find_op("Pad_3"));
@@ -205,8 +208,8 @@ g (float[4,6] x) => (float[4,6] y)
   y = Mul(a, picked)
 })");
   CHECK(op_counts(g) == std::map<std::string, int>{{"Add", 1}, {"Mul", 1}});
-  CHECK(tensor(g, "e").float_values() ==
-        std::vector<double>{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5});
+  CHECK(tensor(g, "e").float_values() == std::vector<double>{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5,
+                                                             0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5});
   CHECK(tensor(g, "picked").float_values() == std::vector<double>{0, 1, 2, 0.5, 4, 5});
   CHECK(tensor(g, "picked").dtype == ir::DType::kFloat32);
   CHECK(tensor(g, "y").shape == std::vector<int64_t>{4, 6});
@@ -297,7 +300,8 @@ g (float[2,3,4] x) => (float[6,4] y)
   s = Shape(x)
   t = Constant<value_ints = [-1, 4]>()
   y = Reshape(x, t)
-})", options);
+})",
+                            options);
   CHECK(op_counts(g) == std::map<std::string, int>{{"Constant", 1}, {"Reshape", 1}, {"Shape", 1}});
   CHECK(tensor(g, "y").shape == std::vector<int64_t>{6, 4});
   CHECK(tensor(g, "s").shape == std::vector<int64_t>{3});
@@ -368,7 +372,8 @@ g (float[2,4] x) => (float[2,4] y) { t = com.example.Widen(x)  y = Relu(t) })",
         "output 't' (unknown rank, unknown element type)");
 }
 
-TEST_CASE("integer initializers are constants with values; float initializer data loads on request") {
+TEST_CASE(
+    "integer initializers are constants with values; float initializer data loads on request") {
   const std::string model = R"(
 g (float[2] x) => (float[2] y)
 <float[2] b = {1.5, 2.5}, int64[1] shape = {2}>
@@ -440,7 +445,8 @@ g (float[2] x) => (float[2] y) { y = Relu(x)  y = Neg(x) })")) ==
     CHECK(error_of(import_model_text(
               "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2] x) => (float[2] y) { y = "
               "Relu(x) }",
-              "test.onnxtxt")) == "test.onnxtxt: unsupported opset version 18 (supported: 7 to 17)");
+              "test.onnxtxt")) ==
+          "test.onnxtxt: unsupported opset version 18 (supported: 7 to 17)");
     CHECK(error_of(import_model_text(
               "<ir_version: 8, opset_import: [\"\" : 6]> g (float[2] x) => (float[2] y) { y = "
               "Relu(x) }",
@@ -479,8 +485,9 @@ TEST_CASE("bad files get one line naming the file") {
 
   std::string whole = external_weight_model("w.bin").SerializeAsString();
   fs::path truncated = dir.write("truncated.onnx", whole.substr(0, whole.size() / 2));
-  CHECK(error_of(import_model(truncated.string())).find(truncated.string() +
-                                                        ": file is truncated") == 0);
+  CHECK(
+      error_of(import_model(truncated.string())).find(truncated.string() + ": file is truncated") ==
+      0);
 
   fs::create_directory(dir.path / "folder.onnx");
   CHECK(error_of(import_model((dir.path / "folder.onnx").string())) ==
@@ -558,8 +565,8 @@ TEST_CASE("external data locations outside the model's folder are rejected, neve
 
   ImportOptions weights;
   weights.load_weights = true;
-  for (const std::string& location : {std::string("../secret.bin"), secret.string(),
-                                      std::string("sub/../../secret.bin")}) {
+  for (const std::string& location :
+       {std::string("../secret.bin"), secret.string(), std::string("sub/../../secret.bin")}) {
     CAPTURE(location);
     fs::path model =
         dir.write("model/model.onnx", external_weight_model(location).SerializeAsString());
@@ -616,10 +623,8 @@ TEST_CASE("an external integer constant is read only when folding needs it") {
 }
 
 TEST_CASE("the examples import") {
-  std::map<std::string, int64_t> params = {{"mlp", 3159050},
-                                           {"small_cnn", 5610},
-                                           {"transformer_block", 3152384},
-                                           {"lstm", 652264}};
+  std::map<std::string, int64_t> params = {
+      {"mlp", 3159050}, {"small_cnn", 5610}, {"transformer_block", 3152384}, {"lstm", 652264}};
   for (const auto& [name, count] : params) {
     CAPTURE(name);
     auto g = import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
@@ -635,36 +640,93 @@ TEST_CASE("the examples import") {
 
 struct SharedModel {
   const char* file;
-  int64_t params;  // MANIFEST.md's "params" column
+  int64_t params;                  // MANIFEST.md's "params" column
   std::map<std::string, int> ops;  // after folding
 };
 
 const std::vector<SharedModel>& shared_models() {
   static const std::vector<SharedModel> models = {
-      {"alexnet.onnx", 61100840,
+      {"alexnet.onnx",
+       61100840,
        {{"Relu", 7}, {"Conv", 5}, {"MaxPool", 3}, {"Gemm", 3}, {"AveragePool", 1}, {"Flatten", 1}}},
-      {"bert_base.onnx", 132066618,
-       {{"Add", 124}, {"MatMul", 61}, {"Reshape", 60}, {"ReduceMean", 50}, {"Transpose", 50},
-        {"Div", 49}, {"Mul", 49}, {"Slice", 36}, {"Pow", 25}, {"Sqrt", 25}, {"Sub", 25},
-        {"Erf", 12}, {"Gemm", 12}, {"Softmax", 12}, {"Gather", 1}}},
-      {"gpt2_small.onnx", 162447360,
-       {{"Add", 135}, {"MatMul", 61}, {"Mul", 61}, {"Reshape", 60}, {"ReduceMean", 50},
-        {"Transpose", 50}, {"Div", 49}, {"Slice", 36}, {"Pow", 25}, {"Sqrt", 25}, {"Sub", 25},
-        {"Erf", 12}, {"Gemm", 12}, {"Softmax", 12}, {"Gather", 1}}},
-      {"inception_v3.onnx", 23817352,
-       {{"Conv", 94}, {"Relu", 94}, {"Concat", 11}, {"Pad", 9}, {"AveragePool", 9},
-        {"MaxPool", 4}, {"GlobalAveragePool", 1}, {"Flatten", 1}, {"Gemm", 1}}},
-      {"lstm_lm.onnx", 54077200,
+      {"bert_base.onnx",
+       132066618,
+       {{"Add", 124},
+        {"MatMul", 61},
+        {"Reshape", 60},
+        {"ReduceMean", 50},
+        {"Transpose", 50},
+        {"Div", 49},
+        {"Mul", 49},
+        {"Slice", 36},
+        {"Pow", 25},
+        {"Sqrt", 25},
+        {"Sub", 25},
+        {"Erf", 12},
+        {"Gemm", 12},
+        {"Softmax", 12},
+        {"Gather", 1}}},
+      {"gpt2_small.onnx",
+       162447360,
+       {{"Add", 135},
+        {"MatMul", 61},
+        {"Mul", 61},
+        {"Reshape", 60},
+        {"ReduceMean", 50},
+        {"Transpose", 50},
+        {"Div", 49},
+        {"Slice", 36},
+        {"Pow", 25},
+        {"Sqrt", 25},
+        {"Sub", 25},
+        {"Erf", 12},
+        {"Gemm", 12},
+        {"Softmax", 12},
+        {"Gather", 1}}},
+      {"inception_v3.onnx",
+       23817352,
+       {{"Conv", 94},
+        {"Relu", 94},
+        {"Concat", 11},
+        {"Pad", 9},
+        {"AveragePool", 9},
+        {"MaxPool", 4},
+        {"GlobalAveragePool", 1},
+        {"Flatten", 1},
+        {"Gemm", 1}}},
+      {"lstm_lm.onnx",
+       54077200,
        {{"Slice", 8}, {"LSTM", 4}, {"Squeeze", 4}, {"Gather", 1}, {"MatMul", 1}, {"Add", 1}}},
-      {"lstm_lm_unrolled.onnx", 54077200,
-       {{"Sigmoid", 240}, {"Mul", 240}, {"Add", 161}, {"Gemm", 160}, {"Tanh", 160}, {"Split", 82},
-        {"Gather", 21}, {"Unsqueeze", 20}, {"Squeeze", 8}, {"Concat", 1}, {"MatMul", 1}}},
+      {"lstm_lm_unrolled.onnx",
+       54077200,
+       {{"Sigmoid", 240},
+        {"Mul", 240},
+        {"Add", 161},
+        {"Gemm", 160},
+        {"Tanh", 160},
+        {"Split", 82},
+        {"Gather", 21},
+        {"Unsqueeze", 20},
+        {"Squeeze", 8},
+        {"Concat", 1},
+        {"MatMul", 1}}},
       {"mlp_8192x4.onnx", 268468224, {{"Gemm", 4}, {"Relu", 3}}},
-      {"resnet50.onnx", 25530472,
-       {{"Conv", 53}, {"Relu", 49}, {"Add", 16}, {"MaxPool", 1}, {"GlobalAveragePool", 1},
-        {"Flatten", 1}, {"Gemm", 1}}},
-      {"vgg16.onnx", 138357544,
-       {{"Relu", 15}, {"Conv", 13}, {"MaxPool", 5}, {"Gemm", 3}, {"AveragePool", 1},
+      {"resnet50.onnx",
+       25530472,
+       {{"Conv", 53},
+        {"Relu", 49},
+        {"Add", 16},
+        {"MaxPool", 1},
+        {"GlobalAveragePool", 1},
+        {"Flatten", 1},
+        {"Gemm", 1}}},
+      {"vgg16.onnx",
+       138357544,
+       {{"Relu", 15},
+        {"Conv", 13},
+        {"MaxPool", 5},
+        {"Gemm", 3},
+        {"AveragePool", 1},
         {"Flatten", 1}}},
   };
   return models;

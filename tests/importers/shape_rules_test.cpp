@@ -11,7 +11,9 @@ namespace {
 using Dims = std::vector<int64_t>;
 constexpr int64_t U = kUnknownDim;
 
-PartialType f32(Dims d) { return PartialType{ir::DType::kFloat32, std::move(d)}; }
+PartialType f32(Dims d) {
+  return PartialType{ir::DType::kFloat32, std::move(d)};
+}
 
 ir::Op make_op(const std::string& type, size_t inputs, size_t outputs = 1) {
   ir::Op op;
@@ -47,7 +49,8 @@ TEST_CASE("broadcasting keeps unknown dimensions only where nothing else decides
   CHECK(out_dims(add, {f32({8, 1, 4}), f32({3, 1})}) == "[8,3,4]");
   CHECK(out_dims(add, {f32({U, 4}), f32({4})}) == "[-1,4]");
   CHECK(out_dims(add, {f32({U, 4}), f32({5, 1})}) == "[5,4]");
-  CHECK(out_dims(add, {f32({2, 4}), f32({3, 4})}) == "error: cannot broadcast shapes [2,4] and [3,4]");
+  CHECK(out_dims(add, {f32({2, 4}), f32({3, 4})}) ==
+        "error: cannot broadcast shapes [2,4] and [3,4]");
   ir::Op eq = make_op("Equal", 2);
   auto out = infer_output_types(eq, std::vector<PartialType>{f32({2}), f32({2})},
                                 std::vector<const ir::Tensor*>{nullptr, nullptr});
@@ -105,10 +108,9 @@ TEST_CASE("LSTM outputs follow the layout and direction") {
   ir::Op lstm = make_op("LSTM", 3, 3);
   lstm.attributes["hidden_size"] = ir::Attribute{int64_t{256}};
   lstm.attributes["direction"] = ir::Attribute{std::string("bidirectional")};
-  auto out = infer_output_types(lstm,
-                                std::vector<PartialType>{f32({20, 16, 128}), f32({2, 1024, 128}),
-                                                         f32({2, 1024, 256})},
-                                std::vector<const ir::Tensor*>{nullptr, nullptr, nullptr});
+  auto out = infer_output_types(
+      lstm, std::vector<PartialType>{f32({20, 16, 128}), f32({2, 1024, 128}), f32({2, 1024, 256})},
+      std::vector<const ir::Tensor*>{nullptr, nullptr, nullptr});
   REQUIRE(out);
   CHECK(*(*out)[0].dims == Dims{20, 2, 16, 256});
   CHECK(*(*out)[1].dims == Dims{2, 16, 256});
@@ -116,7 +118,8 @@ TEST_CASE("LSTM outputs follow the layout and direction") {
 }
 
 TEST_CASE("Gather, Concat, Unsqueeze and Split") {
-  CHECK(out_dims(make_op("Gather", 2), {f32({50257, 768}), PartialType{ir::DType::kInt64, Dims{8, 256}}}) ==
+  CHECK(out_dims(make_op("Gather", 2),
+                 {f32({50257, 768}), PartialType{ir::DType::kInt64, Dims{8, 256}}}) ==
         "[8,256,768]");
   ir::Op concat = make_op("Concat", 2);
   concat.attributes["axis"] = ir::Attribute{int64_t{1}};
