@@ -273,6 +273,41 @@ g (float[6,4] x) => (float[4,6] y)
   CHECK(tensor(g, "y").shape == std::vector<int64_t>{4, 6});
 }
 
+TEST_CASE("data movement and integer arithmetic on constants follow ONNX semantics") {
+  ir::Graph g = must_import(R"(
+g (float[2,2] x) => (float[2,2] y, int64[1,2] q, int64 d)
+<int64[2,3] m = {1, 2, 3, 4, 5, 6}, int64[1] st = {-1}, int64[1] en = {-100},
+ int64[1] ax = {1}, int64[1] stp = {-1}, int64[2] parts = {1, 2}>
+{
+  rev = Slice(m, st, en, ax, stp)
+  tr = Transpose(rev)
+  a, b = Split<axis = 0>(tr, parts)
+  fb = Cast<to = 1>(b)
+  y = Add(x, fb)
+  minus4 = Constant<value_int = -4>()
+  q = Mod(a, minus4)
+  minus7 = Constant<value_int = -7>()
+  two = Constant<value_int = 2>()
+  d = Div(minus7, two)
+})");
+  CHECK(op_counts(g) == std::map<std::string, int>{{"Add", 1}});
+  // m reversed along axis 1, transposed, split into rows [0:1] and [1:3], cast to float.
+  CHECK(tensor(g, "fb").float_values() == std::vector<double>{2, 5, 1, 4});
+  CHECK_FALSE(g.find_tensor("rev"));  // intermediate constants die with their folded ops
+  // Graph outputs may be constants; integer Mod takes the divisor's sign, Div truncates.
+  CHECK(tensor(g, "q").role == ir::TensorRole::kConstant);
+  CHECK(tensor(g, "q").int_values() == std::vector<int64_t>{-1, -2});
+  CHECK(tensor(g, "d").int_values() == std::vector<int64_t>{-3});
+  CHECK(tensor(g, "d").shape.empty());
+}
+
+TEST_CASE("an integer division by zero while folding names the node") {
+  CHECK(error_of(import_text(R"(
+g (float[2] x) => (int64 d) { one = Constant<value_int = 1>()  zero = Constant<value_int = 0>()
+  d = Div(one, zero) })")) ==
+        "test.onnxtxt: node 'Div_2' (Div): integer division by zero in constant Div");
+}
+
 TEST_CASE("dead constants and dead ops are removed") {
   ir::Graph g = must_import(R"(
 g (float[3] x) => (float[3] y)
@@ -522,6 +557,37 @@ TEST_CASE("duplicate node names and generated names that would collide") {
   CHECK(graph->find_op("Relu_1_"));
 }
 
+TEST_CASE("IR version 3 models list initializers as inputs; inline raw data loads on request") {
+  onnx::ModelProto m = external_weight_model("unused");
+  m.set_ir_version(3);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::TensorProto* w = g->mutable_initializer(0);
+  w->clear_external_data();
+  w->set_data_location(onnx::TensorProto::DEFAULT);
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i);
+  w->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), 48));
+  onnx::ValueInfoProto* as_input = g->add_input();
+  as_input->set_name("w");
+  *as_input->mutable_type() = g->input(0).type();
+  as_input->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(
+      4);
+  as_input->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(
+      3);
+  TempDir dir;
+  fs::path path = dir.write("ir3.onnx", m.SerializeAsString());
+  auto plain = import_model(path.string());
+  REQUIRE_MESSAGE(plain, error_of(plain));
+  CHECK(plain->inputs.size() == 1);
+  CHECK(tensor(*plain, "w").role == ir::TensorRole::kParameter);
+  CHECK_FALSE(tensor(*plain, "w").has_data());
+  ImportOptions weights;
+  weights.load_weights = true;
+  auto loaded = import_model(path.string(), weights);
+  REQUIRE_MESSAGE(loaded, error_of(loaded));
+  CHECK(tensor(*loaded, "w").float_values()[11] == 11.0);
+}
+
 TEST_CASE("external data: a missing file still imports; weights are read only on request") {
   TempDir dir;
   fs::path model = dir.write("model.onnx", external_weight_model("w.bin").SerializeAsString());
@@ -578,6 +644,15 @@ TEST_CASE("external data locations outside the model's folder are rejected, neve
   char events[4096];
   CHECK(::read(watch_fd, events, sizeof events) < 0);  // EAGAIN: nothing opened it
   ::close(watch_fd);
+
+  // A symbolic link inside the folder that leads outside it is caught when weights are read.
+  fs::create_symlink(secret, dir.path / "model" / "link.bin");
+  fs::path model =
+      dir.write("model/model.onnx", external_weight_model("link.bin").SerializeAsString());
+  CHECK(import_model(model.string()));  // planning never follows it
+  CHECK(error_of(import_model(model.string(), weights)) ==
+        model.string() +
+            ": tensor 'w': external data location 'link.bin' is outside the model's folder");
 }
 
 TEST_CASE("an external integer constant is read only when folding needs it") {
