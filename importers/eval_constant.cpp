@@ -277,8 +277,6 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
       }
     } else {
       // Variadic Max/Min/Sum fold left to right; binary ops have exactly two operands.
-      bool cmp = type == "Equal" || type == "Less" || type == "Greater" || type == "LessOrEqual" ||
-                 type == "GreaterOrEqual";
       if (int_math) {
         int64_t acc = iv(0);
         for (size_t i = 1; i < in.size(); ++i) {
@@ -363,7 +361,6 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
           else
             return cannot();
         }
-        (void)cmp;
         put(out, e, acc, 0, false);
       }
     }

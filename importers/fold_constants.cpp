@@ -107,8 +107,8 @@ struct Folder {
         if (have.is_static() && have.dtype) continue;
         PartialType next = (*ruled)[i];
         next.merge_from(have);
+        // Declared value_info only fills what neither ONNX nor the rules know (custom ops).
         if (!next.is_static()) next.merge_from(declared[static_cast<size_t>(t)]);
-        // A partially known declared shape must not override a known rank with another one.
         have = next;
       }
     }
