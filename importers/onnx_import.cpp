@@ -624,8 +624,10 @@ struct Builder {
 
 // ONNX reports node failures as "(op_type:X, node name: Y): [ShapeInferenceError] message";
 // unnamed nodes carry only the op type, so find the first such node inference gave up on.
+// `op_at[i]` is the op of the node at position i of the (sorted) graph proto.
 Error shape_inference_error(const std::string& what, const onnx::ModelProto& model,
-                            const ir::Graph& graph, const std::string& source) {
+                            const ir::Graph& graph, const std::vector<ir::OpId>& op_at,
+                            const std::string& source) {
   std::string text = what;
   std::string op_type, node_name, message = text;
   auto at = text.find("(op_type:");
@@ -656,7 +658,7 @@ Error shape_inference_error(const std::string& what, const onnx::ModelProto& mod
       const auto& n = nodes.Get(i);
       if (n.op_type() != op_type) continue;
       bool missing = n.output_size() > 0 && !typed.count(n.output(0));
-      if (missing) node_name = graph.op(static_cast<ir::OpId>(i)).name;
+      if (missing) node_name = graph.op(op_at[static_cast<size_t>(i)]).name;
     }
   }
   if (!node_name.empty())
@@ -711,6 +713,22 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   for (auto& vi : *g.mutable_output())
     if (vi.type().has_tensor_type()) vi.mutable_type()->mutable_tensor_type()->clear_shape();
 
+  // ONNX's inference visits nodes in file order and needs it topological, which the format
+  // requires but hand-edited models do not always honour: sort the nodes as the graph is.
+  std::vector<ir::OpId> op_at(graph.topo_order().begin(), graph.topo_order().end());
+  {
+    std::vector<int> position(op_at.size()), holds(op_at.size());
+    for (size_t i = 0; i < op_at.size(); ++i) position[i] = holds[i] = static_cast<int>(i);
+    for (size_t p = 0; p < op_at.size(); ++p) {
+      int from = position[static_cast<size_t>(op_at[p])];
+      if (from == static_cast<int>(p)) continue;
+      g.mutable_node()->SwapElements(static_cast<int>(p), from);
+      std::swap(holds[p], holds[static_cast<size_t>(from)]);
+      position[static_cast<size_t>(holds[p])] = static_cast<int>(p);
+      position[static_cast<size_t>(holds[static_cast<size_t>(from)])] = from;
+    }
+  }
+
   // ONNX's inference would try to read external initializers whose values it wants (a
   // Reshape's shape) and fail; it sees them as inputs instead, and folding reads them if needed.
   {
@@ -737,7 +755,7 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
                                    /*enable_data_propagation=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
   } catch (const std::exception& e) {
-    return shape_inference_error(e.what(), model, graph, source);
+    return shape_inference_error(e.what(), model, graph, op_at, source);
   }
 
   std::vector<PartialType> inferred(static_cast<size_t>(graph.num_tensors()));

@@ -308,6 +308,22 @@ g (float[2] x) => (int64 d) { one = Constant<value_int = 1>()  zero = Constant<v
         "test.onnxtxt: node 'Div_2' (Div): integer division by zero in constant Div");
 }
 
+TEST_CASE("nodes out of topological order import like sorted ones") {
+  ir::Graph g = must_import(R"(
+g (float[2,4] x, float[5,3] w) => (float[2,4] y)
+{
+  y = Neg(t)
+  t = Relu(u)
+  u = Abs(x)
+})");
+  CHECK(tensor(g, "y").shape == std::vector<int64_t>{2, 4});
+  CHECK(g.op(g.topo_order().front()).name == "Abs_2");
+  CHECK(error_of(import_text(R"(
+g (float[2,4] x, float[5,3] w) => (float[2,3] y) { y = Relu(t)  t = MatMul(x, w) })")) ==
+        "test.onnxtxt: node 'MatMul_1' (MatMul): shape inference failed: incompatible "
+        "dimensions for matrix multiplication");
+}
+
 TEST_CASE("dead constants and dead ops are removed") {
   ir::Graph g = must_import(R"(
 g (float[3] x) => (float[3] y)
