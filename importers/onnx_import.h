@@ -1,8 +1,12 @@
 // ONNX import: .onnx protobuf files and ONNX's textual syntax (.onnxtxt) -> ir::Graph.
 //
 // Import runs ONNX shape inference, binds dynamic dimensions from the options, folds the
-// constant shape-computing subgraphs exporters emit, and checks that every tensor shape is
-// static. Weights are never read unless ImportOptions::load_weights asks for them.
+// constant shape-computing subgraphs exporters emit (importers/fold_constants.h), and checks
+// that every tensor shape is static. Weights are never read unless ImportOptions::load_weights
+// asks for them. docs/models.md describes roles, external data and the textual-syntax
+// convention (weights are initializers declared without values, `float[1024,1024] w = {}`).
+//
+// Supported: IR versions 3 to 8, default-domain opsets 7 to 17 (ONNX 1.12).
 #pragma once
 
 #include <cstdint>
@@ -22,20 +26,28 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /// Values for named dynamic dimensions (--dim NAME=VALUE).
   std::map<std::string, int64_t> dims;
-  /// Read parameter values (from the model file or its external data files). Planning never
-  /// needs them; the launcher's initialisation may.
+  /// Read parameter values (from the model file or its external data files) into
+  /// Tensor::data. Planning never needs them; the launcher's initialisation may. A missing or
+  /// short external data file is then an error. Parameters declared without values (the
+  /// textual-syntax convention) stay without data.
   bool load_weights = false;
   /// Fold constant shape-computing subgraphs (Shape -> Gather -> ... -> Reshape etc.).
   bool fold_constants = true;
 };
 
 /// Loads a model. The format is chosen by extension: ".onnxtxt"/".txt" is ONNX's textual
-/// syntax, anything else the protobuf encoding. Errors name the file and, where there is one,
-/// the node: "model.onnx: node 'conv1' (Conv): input 'w' is not defined".
+/// syntax, anything else the protobuf encoding. Errors are one line naming the file and, where
+/// there is one, the node: "model.onnx: node 'conv1' (Conv): input 'w' is not defined".
+///
+/// The result is finalized: graph inputs are kInput, floating-point initializers kParameter
+/// (with ExternalData where stored outside the file), integer/bool initializers and folded
+/// results kConstant with their values; every shape is static; unnamed nodes are named
+/// "<OpType>_<node index>". External data locations outside the model's folder are rejected.
 Expected<ir::Graph> import_model(const std::string& path, const ImportOptions& options = {});
 
 /// Parses a model from ONNX textual syntax held in memory (for tests and examples);
-/// `source_name` is used in error messages.
+/// `source_name` is used in error messages, and its folder is where external data would be
+/// looked for. A missing ir_version means the current one (8).
 Expected<ir::Graph> import_model_text(const std::string& text, const std::string& source_name,
                                       const ImportOptions& options = {});
 

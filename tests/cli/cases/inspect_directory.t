@@ -1,0 +1,2 @@
+# A directory given as the model.
+$PLANNER inspect $TMP

@@ -1,0 +1,2 @@
+# `planner inspect` on the lstm example (ONNX textual syntax).
+$PLANNER inspect $EXAMPLES/lstm.onnxtxt

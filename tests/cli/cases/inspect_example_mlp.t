@@ -1,0 +1,2 @@
+# `planner inspect` on the mlp example (ONNX textual syntax).
+$PLANNER inspect $EXAMPLES/mlp.onnxtxt
