@@ -29,7 +29,9 @@ std::string format_rate(double bytes_per_second) {
   return fmt::format("{:.4g} MB/s", bytes_per_second / 1e6);
 }
 
-std::string format_tflops(double flops) { return fmt::format("{:.4g}", flops / 1e12); }
+std::string format_tflops(double flops) {
+  return fmt::format("{:.4g}", flops / 1e12);
+}
 
 // "8", or "2-4" when the groups differ in size.
 std::string group_sizes(const importers::TopologyLevel& level) {
@@ -38,9 +40,9 @@ std::string group_sizes(const importers::TopologyLevel& level) {
   return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
 }
 
-// Two GPUs a cut at level `l` separates: the lowest ranks in different groups of this level
-// but the same group of the level above.
-std::pair<DeviceId, DeviceId> example_pair(const Topology& topo, size_t l) {
+// The pair of GPUs behind a level's figures: separated by the level, joined by the level above,
+// with the lowest route bandwidth and then the highest latency; the lowest ranks on ties.
+std::pair<DeviceId, DeviceId> worst_pair(const Topology& topo, size_t l) {
   std::vector<int> group_of(topo.num_devices()), parent_of(topo.num_devices(), 0);
   const auto& levels = topo.levels();
   for (size_t g = 0; g < levels[l].groups.size(); ++g)
@@ -48,10 +50,17 @@ std::pair<DeviceId, DeviceId> example_pair(const Topology& topo, size_t l) {
   if (l > 0)
     for (size_t g = 0; g < levels[l - 1].groups.size(); ++g)
       for (DeviceId d : levels[l - 1].groups[g]) parent_of[d] = static_cast<int>(g);
+  std::pair<DeviceId, DeviceId> worst{0, 0};
+  double worst_bandwidth = 0, worst_latency = 0;
   for (DeviceId a = 0; a < topo.num_devices(); ++a)
-    for (DeviceId b = a + 1; b < topo.num_devices(); ++b)
-      if (parent_of[a] == parent_of[b] && group_of[a] != group_of[b]) return {a, b};
-  return {0, 0};
+    for (DeviceId b = a + 1; b < topo.num_devices(); ++b) {
+      if (parent_of[a] != parent_of[b] || group_of[a] == group_of[b]) continue;
+      double bw = topo.bandwidth(a, b), lat = topo.latency(a, b);
+      if (worst == std::pair<DeviceId, DeviceId>{0, 0} || bw < worst_bandwidth ||
+          (bw == worst_bandwidth && lat > worst_latency))
+        worst = {a, b}, worst_bandwidth = bw, worst_latency = lat;
+    }
+  return worst;
 }
 
 std::string route_text(const Topology& topo, DeviceId a, DeviceId b) {
@@ -90,8 +99,9 @@ void print_summary(const Topology& topo) {
     int count = group["count"].get<int>();
     const auto& gpus = group["gpus"];
     int64_t used = gpus.value("use", gpus["count"].get<int64_t>());
-    std::string span = count == 1 ? fmt::format("node{}", first_node)
-                                  : fmt::format("node{}-node{}", first_node, first_node + count - 1);
+    std::string span = count == 1
+                           ? fmt::format("node{}", first_node)
+                           : fmt::format("node{}-node{}", first_node, first_node + count - 1);
     std::string parts = fmt::format("{} x {}", used, gpus["type"].get<std::string>());
     if (used != gpus["count"].get<int64_t>())
       parts += fmt::format(" (of {})", gpus["count"].get<int64_t>());
@@ -105,11 +115,11 @@ void print_summary(const Topology& topo) {
     first_node += count;
   }
   if (compact.contains("network") && compact["network"].contains("switches"))
-    std::printf("network    switches %s\n",
-                fmt::format("{}", fmt::join(compact["network"]["switches"]
-                                                .get<std::vector<std::string>>(),
-                                            " "))
-                    .c_str());
+    std::printf(
+        "network    switches %s\n",
+        fmt::format("{}",
+                    fmt::join(compact["network"]["switches"].get<std::vector<std::string>>(), " "))
+            .c_str());
 
   // Links by type and bandwidth, in order of first appearance.
   std::vector<std::pair<std::string, double>> kinds;
@@ -130,16 +140,16 @@ void print_summary(const Topology& topo) {
                 format_rate(kinds[i].second).c_str(), format_seconds(latencies[i]).c_str());
 
   if (topo.levels().empty()) return;
-  std::printf("levels     slowest first; bandwidth and latency of a route between groups\n");
+  std::printf("levels     slowest first; the slowest route between two groups with one parent\n");
   for (size_t l = 0; l < topo.levels().size(); ++l) {
     const auto& level = topo.levels()[l];
     std::string groups = fmt::format("{} groups of {}", level.groups.size(), group_sizes(level));
     std::printf("  %zu  %-20s %12s %10s\n", l, groups.c_str(), format_rate(level.bandwidth).c_str(),
                 format_seconds(level.latency).c_str());
   }
-  std::printf("routes     one per level\n");
+  std::printf("routes     the slowest route of each level\n");
   for (size_t l = 0; l < topo.levels().size(); ++l) {
-    auto [a, b] = example_pair(topo, l);
+    auto [a, b] = worst_pair(topo, l);
     std::printf("  %zu  %s\n", l, route_text(topo, a, b).c_str());
   }
 }
@@ -205,8 +215,7 @@ void configure_topology(CLI::App& app, std::function<int()>& run) {
   CLI::App* show = app.add_subcommand(
       "show", "describe a built-in topology or a topology file (--format json: its JSON form)");
   show->add_option("topology", flags->show.topology, "a built-in topology name or a JSON file");
-  show->add_option("--gpus", flags->show.gpus,
-                   "the first N GPUs of it; alone, N H100s 8 to a node")
+  show->add_option("--gpus", flags->show.gpus, "the first N GPUs of it; alone, N H100s 8 to a node")
       ->check(CLI::PositiveNumber);
   add_format_flag(*show, flags->show_format);
 

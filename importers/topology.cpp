@@ -26,7 +26,7 @@ namespace planner::importers {
 using json = nlohmann::ordered_json;
 
 // Defined here, declared a friend of Topology: the only way to make one.
-Expected<Topology> build_topology(const json& root, const std::string& source);
+Expected<Topology> build_topology(const json& root);
 
 namespace {
 
@@ -70,12 +70,18 @@ std::string describe(const json& v) {
   std::string text = v.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
-    case json::value_t::string: return "string " + text;
-    case json::value_t::boolean: return "boolean " + text;
-    case json::value_t::null: return "null";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return text;
+    case json::value_t::string:
+      return "string " + text;
+    case json::value_t::boolean:
+      return "boolean " + text;
+    case json::value_t::null:
+      return "null";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return text;
   }
 }
 
@@ -86,7 +92,9 @@ std::string key_path(const std::string& path, const std::string& key) {
   return plain ? path + "." + key : path + "[" + json(key).dump() + "]";
 }
 
-std::string index_path(const std::string& path, size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string index_path(const std::string& path, size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 // Every object in the format has a closed set of fields: an unknown one is a typo to report.
 Expected<void> check_fields(const json& obj, const std::string& path,
@@ -251,8 +259,10 @@ std::vector<int> match(const Pattern& p, const Scope& scope, std::string* missin
   }
   auto want = [&](const std::string& name) {
     auto it = scope.index.find(name);
-    if (it != scope.index.end()) out.push_back(it->second);
-    else if (missing && missing->empty()) *missing = name;
+    if (it != scope.index.end())
+      out.push_back(it->second);
+    else if (missing && missing->empty())
+      *missing = name;
   };
   if (p.kind == Pattern::kExact) want(p.prefix);
   for (int64_t i = p.lo; i <= p.hi; ++i) want(p.prefix + std::to_string(i));
@@ -273,7 +283,8 @@ Expected<std::vector<Pattern>> parse_selector(const json& v, const std::string& 
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
       return at(index_path(path, i), fmt::format("expected a string, got {}", describe(v[i])));
-    PLANNER_TRY_ASSIGN(Pattern p, parse_pattern(v[i].get<std::string>(), index_path(path, i), true));
+    PLANNER_TRY_ASSIGN(Pattern p,
+                       parse_pattern(v[i].get<std::string>(), index_path(path, i), true));
     out.push_back(p);
   }
   return out;
@@ -305,7 +316,7 @@ Expected<std::vector<std::string>> parse_declarations(const json& list, const st
 // The parsed compact form, before expansion.
 
 struct LinkSpec {
-  std::string path;                // for messages
+  std::string path;  // for messages
   std::vector<Pattern> from, to;
   std::string from_path, to_path;
   double bandwidth = 0, latency = 0;
@@ -317,9 +328,9 @@ struct GroupSpec {
   std::string name;
   int64_t count = 1;
   int32_t device_type = 0;
-  int64_t gpus = 0;  // GPUs declared per node
-  int64_t use = 0;   // GPUs given to the planner per node (the first `use`)
-  Scope scope;       // gpu0..gpuN-1, then switches, cpus, nics
+  int64_t gpus = 0;                 // GPUs declared per node
+  int64_t use = 0;                  // GPUs given to the planner per node (the first `use`)
+  Scope scope;                      // gpu0..gpuN-1, then switches, cpus, nics
   std::vector<EndpointKind> kinds;  // per scope entry
   std::vector<LinkSpec> links;
 };
@@ -338,8 +349,8 @@ Expected<void> parse_link(const json& j, const std::string& path,
                           const std::map<std::string, LinkTypeSpec>& link_types, LinkSpec& spec,
                           json& out) {
   if (!j.is_object()) return at(path, fmt::format("expected an object, got {}", describe(j)));
-  PLANNER_TRY(check_fields(
-      j, path, {"from", "to", "type", "count", "bandwidth", "latency", "one_to_one"}));
+  PLANNER_TRY(
+      check_fields(j, path, {"from", "to", "type", "count", "bandwidth", "latency", "one_to_one"}));
   spec.path = path;
   PLANNER_TRY_ASSIGN(const json* from, field(j, path, "from", true));
   PLANNER_TRY_ASSIGN(const json* to, field(j, path, "to", true));
@@ -368,7 +379,8 @@ Expected<void> parse_link(const json& j, const std::string& path,
     spec.latency = it->second.latency;
     out["type"] = *type;
   } else {
-    if (!bandwidth && !latency) return at(path, "missing field 'type' (or 'bandwidth' and 'latency')");
+    if (!bandwidth && !latency)
+      return at(path, "missing field 'type' (or 'bandwidth' and 'latency')");
     if (!bandwidth) return at(path, "missing field 'bandwidth'");
     if (!latency) return at(path, "missing field 'latency'");
     spec.bandwidth = *bandwidth;
@@ -396,7 +408,8 @@ Expected<void> parse_links(const json& parent, const std::string& path,
   for (size_t i = 0; i < links->size(); ++i) {
     LinkSpec spec;
     json canonical = json::object();
-    PLANNER_TRY(parse_link((*links)[i], index_path(path + ".links", i), link_types, spec, canonical));
+    PLANNER_TRY(
+        parse_link((*links)[i], index_path(path + ".links", i), link_types, spec, canonical));
     specs.push_back(std::move(spec));
     list.push_back(std::move(canonical));
   }
@@ -427,8 +440,8 @@ Expected<std::vector<std::pair<int, int>>> expand_pairs(const LinkSpec& spec,
   return out;
 }
 
-Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector, const std::string& path,
-                                         const Scope& scope) {
+Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector,
+                                         const std::string& path, const Scope& scope) {
   std::vector<int> out;
   for (const Pattern& p : selector) {
     std::string missing;
@@ -448,10 +461,14 @@ Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector, c
 
 std::string_view endpoint_kind_name(EndpointKind kind) {
   switch (kind) {
-    case EndpointKind::kGpu: return "gpu";
-    case EndpointKind::kSwitch: return "switch";
-    case EndpointKind::kCpu: return "cpu";
-    case EndpointKind::kNic: return "nic";
+    case EndpointKind::kGpu:
+      return "gpu";
+    case EndpointKind::kSwitch:
+      return "switch";
+    case EndpointKind::kCpu:
+      return "cpu";
+    case EndpointKind::kNic:
+      return "nic";
   }
   return "?";
 }
@@ -464,21 +481,27 @@ double DeviceType::flops(std::string_view compute_type) const {
 
 double DeviceType::flops(ir::DType dtype) const {
   switch (dtype) {
-    case ir::DType::kFloat64: return flops("f64");
-    case ir::DType::kFloat32: return flops("f32");
-    case ir::DType::kFloat16: return flops("f16");
-    case ir::DType::kBFloat16: return flops("bf16");
+    case ir::DType::kFloat64:
+      return flops("f64");
+    case ir::DType::kFloat32:
+      return flops("f32");
+    case ir::DType::kFloat16:
+      return flops("f16");
+    case ir::DType::kBFloat16:
+      return flops("bf16");
     case ir::DType::kInt8:
-    case ir::DType::kUInt8: return flops("i8");
-    default: return 0;
+    case ir::DType::kUInt8:
+      return flops("i8");
+    default:
+      return 0;
   }
 }
 
-Expected<Topology> build_topology(const json& root, const std::string& source) {
+Expected<Topology> build_topology(const json& root) {
   const std::string R = "$";
   if (!root.is_object()) return at(R, fmt::format("expected an object, got {}", describe(root)));
-  PLANNER_TRY(check_fields(root, R,
-                           {"name", "description", "device_types", "link_types", "nodes", "network"}));
+  PLANNER_TRY(check_fields(
+      root, R, {"name", "description", "device_types", "link_types", "nodes", "network"}));
   Topology topo;
   json canon = json::object();
 
@@ -547,7 +570,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
       PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
       PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
       link_types[it.key()] = {*bandwidth, *latency};
-      canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")}, {"latency", t.at("latency")}};
+      canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")},
+                                       {"latency", t.at("latency")}};
     }
   }
 
@@ -561,7 +585,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     std::string path = index_path("$.nodes", g);
     const json& n = (*nodes)[g];
     if (!n.is_object()) return at(path, fmt::format("expected an object, got {}", describe(n)));
-    PLANNER_TRY(check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
+    PLANNER_TRY(
+        check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
     GroupSpec group;
     json out = json::object();
     PLANNER_TRY_ASSIGN(auto gname, string_field(n, path, "name", false));
@@ -575,8 +600,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     PLANNER_TRY_ASSIGN(auto type, string_field(*gpus, gpath, "type", true));
     auto type_it = std::find(type_names.begin(), type_names.end(), *type);
     if (type_it == type_names.end())
-      return at(gpath + ".type", fmt::format("unknown device type '{}'{}", *type,
-                                             did_you_mean(*type, type_names)));
+      return at(gpath + ".type",
+                fmt::format("unknown device type '{}'{}", *type, did_you_mean(*type, type_names)));
     group.device_type = static_cast<int32_t>(type_it - type_names.begin());
     PLANNER_TRY_ASSIGN(auto gpu_count, positive_integer(*gpus, gpath, "count", true));
     group.gpus = *gpu_count;
@@ -594,9 +619,9 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
       group.scope.names.push_back("gpu" + std::to_string(i));
       group.kinds.push_back(EndpointKind::kGpu);
     }
-    for (auto [key, kind] : {std::pair{"switches", EndpointKind::kSwitch},
-                             std::pair{"cpus", EndpointKind::kCpu},
-                             std::pair{"nics", EndpointKind::kNic}}) {
+    for (auto [key, kind] :
+         {std::pair{"switches", EndpointKind::kSwitch}, std::pair{"cpus", EndpointKind::kCpu},
+          std::pair{"nics", EndpointKind::kNic}}) {
       PLANNER_TRY_ASSIGN(const json* list, array_field(n, path, key, false));
       if (!list || list->empty()) continue;
       PLANNER_TRY(parse_declarations(*list, path + "." + key, group.scope));
@@ -628,7 +653,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
   }
 
   // Expansion. GPUs first, in rank order, so that a GPU's endpoint id is its rank.
-  std::vector<std::vector<EndpointId>> node_endpoints;  // per node: scope index -> endpoint (-1: left out)
+  std::vector<std::vector<EndpointId>>
+      node_endpoints;  // per node: scope index -> endpoint (-1: left out)
   std::vector<int> node_group;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int64_t k = 0; k < groups[g].count; ++k) {
@@ -655,7 +681,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     const GroupSpec& group = groups[node_group[node]];
     for (size_t i = group.gpus; i < group.scope.names.size(); ++i) {
       node_endpoints[node][i] = static_cast<EndpointId>(topo.endpoints_.size());
-      topo.endpoints_.push_back({group.kinds[i], topo.nodes_[node].name + "/" + group.scope.names[i],
+      topo.endpoints_.push_back({group.kinds[i],
+                                 topo.nodes_[node].name + "/" + group.scope.names[i],
                                  static_cast<int32_t>(node), -1});
     }
   }
@@ -699,9 +726,10 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
         std::vector<std::string> names = network.switches.names;
         for (const GroupSpec& g : groups)
           names.insert(names.end(), g.scope.names.begin(), g.scope.names.end());
-        std::string text = p.kind == Pattern::kStar    ? p.prefix + "*"
-                           : p.kind == Pattern::kRange ? fmt::format("{}[{}-{}]", p.prefix, p.lo, p.hi)
-                                                       : p.prefix;
+        std::string text = p.kind == Pattern::kStar ? p.prefix + "*"
+                           : p.kind == Pattern::kRange
+                               ? fmt::format("{}[{}-{}]", p.prefix, p.lo, p.hi)
+                               : p.prefix;
         return at(path, fmt::format("'{}' matches no network switch and no endpoint of any node{}",
                                     text, did_you_mean(text, names)));
       }
@@ -728,7 +756,6 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     }
   }
   topo.compute_levels();
-  (void)source;
   return topo;
 }
 
@@ -771,8 +798,7 @@ void Topology::compute_routes() {
   };
   for (size_t s = 0; s < n; ++s) {
     LinkId* pred = pred_.data() + s * e;
-    std::fill(best.begin(), best.end(),
-              Key{std::numeric_limits<int64_t>::max(), 0, 0});
+    std::fill(best.begin(), best.end(), Key{std::numeric_limits<int64_t>::max(), 0, 0});
     std::fill(done.begin(), done.end(), 0);
     std::priority_queue<Item, std::vector<Item>, decltype(later)> queue(later);
     best[s] = {0, 0, std::numeric_limits<double>::infinity()};
@@ -787,7 +813,8 @@ void Topology::compute_routes() {
       for (LinkId l : adjacent[u]) {
         EndpointId v = links_[l].other(u);
         if (done[v]) continue;
-        Key k{key.latency + latency_ps[l], key.hops + 1, std::min(key.bandwidth, links_[l].bandwidth)};
+        Key k{key.latency + latency_ps[l], key.hops + 1,
+              std::min(key.bandwidth, links_[l].bandwidth)};
         if (k < best[v] || (k == best[v] && pred[v] >= 0 && l < pred[v])) {
           best[v] = k;
           pred[v] = l;
@@ -860,8 +887,8 @@ void Topology::compute_levels() {
     for (int32_t b = a + 1; b < n; ++b) distinct.insert(closeness(a, b));
   std::vector<Closeness> classes(distinct.begin(), distinct.end());
   auto class_of = [&](int32_t a, int32_t b) {
-    return static_cast<int32_t>(
-        std::lower_bound(classes.begin(), classes.end(), closeness(a, b)) - classes.begin());
+    return static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), closeness(a, b)) -
+                                classes.begin());
   };
   // farthest[i * n + j]: class of the farthest pair between groups i and j (each named by its
   // lowest rank), updated as groups merge.
@@ -938,15 +965,17 @@ Expected<Topology> parse_topology(const std::string& json_text, const std::strin
     size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, json_text.size());
     size_t line = 1, column = 1;
     for (size_t i = 0; i < end; ++i) {
-      if (json_text[i] == '\n') ++line, column = 1;
-      else ++column;
+      if (json_text[i] == '\n')
+        ++line, column = 1;
+      else
+        ++column;
     }
     std::string what = e.what();
     auto colon = what.find(": ", what.find("parse error"));
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     return make_error("{}:{}:{}: invalid JSON: {}", source_name, line, column, detail);
   }
-  auto topo = build_topology(root, source_name);
+  auto topo = build_topology(root);
   if (!topo) return topo.error().with_context(source_name);
   return topo;
 }
@@ -961,7 +990,9 @@ Expected<Topology> load_topology(const std::string& path) {
   return parse_topology(text.str(), path);
 }
 
-nlohmann::ordered_json topology_to_json(const Topology& topology) { return topology.compact_json(); }
+nlohmann::ordered_json topology_to_json(const Topology& topology) {
+  return topology.compact_json();
+}
 
 Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
   if (num_gpus < 1) return make_error("--gpus must be at least 1, got {}", num_gpus);
@@ -998,7 +1029,7 @@ Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
   ordered["description"] = fmt::format("the first {} GPUs of {}", num_gpus, topology.name());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "description") ordered[it.key()] = it.value();
-  auto result = build_topology(ordered, topology.name());
+  auto result = build_topology(ordered);
   if (!result) return result.error().with_context(topology.name());
   return result;
 }
@@ -1037,8 +1068,8 @@ Expected<Topology> topology_preset(std::string_view name) {
     if (p.name == name) return parse_topology(p.build().dump(), "preset " + p.name);
     names.push_back(p.name);
   }
-  return make_error("unknown topology '{}'{} (presets: {})", name,
-                    did_you_mean(name, names), fmt::join(names, ", "));
+  return make_error("unknown topology '{}'{} (presets: {})", name, did_you_mean(name, names),
+                    fmt::join(names, ", "));
 }
 
 Expected<Topology> resolve_topology(std::optional<int> gpus, const std::string& topology_arg) {

@@ -40,10 +40,10 @@ inline constexpr std::string_view kComputeTypes[] = {"f64", "f32", "tf32", "bf16
 
 /// A kind of accelerator, as a device type of the JSON form describes it.
 struct DeviceType {
-  std::string name;              ///< key in `device_types`, e.g. "h100-sxm"
-  std::string model;             ///< marketing name, e.g. "NVIDIA H100 SXM5 80GB"
-  int64_t memory_bytes = 0;      ///< device memory, bytes
-  double memory_bandwidth = 0;   ///< device memory bandwidth, bytes/s
+  std::string name;             ///< key in `device_types`, e.g. "h100-sxm"
+  std::string model;            ///< marketing name, e.g. "NVIDIA H100 SXM5 80GB"
+  int64_t memory_bytes = 0;     ///< device memory, bytes
+  double memory_bandwidth = 0;  ///< device memory bandwidth, bytes/s
   /// Dense peak FLOP/s (OP/s for integer types) per compute type, in kComputeTypes order; a
   /// type that is absent is not supported natively.
   std::vector<std::pair<std::string, double>> peak_flops;
@@ -59,20 +59,20 @@ struct DeviceType {
 /// A vertex of the link graph.
 struct Endpoint {
   EndpointKind kind = EndpointKind::kGpu;
-  std::string name;         ///< unique: "node3/gpu5", "node0/nvswitch", "network/ib"
-  int32_t node = -1;        ///< node index, or -1 for a switch of the network between nodes
-  DeviceId device = -1;     ///< rank for a GPU, -1 otherwise
+  std::string name;      ///< unique: "node3/gpu5", "node0/nvswitch", "network/ib"
+  int32_t node = -1;     ///< node index, or -1 for a switch of the network between nodes
+  DeviceId device = -1;  ///< rank for a GPU, -1 otherwise
 
   bool operator==(const Endpoint&) const = default;
 };
 
 /// A full-duplex link. Bandwidth is per direction: both directions can carry it at once.
 struct Link {
-  EndpointId a = 0;         ///< the endpoints, in the order the JSON named them
+  EndpointId a = 0;  ///< the endpoints, in the order the JSON named them
   EndpointId b = 0;
-  double bandwidth = 0;     ///< bytes/s per direction (a link type's bandwidth times `count`)
-  double latency = 0;       ///< seconds, one way
-  std::string type;         ///< the link type's name ("nvlink4"), or "" for an inline link
+  double bandwidth = 0;  ///< bytes/s per direction (a link type's bandwidth times `count`)
+  double latency = 0;    ///< seconds, one way
+  std::string type;      ///< the link type's name ("nvlink4"), or "" for an inline link
 
   /// The endpoint at the other end from `e` (which must be a or b).
   EndpointId other(EndpointId e) const { return e == a ? b : a; }
@@ -90,9 +90,9 @@ struct Device {
 
 /// A machine: the GPUs that share a host.
 struct Node {
-  std::string name;               ///< "node0"
-  int32_t group = 0;              ///< index of the `nodes[]` entry of the JSON form it came from
-  DeviceId first_device = 0;      ///< its GPUs are ranks [first_device, first_device + num_devices)
+  std::string name;           ///< "node0"
+  int32_t group = 0;          ///< index of the `nodes[]` entry of the JSON form it came from
+  DeviceId first_device = 0;  ///< its GPUs are ranks [first_device, first_device + num_devices)
   int32_t num_devices = 0;
   bool operator==(const Node&) const = default;
 };
@@ -138,7 +138,9 @@ class Topology {
   const DeviceType& device_type(DeviceId d) const { return device_types_.at(devices_.at(d).type); }
 
   /// Whether two GPUs are in the same node.
-  bool same_node(DeviceId a, DeviceId b) const { return devices_.at(a).node == devices_.at(b).node; }
+  bool same_node(DeviceId a, DeviceId b) const {
+    return devices_.at(a).node == devices_.at(b).node;
+  }
 
   /// The route from `from` to `to`: fewest total latency, then fewest links, then the widest
   /// bottleneck, then the lowest link ids. route(b, a) is route(a, b) reversed.
@@ -157,7 +159,8 @@ class Topology {
   bool operator==(const Topology&) const = default;
 
  private:
-  friend Expected<Topology> build_topology(const nlohmann::ordered_json&, const std::string&);
+  // The loader (importers/topology.cpp) is the only way to make one.
+  friend Expected<Topology> build_topology(const nlohmann::ordered_json& root);
 
   // Calls f(link) for each link from `to` back to `from` (from < to is not required).
   template <typename F>
@@ -182,7 +185,7 @@ class Topology {
 
 /// A built-in topology, as `planner topology list` shows it.
 struct PresetInfo {
-  std::string name;         ///< "dgx-h100"
+  std::string name;  ///< "dgx-h100"
   int num_devices = 0;
   int num_nodes = 0;
   std::string description;  ///< one line

@@ -87,8 +87,9 @@ TEST_CASE("an inline topology expands into GPUs, switches, NICs and links") {
   CHECK(route_names(*topo, 0, 1) == "node0/gpu0 -> node0/sw -> node0/gpu1");
   CHECK(topo->bandwidth(0, 1) == 1e10);
   CHECK(topo->latency(0, 1) == doctest::Approx(2e-6));
-  CHECK(route_names(*topo, 1, 3) ==
-        "node0/gpu1 -> node0/sw -> node0/nic0 -> network/ib -> node1/nic0 -> node1/sw -> node1/gpu1");
+  CHECK(
+      route_names(*topo, 1, 3) ==
+      "node0/gpu1 -> node0/sw -> node0/nic0 -> network/ib -> node1/nic0 -> node1/sw -> node1/gpu1");
   Route r = topo->route(1, 3);
   CHECK(r.bandwidth == 5e9);
   CHECK(r.latency == doctest::Approx(8e-6));
@@ -132,10 +133,14 @@ TEST_CASE("every preset loads, with its counts, and round-trips through its JSON
     const char* name;
     int gpus, nodes;
   };
-  const Expect expected[] = {{"dgx-h100", 8, 1},           {"h100-cluster-4x8", 32, 4},
-                             {"dgx-a100", 8, 1},           {"pcie-4gpu", 4, 1},
-                             {"p2.8xlarge", 8, 1},         {"flexflow-p100-4x4", 16, 4},
-                             {"flexflow-k80-16x4", 64, 16}, {"tensoropt-v100-2x8", 16, 2}};
+  const Expect expected[] = {{"dgx-h100", 8, 1},
+                             {"h100-cluster-4x8", 32, 4},
+                             {"dgx-a100", 8, 1},
+                             {"pcie-4gpu", 4, 1},
+                             {"p2.8xlarge", 8, 1},
+                             {"flexflow-p100-4x4", 16, 4},
+                             {"flexflow-k80-16x4", 64, 16},
+                             {"tensoropt-v100-2x8", 16, 2}};
   std::vector<PresetInfo> presets = topology_presets();
   REQUIRE(presets.size() == std::size(expected));
   for (size_t i = 0; i < presets.size(); ++i) {
@@ -179,14 +184,14 @@ TEST_CASE("p2.8xlarge: K80 pairs on a PCIe switch, through the host between boar
   Topology t = preset("p2.8xlarge");
   CHECK(route_names(t, 0, 1) == "node0/gpu0 -> node0/plx0 -> node0/gpu1");
   CHECK(t.bandwidth(0, 1) == 10.5e9);
-  CHECK(route_names(t, 1, 2) == "node0/gpu1 -> node0/plx0 -> node0/cpu0 -> node0/plx1 -> node0/gpu2");
+  CHECK(route_names(t, 1, 2) ==
+        "node0/gpu1 -> node0/plx0 -> node0/cpu0 -> node0/plx1 -> node0/gpu2");
   CHECK(t.bandwidth(1, 2) == 10e9);
   CHECK(route_names(t, 0, 7) ==
         "node0/gpu0 -> node0/plx0 -> node0/cpu0 -> node0/cpu1 -> node0/plx3 -> node0/gpu7");
   CHECK(t.latency(0, 7) == doctest::Approx(3e-6));
   REQUIRE(t.levels().size() == 3);
-  CHECK(t.levels()[0].groups ==
-        std::vector<std::vector<DeviceId>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(t.levels()[0].groups == std::vector<std::vector<DeviceId>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
   CHECK(t.levels()[1].groups.size() == 4);
   CHECK(t.levels()[2].groups.size() == 8);
   CHECK(t.levels()[2].bandwidth == 10.5e9);
@@ -194,17 +199,16 @@ TEST_CASE("p2.8xlarge: K80 pairs on a PCIe switch, through the host between boar
 
 TEST_CASE("DGX-1 hybrid cube mesh: no NVLink relaying; levels find the quads") {
   Topology t = preset("tensoropt-v100-2x8");
-  CHECK(t.bandwidth(0, 3) == 50e9);   // two NVLinks
-  CHECK(t.bandwidth(0, 1) == 25e9);   // one
+  CHECK(t.bandwidth(0, 3) == 50e9);  // two NVLinks
+  CHECK(t.bandwidth(0, 1) == 25e9);  // one
   // gpu0 and gpu5 share no NVLink; the route goes through PCIe and QPI, not through a GPU.
   CHECK(route_names(t, 0, 5) ==
         "node0/gpu0 -> node0/plx0 -> node0/cpu0 -> node0/cpu1 -> node0/plx2 -> node0/gpu5");
   CHECK(t.bandwidth(0, 5) == 15.75e9);
   CHECK(t.bandwidth(0, 8) == 12.5e9);
   REQUIRE(t.levels().size() == 4);
-  CHECK(t.levels()[1].groups ==
-        std::vector<std::vector<DeviceId>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
-                                           {12, 13, 14, 15}});
+  CHECK(t.levels()[1].groups == std::vector<std::vector<DeviceId>>{
+                                    {0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}});
   CHECK(t.levels()[2].groups[0] == std::vector<DeviceId>{0, 3});
 }
 
@@ -285,7 +289,8 @@ TEST_CASE("errors name the file and the JSON path of the offending field") {
                       R"("bandwidth": 0, "latency": 1e-6},
                        {"from": "nic0")")) ==
         "t.json: $.nodes[0].links[0].bandwidth: must be positive, got 0");
-  CHECK(error_of(with(R"("bandwidth": 5e9, "latency": 2e-6)", R"("bandwidth": 5e9, "latency": -2e-6)")) ==
+  CHECK(error_of(with(R"("bandwidth": 5e9, "latency": 2e-6)",
+                      R"("bandwidth": 5e9, "latency": -2e-6)")) ==
         "t.json: $.network.links[0].latency: must be positive, got -2e-06");
   CHECK(error_of(with(R"("memory_bytes": 1000)", R"("memory_bytes": 0)")) ==
         "t.json: $.device_types.g.memory_bytes: must be positive, got 0");
@@ -307,14 +312,17 @@ TEST_CASE("errors name the file and the JSON path of the offending field") {
         "node, did you mean 'nic0'?");
   CHECK(error_of(with(R"("from": "nic*", "to": "ib")", R"("from": "ib", "to": "ib")")) ==
         "t.json: $.network.links[0]: connects no two distinct endpoints");
-  CHECK(error_of(with(R"("to": "sw", "bandwidth": 1e10, "latency": 1e-6},)",
-                      R"("to": "nic0", "one_to_one": true, "bandwidth": 1e10, "latency": 1e-6},)")) ==
-        "t.json: $.nodes[0].links[0]: one_to_one needs as many 'from' as 'to' endpoints, got 2 and 1");
+  CHECK(
+      error_of(with(R"("to": "sw", "bandwidth": 1e10, "latency": 1e-6},)",
+                    R"("to": "nic0", "one_to_one": true, "bandwidth": 1e10, "latency": 1e-6},)")) ==
+      "t.json: $.nodes[0].links[0]: one_to_one needs as many 'from' as 'to' endpoints, got 2 and "
+      "1");
   CHECK(error_of(with(R"("switches": ["sw"])", R"("switches": ["sw", "gpu1"])")) ==
         "t.json: $.nodes[0].switches[1]: duplicate endpoint name 'gpu1'");
-  CHECK(error_of(with(R"("switches": ["sw"])", R"("switches": ["s w"])")) ==
-        "t.json: $.nodes[0].switches[0]: invalid name 's w': use letters, digits, '_', '-' and '.', "
-        "starting with a letter");
+  CHECK(
+      error_of(with(R"("switches": ["sw"])", R"("switches": ["s w"])")) ==
+      "t.json: $.nodes[0].switches[0]: invalid name 's w': use letters, digits, '_', '-' and '.', "
+      "starting with a letter");
 
   // Devices that cannot reach each other.
   CHECK(error_of(with(R"("network": {"switches": ["ib"],
@@ -352,9 +360,10 @@ TEST_CASE("errors name the file and the JSON path of the offending field") {
         "t.json: $.nodes[0].gpus.use: must be at most count (2), got 3");
 
   // Invalid JSON: where, with line and column.
-  CHECK(error_of("{\n  \"name\": \"t\",\n}") ==
-        "t.json:3:1: invalid JSON: syntax error while parsing object key - unexpected '}'; expected "
-        "string literal");
+  CHECK(
+      error_of("{\n  \"name\": \"t\",\n}") ==
+      "t.json:3:1: invalid JSON: syntax error while parsing object key - unexpected '}'; expected "
+      "string literal");
   CHECK(error_of("[1, 2]") == "t.json: $: expected an object, got an array");
   CHECK(load_topology("no/such/file.json").error().message() ==
         "no/such/file.json: cannot open file");
