@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -196,6 +197,18 @@ int run_check(const std::string& path, Format format) {
   return 0;
 }
 
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
 struct TopologyCommand {
   Format list_format = Format::kTable;
   Format show_format = Format::kTable;
@@ -208,25 +221,45 @@ struct TopologyCommand {
 
 void configure_topology(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<TopologyCommand>();
-  app.require_subcommand(1);
+  // At most one subcommand, and leftovers allowed here (not in the subcommands, which are made
+  // first), so that a mistyped one reaches `run` and gets a suggestion instead of CLI11's
+  // "A subcommand is required".
+  app.require_subcommand(0, 1);
   CLI::App* list = app.add_subcommand("list", "list the built-in topologies");
   add_format_flag(*list, flags->list_format);
 
   CLI::App* show = app.add_subcommand(
       "show", "describe a built-in topology or a topology file (--format json: its JSON form)");
   show->add_option("topology", flags->show.topology, "a built-in topology name or a JSON file");
-  show->add_option("--gpus", flags->show.gpus, "the first N GPUs of it; alone, N H100s 8 to a node")
-      ->check(CLI::PositiveNumber);
+  // Not range-checked here: resolve_topology says what is wrong in one line.
+  show->add_option("--gpus", flags->show.gpus,
+                   "the first N GPUs of it; alone, N H100s 8 to a node");
   add_format_flag(*show, flags->show_format);
 
   CLI::App* check = app.add_subcommand("check", "validate a topology JSON file and summarise it");
   check->add_option("file", flags->check_path, "topology JSON file")->required();
   add_format_flag(*check, flags->check_format);
 
-  run = [flags, list, show, check] {
+  app.allow_extras();
+
+  run = [flags, &app, list, show, check] {
     if (list->parsed()) return run_list(flags->list_format);
     if (show->parsed()) return run_show(flags->show, flags->show_format);
     if (check->parsed()) return run_check(flags->check_path, flags->check_format);
+    std::vector<std::string> extra = app.remaining();
+    if (extra.empty()) {
+      std::fprintf(stderr, "error: missing command: planner topology list|show|check\n");
+      return 2;
+    }
+    const char* hint = nullptr;
+    for (const char* name : {"list", "show", "check"})
+      if (!hint && edit_distance(extra[0], name) <= 2) hint = name;
+    if (hint)
+      std::fprintf(stderr, "error: unknown command 'topology %s', did you mean 'topology %s'?\n",
+                   extra[0].c_str(), hint);
+    else
+      std::fprintf(stderr, "error: unknown command 'topology %s' (commands: list, show, check)\n",
+                   extra[0].c_str());
     return 2;
   };
 }

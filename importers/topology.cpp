@@ -32,6 +32,11 @@ namespace {
 
 // Larger clusters would make the all-pairs route trees (GPUs x endpoints) too big to hold.
 constexpr int64_t kMaxDevices = 4096;
+// The route trees hold one entry per GPU and endpoint: 4,096 H100s with their switches and NICs
+// need 36 M; beyond 64 M (256 MB) a topology is refused rather than left to exhaust memory.
+constexpr int64_t kMaxRouteEntries = int64_t{1} << 26;
+// One link entry may expand to this many links (a 1,024 x 1,024 bipartite network).
+constexpr size_t kMaxPairsPerEntry = size_t{1} << 20;
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -431,6 +436,10 @@ Expected<std::vector<std::pair<int, int>>> expand_pairs(const LinkSpec& spec,
     for (size_t i = 0; i < from.size(); ++i)
       if (from[i] != to[i]) out.emplace_back(from[i], to[i]);
   } else {
+    if (from.size() * to.size() > kMaxPairsPerEntry)
+      return at(spec.path, fmt::format("connects {} x {} endpoints, more than the {} links one "
+                                       "entry may make",
+                                       from.size(), to.size(), kMaxPairsPerEntry));
     std::set<std::pair<int, int>> seen;
     for (int a : from)
       for (int b : to)
@@ -580,7 +589,7 @@ Expected<Topology> build_topology(const json& root) {
   if (nodes->empty()) return at("$.nodes", "must have at least one node group");
   std::vector<GroupSpec> groups;
   canon["nodes"] = json::array();
-  int64_t total_devices = 0, total_nodes = 0;
+  int64_t total_devices = 0, total_endpoints = 0;
   for (size_t g = 0; g < nodes->size(); ++g) {
     std::string path = index_path("$.nodes", g);
     const json& n = (*nodes)[g];
@@ -629,10 +638,12 @@ Expected<Topology> build_topology(const json& root) {
       out[key] = *list;
     }
     PLANNER_TRY(parse_links(n, path, link_types, group.links, out));
-    total_nodes += group.count;
     total_devices += group.count * group.use;
+    total_endpoints += group.count * static_cast<int64_t>(group.scope.names.size());
     if (total_devices > kMaxDevices)
       return at("$.nodes", fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
+    if (total_endpoints > kMaxRouteEntries)
+      return at("$.nodes", fmt::format("too many endpoints, got {}", total_endpoints));
     groups.push_back(std::move(group));
     canon["nodes"].push_back(std::move(out));
   }
@@ -651,6 +662,13 @@ Expected<Topology> build_topology(const json& root) {
     PLANNER_TRY(parse_links(*net, path, link_types, network.links, out));
     canon["network"] = std::move(out);
   }
+
+  total_endpoints += static_cast<int64_t>(network.switches.names.size());
+  if (total_devices * total_endpoints > kMaxRouteEntries)
+    return Error(
+        fmt::format("too large: {} GPUs x {} endpoints exceeds the {} route entries "
+                    "supported",
+                    total_devices, total_endpoints, kMaxRouteEntries));
 
   // Expansion. GPUs first, in rank order, so that a GPU's endpoint id is its rank.
   std::vector<std::vector<EndpointId>>
@@ -827,6 +845,8 @@ void Topology::compute_routes() {
 
 template <typename F>
 void Topology::walk(DeviceId from, DeviceId to, F&& f) const {
+  check_device(from);
+  check_device(to);
   // Routes are stored from the lower rank; walking back from the higher one gives the same links
   // (and the same floating-point sums) in both directions.
   DeviceId s = std::min(from, to), t = std::max(from, to);
@@ -841,8 +861,6 @@ void Topology::walk(DeviceId from, DeviceId to, F&& f) const {
 }
 
 Route Topology::route(DeviceId from, DeviceId to) const {
-  PLANNER_CHECK(from >= 0 && from < num_devices() && to >= 0 && to < num_devices(),
-                "route({}, {}) with {} devices", from, to, num_devices());
   Route r;
   r.bandwidth = std::numeric_limits<double>::infinity();
   walk(from, to, [&](LinkId l) {
@@ -1075,7 +1093,8 @@ Expected<Topology> topology_preset(std::string_view name) {
 Expected<Topology> resolve_topology(std::optional<int> gpus, const std::string& topology_arg) {
   if (gpus && *gpus < 1) return make_error("--gpus must be at least 1, got {}", *gpus);
   if (topology_arg.empty()) {
-    if (!gpus) return Error("no topology: give --gpus N, --topology NAME|FILE, or both");
+    if (!gpus)
+      return Error("no topology given: name a preset or a topology file, or a number of GPUs");
     if (*gpus > kMaxDevices)
       return make_error("--gpus {}: at most {} GPUs are supported", *gpus, kMaxDevices);
     return h100_cluster(*gpus);

@@ -134,13 +134,13 @@ class Topology {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
   const std::vector<Link>& links() const { return links_; }
-  const Device& device(DeviceId d) const { return devices_.at(d); }
-  const DeviceType& device_type(DeviceId d) const { return device_types_.at(devices_.at(d).type); }
+  /// The GPU of rank `d`. Precondition (checked): 0 <= d < num_devices(), as for every query
+  /// below that takes a DeviceId.
+  const Device& device(DeviceId d) const { return check_device(d), devices_[d]; }
+  const DeviceType& device_type(DeviceId d) const { return device_types_[device(d).type]; }
 
   /// Whether two GPUs are in the same node.
-  bool same_node(DeviceId a, DeviceId b) const {
-    return devices_.at(a).node == devices_.at(b).node;
-  }
+  bool same_node(DeviceId a, DeviceId b) const { return device(a).node == device(b).node; }
 
   /// The route from `from` to `to`: fewest total latency, then fewest links, then the widest
   /// bottleneck, then the lowest link ids. route(b, a) is route(a, b) reversed.
@@ -159,6 +159,10 @@ class Topology {
   bool operator==(const Topology&) const = default;
 
  private:
+  Topology() = default;
+  void check_device(DeviceId d) const {
+    PLANNER_CHECK(d >= 0 && d < num_devices(), "device {} of a topology with {}", d, num_devices());
+  }
   // The loader (importers/topology.cpp) is the only way to make one.
   friend Expected<Topology> build_topology(const nlohmann::ordered_json& root);
 

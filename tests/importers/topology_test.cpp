@@ -234,7 +234,7 @@ TEST_CASE("h100_cluster: 8 GPUs to a node, the last one partial") {
 
 TEST_CASE("resolve_topology: --gpus, --topology, and both") {
   CHECK(resolve_topology(std::nullopt, "").error().message() ==
-        "no topology: give --gpus N, --topology NAME|FILE, or both");
+        "no topology given: name a preset or a topology file, or a number of GPUs");
   CHECK(resolve_topology(12, "")->num_devices() == 12);
   CHECK(resolve_topology(std::nullopt, "dgx-a100")->name() == "dgx-a100");
   auto first = resolve_topology(6, "flexflow-p100-4x4");
@@ -358,6 +358,15 @@ TEST_CASE("errors name the file and the JSON path of the offending field") {
         "t.json: $.nodes[0].links[1]: missing field 'latency'");
   CHECK(error_of(with(R"("count": 2})", R"("count": 2, "use": 3})")) ==
         "t.json: $.nodes[0].gpus.use: must be at most count (2), got 3");
+
+  // Sizes the route tables could not hold.
+  CHECK(error_of(with(R"("count": 2, "gpus")", R"("count": 2049, "gpus")")) ==
+        "t.json: $.nodes: too many GPUs (at most 4096 are supported)");
+  std::string big = with(R"("count": 2, "gpus")", R"("count": 2000, "gpus")");
+  big.replace(big.find(R"(["sw"])"), 6, R"(["sw", "x[0-9]"])");
+  CHECK(error_of(big) ==
+        "t.json: too large: 4000 GPUs x 28001 endpoints exceeds the 67108864 route entries "
+        "supported");
 
   // Invalid JSON: where, with line and column.
   CHECK(
