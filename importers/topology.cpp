@@ -506,26 +506,14 @@ double DeviceType::flops(ir::DType dtype) const {
   }
 }
 
-Expected<Topology> build_topology(const json& root) {
-  const std::string R = "$";
-  if (!root.is_object()) return at(R, fmt::format("expected an object, got {}", describe(root)));
-  PLANNER_TRY(check_fields(
-      root, R, {"name", "description", "device_types", "link_types", "nodes", "network"}));
-  Topology topo;
-  json canon = json::object();
+namespace {
 
-  PLANNER_TRY_ASSIGN(auto name, string_field(root, R, "name", true));
-  if (name->empty()) return at("$.name", "must not be empty");
-  topo.name_ = *name;
-  canon["name"] = *name;
-  PLANNER_TRY_ASSIGN(auto description, string_field(root, R, "description", false));
-  topo.description_ = description.value_or("");
-  if (description) canon["description"] = *description;
-
-  // Device types.
-  PLANNER_TRY_ASSIGN(const json* types, object_field(root, R, "device_types", true));
+// $.device_types: the types in input order, and their canonical form in `canon`.
+Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& canon) {
+  PLANNER_TRY_ASSIGN(const json* types, object_field(root, "$", "device_types", true));
   if (types->empty()) return at("$.device_types", "must define at least one device type");
-  std::vector<std::string> type_names;
+  std::vector<DeviceType> out;
+  const std::vector<std::string> known(std::begin(kComputeTypes), std::end(kComputeTypes));
   canon["device_types"] = json::object();
   for (auto it = types->begin(); it != types->end(); ++it) {
     std::string path = key_path("$.device_types", it.key());
@@ -544,100 +532,156 @@ Expected<Topology> build_topology(const json& root) {
     PLANNER_TRY_ASSIGN(const json* flops, object_field(t, path, "peak_flops", true));
     std::string fpath = path + ".peak_flops";
     if (flops->empty()) return at(fpath, "must give at least one compute type");
-    std::vector<std::string> known(std::begin(kComputeTypes), std::end(kComputeTypes));
     for (auto f = flops->begin(); f != flops->end(); ++f)
       if (std::find(known.begin(), known.end(), f.key()) == known.end())
         return at(key_path(fpath, f.key()),
                   fmt::format("unknown compute type{} (known: {})", did_you_mean(f.key(), known),
                               fmt::join(known, ", ")));
     json canon_flops = json::object();
-    for (std::string_view ct : kComputeTypes) {
-      PLANNER_TRY_ASSIGN(auto v, positive_number(*flops, fpath, std::string(ct), false));
+    for (const std::string& ct : known) {
+      PLANNER_TRY_ASSIGN(auto v, positive_number(*flops, fpath, ct, false));
       if (!v) continue;
-      dt.peak_flops.emplace_back(std::string(ct), *v);
-      canon_flops[std::string(ct)] = flops->at(std::string(ct));
+      dt.peak_flops.emplace_back(ct, *v);
+      canon_flops[ct] = flops->at(ct);
     }
     canon["device_types"][dt.name] = {{"model", dt.model},
                                       {"memory_bytes", dt.memory_bytes},
                                       {"memory_bandwidth", t.at("memory_bandwidth")},
                                       {"peak_flops", canon_flops}};
-    type_names.push_back(dt.name);
-    topo.device_types_.push_back(std::move(dt));
+    out.push_back(std::move(dt));
   }
+  return out;
+}
 
-  // Link types.
-  std::map<std::string, LinkTypeSpec> link_types;
-  PLANNER_TRY_ASSIGN(const json* ltypes, object_field(root, R, "link_types", false));
-  if (ltypes && !ltypes->empty()) {
-    canon["link_types"] = json::object();
-    for (auto it = ltypes->begin(); it != ltypes->end(); ++it) {
-      std::string path = key_path("$.link_types", it.key());
-      PLANNER_TRY(check_name(it.key(), path, false));
-      const json& t = it.value();
-      if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
-      PLANNER_TRY(check_fields(t, path, {"bandwidth", "latency"}));
-      PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
-      PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
-      link_types[it.key()] = {*bandwidth, *latency};
-      canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")},
-                                       {"latency", t.at("latency")}};
-    }
+// $.link_types, by name.
+Expected<std::map<std::string, LinkTypeSpec>> parse_link_types(const json& root, json& canon) {
+  std::map<std::string, LinkTypeSpec> out;
+  PLANNER_TRY_ASSIGN(const json* types, object_field(root, "$", "link_types", false));
+  if (!types || types->empty()) return out;
+  canon["link_types"] = json::object();
+  for (auto it = types->begin(); it != types->end(); ++it) {
+    std::string path = key_path("$.link_types", it.key());
+    PLANNER_TRY(check_name(it.key(), path, false));
+    const json& t = it.value();
+    if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
+    PLANNER_TRY(check_fields(t, path, {"bandwidth", "latency"}));
+    PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
+    PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
+    out[it.key()] = {*bandwidth, *latency};
+    canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")},
+                                     {"latency", t.at("latency")}};
   }
+  return out;
+}
 
-  // Node groups.
-  PLANNER_TRY_ASSIGN(const json* nodes, array_field(root, R, "nodes", true));
+// One entry of $.nodes, at `path`; its canonical form goes to `out`.
+Expected<GroupSpec> parse_node_group(const json& n, const std::string& path,
+                                     const std::vector<DeviceType>& device_types,
+                                     const std::map<std::string, LinkTypeSpec>& link_types,
+                                     json& out) {
+  if (!n.is_object()) return at(path, fmt::format("expected an object, got {}", describe(n)));
+  PLANNER_TRY(
+      check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
+  GroupSpec group;
+  out = json::object();
+  PLANNER_TRY_ASSIGN(auto name, string_field(n, path, "name", false));
+  if (name) group.name = *name, out["name"] = *name;
+  PLANNER_TRY_ASSIGN(auto count, positive_integer(n, path, "count", false));
+  group.count = count.value_or(1);
+  out["count"] = group.count;
+
+  PLANNER_TRY_ASSIGN(const json* gpus, object_field(n, path, "gpus", true));
+  std::string gpath = path + ".gpus";
+  PLANNER_TRY(check_fields(*gpus, gpath, {"type", "count", "use"}));
+  PLANNER_TRY_ASSIGN(auto type, string_field(*gpus, gpath, "type", true));
+  std::vector<std::string> type_names;
+  for (const DeviceType& t : device_types) type_names.push_back(t.name);
+  auto type_it = std::find(type_names.begin(), type_names.end(), *type);
+  if (type_it == type_names.end())
+    return at(gpath + ".type",
+              fmt::format("unknown device type '{}'{}", *type, did_you_mean(*type, type_names)));
+  group.device_type = static_cast<int32_t>(type_it - type_names.begin());
+  PLANNER_TRY_ASSIGN(auto gpu_count, positive_integer(*gpus, gpath, "count", true));
+  group.gpus = *gpu_count;
+  PLANNER_TRY_ASSIGN(auto use, positive_integer(*gpus, gpath, "use", false));
+  group.use = use.value_or(group.gpus);
+  if (group.use > group.gpus)
+    return at(gpath + ".use",
+              fmt::format("must be at most count ({}), got {}", group.gpus, group.use));
+  if (group.gpus > kMaxDevices || group.count > kMaxDevices)
+    return at(path, fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
+  out["gpus"] = {{"type", *type}, {"count", group.gpus}};
+  if (group.use != group.gpus) out["gpus"]["use"] = group.use;
+
+  for (int64_t i = 0; i < group.gpus; ++i) {
+    group.scope.index["gpu" + std::to_string(i)] = static_cast<int>(i);
+    group.scope.names.push_back("gpu" + std::to_string(i));
+    group.kinds.push_back(EndpointKind::kGpu);
+  }
+  for (auto [key, kind] :
+       {std::pair{"switches", EndpointKind::kSwitch}, std::pair{"cpus", EndpointKind::kCpu},
+        std::pair{"nics", EndpointKind::kNic}}) {
+    PLANNER_TRY_ASSIGN(const json* list, array_field(n, path, key, false));
+    if (!list || list->empty()) continue;
+    PLANNER_TRY(parse_declarations(*list, path + "." + key, group.scope));
+    group.kinds.resize(group.scope.names.size(), kind);
+    out[key] = *list;
+  }
+  PLANNER_TRY(parse_links(n, path, link_types, group.links, out));
+  return group;
+}
+
+// $.network, when present; its canonical form goes to canon["network"].
+Expected<NetworkSpec> parse_network(const json& root,
+                                    const std::map<std::string, LinkTypeSpec>& link_types,
+                                    json& canon) {
+  NetworkSpec network;
+  PLANNER_TRY_ASSIGN(const json* net, object_field(root, "$", "network", false));
+  if (!net) return network;
+  const std::string path = "$.network";
+  PLANNER_TRY(check_fields(*net, path, {"switches", "links"}));
+  json out = json::object();
+  PLANNER_TRY_ASSIGN(const json* list, array_field(*net, path, "switches", false));
+  if (list && !list->empty()) {
+    PLANNER_TRY(parse_declarations(*list, path + ".switches", network.switches));
+    out["switches"] = *list;
+  }
+  PLANNER_TRY(parse_links(*net, path, link_types, network.links, out));
+  canon["network"] = std::move(out);
+  return network;
+}
+
+}  // namespace
+
+// Parses and validates the compact form (writing its canonical form as it goes), then expands
+// it into the link graph, computes the routes and checks that every GPU reaches every other.
+Expected<Topology> build_topology(const json& root) {
+  if (!root.is_object()) return at("$", fmt::format("expected an object, got {}", describe(root)));
+  PLANNER_TRY(check_fields(
+      root, "$", {"name", "description", "device_types", "link_types", "nodes", "network"}));
+  Topology topo;
+  json canon = json::object();
+
+  PLANNER_TRY_ASSIGN(auto name, string_field(root, "$", "name", true));
+  if (name->empty()) return at("$.name", "must not be empty");
+  topo.name_ = *name;
+  canon["name"] = *name;
+  PLANNER_TRY_ASSIGN(auto description, string_field(root, "$", "description", false));
+  topo.description_ = description.value_or("");
+  if (description) canon["description"] = *description;
+
+  PLANNER_TRY_ASSIGN(topo.device_types_, parse_device_types(root, canon));
+  PLANNER_TRY_ASSIGN(auto link_types, parse_link_types(root, canon));
+
+  PLANNER_TRY_ASSIGN(const json* nodes, array_field(root, "$", "nodes", true));
   if (nodes->empty()) return at("$.nodes", "must have at least one node group");
   std::vector<GroupSpec> groups;
   canon["nodes"] = json::array();
   int64_t total_devices = 0, total_endpoints = 0;
   for (size_t g = 0; g < nodes->size(); ++g) {
-    std::string path = index_path("$.nodes", g);
-    const json& n = (*nodes)[g];
-    if (!n.is_object()) return at(path, fmt::format("expected an object, got {}", describe(n)));
-    PLANNER_TRY(
-        check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
-    GroupSpec group;
-    json out = json::object();
-    PLANNER_TRY_ASSIGN(auto gname, string_field(n, path, "name", false));
-    if (gname) group.name = *gname, out["name"] = *gname;
-    PLANNER_TRY_ASSIGN(auto count, positive_integer(n, path, "count", false));
-    group.count = count.value_or(1);
-    out["count"] = group.count;
-    PLANNER_TRY_ASSIGN(const json* gpus, object_field(n, path, "gpus", true));
-    std::string gpath = path + ".gpus";
-    PLANNER_TRY(check_fields(*gpus, gpath, {"type", "count", "use"}));
-    PLANNER_TRY_ASSIGN(auto type, string_field(*gpus, gpath, "type", true));
-    auto type_it = std::find(type_names.begin(), type_names.end(), *type);
-    if (type_it == type_names.end())
-      return at(gpath + ".type",
-                fmt::format("unknown device type '{}'{}", *type, did_you_mean(*type, type_names)));
-    group.device_type = static_cast<int32_t>(type_it - type_names.begin());
-    PLANNER_TRY_ASSIGN(auto gpu_count, positive_integer(*gpus, gpath, "count", true));
-    group.gpus = *gpu_count;
-    PLANNER_TRY_ASSIGN(auto use, positive_integer(*gpus, gpath, "use", false));
-    group.use = use.value_or(group.gpus);
-    if (group.use > group.gpus)
-      return at(gpath + ".use",
-                fmt::format("must be at most count ({}), got {}", group.gpus, group.use));
-    if (group.gpus > kMaxDevices || group.count > kMaxDevices)
-      return at(path, fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
-    out["gpus"] = {{"type", *type}, {"count", group.gpus}};
-    if (group.use != group.gpus) out["gpus"]["use"] = group.use;
-    for (int64_t i = 0; i < group.gpus; ++i) {
-      group.scope.index["gpu" + std::to_string(i)] = static_cast<int>(i);
-      group.scope.names.push_back("gpu" + std::to_string(i));
-      group.kinds.push_back(EndpointKind::kGpu);
-    }
-    for (auto [key, kind] :
-         {std::pair{"switches", EndpointKind::kSwitch}, std::pair{"cpus", EndpointKind::kCpu},
-          std::pair{"nics", EndpointKind::kNic}}) {
-      PLANNER_TRY_ASSIGN(const json* list, array_field(n, path, key, false));
-      if (!list || list->empty()) continue;
-      PLANNER_TRY(parse_declarations(*list, path + "." + key, group.scope));
-      group.kinds.resize(group.scope.names.size(), kind);
-      out[key] = *list;
-    }
-    PLANNER_TRY(parse_links(n, path, link_types, group.links, out));
+    json out;
+    PLANNER_TRY_ASSIGN(GroupSpec group, parse_node_group((*nodes)[g], index_path("$.nodes", g),
+                                                         topo.device_types_, link_types, out));
     total_devices += group.count * group.use;
     total_endpoints += group.count * static_cast<int64_t>(group.scope.names.size());
     if (total_devices > kMaxDevices)
@@ -647,32 +691,16 @@ Expected<Topology> build_topology(const json& root) {
     groups.push_back(std::move(group));
     canon["nodes"].push_back(std::move(out));
   }
-
-  NetworkSpec network;
-  PLANNER_TRY_ASSIGN(const json* net, object_field(root, R, "network", false));
-  if (net) {
-    const std::string path = "$.network";
-    PLANNER_TRY(check_fields(*net, path, {"switches", "links"}));
-    json out = json::object();
-    PLANNER_TRY_ASSIGN(const json* list, array_field(*net, path, "switches", false));
-    if (list && !list->empty()) {
-      PLANNER_TRY(parse_declarations(*list, path + ".switches", network.switches));
-      out["switches"] = *list;
-    }
-    PLANNER_TRY(parse_links(*net, path, link_types, network.links, out));
-    canon["network"] = std::move(out);
-  }
+  PLANNER_TRY_ASSIGN(NetworkSpec network, parse_network(root, link_types, canon));
 
   total_endpoints += static_cast<int64_t>(network.switches.names.size());
   if (total_devices * total_endpoints > kMaxRouteEntries)
-    return Error(
-        fmt::format("too large: {} GPUs x {} endpoints exceeds the {} route entries "
-                    "supported",
-                    total_devices, total_endpoints, kMaxRouteEntries));
+    return make_error("too large: {} GPUs x {} endpoints exceeds the {} route entries supported",
+                      total_devices, total_endpoints, kMaxRouteEntries);
 
   // Expansion. GPUs first, in rank order, so that a GPU's endpoint id is its rank.
-  std::vector<std::vector<EndpointId>>
-      node_endpoints;  // per node: scope index -> endpoint (-1: left out)
+  // Per node: scope index -> endpoint id, -1 for a GPU left out by "use".
+  std::vector<std::vector<EndpointId>> node_endpoints;
   std::vector<int> node_group;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int64_t k = 0; k < groups[g].count; ++k) {

@@ -210,7 +210,7 @@ Expected<Topology> topology_preset(std::string_view name);
 
 /// `num_gpus` H100 SXM GPUs, 8 to a DGX H100 node (the last node partial when num_gpus is not a
 /// multiple of 8), nodes joined by 400 Gb/s InfiniBand NDR with one NIC per GPU.
-/// Precondition: num_gpus >= 1.
+/// Precondition: 1 <= num_gpus <= 4096 (the most any topology may have; resolve_topology checks).
 Topology h100_cluster(int num_gpus);
 
 /// The first `num_gpus` GPUs (ranks 0..num_gpus-1) of a topology, as a topology of its own
