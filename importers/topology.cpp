@@ -898,6 +898,11 @@ Route Topology::route(DeviceId from, DeviceId to) const {
   });
   // The walk runs from the higher rank to the lower one.
   if (from < to) std::reverse(r.links.begin(), r.links.end());
+  EndpointId at = from;
+  for (LinkId l : r.links) {
+    r.forward.push_back(links_[l].a == at);
+    at = links_[l].other(at);
+  }
   return r;
 }
 

@@ -100,6 +100,9 @@ struct Node {
 /// A route between two GPUs: the links in order from source to destination.
 struct Route {
   std::vector<LinkId> links;
+  /// Per link, whether the route crosses it from its `a` to its `b` (a full-duplex link is two
+  /// resources to a simulator, one per direction).
+  std::vector<bool> forward;
   double bandwidth = 0;  ///< the lowest link bandwidth on the way (infinite for a GPU to itself)
   double latency = 0;    ///< the sum of the link latencies
 };

@@ -97,6 +97,9 @@ TEST_CASE("an inline topology expands into GPUs, switches, NICs and links") {
   Route back = topo->route(3, 1);
   CHECK(std::vector<LinkId>(back.links.rbegin(), back.links.rend()) == r.links);
   CHECK(back.latency == r.latency);
+  // Every link of the base is written GPU/NIC first, so going up is forward and coming down is not.
+  CHECK(r.forward == std::vector<bool>{true, false, true, false, true, false});
+  CHECK(back.forward == std::vector<bool>{true, false, true, false, true, false});
   CHECK(topo->route(2, 2).links.empty());
 
   REQUIRE(topo->levels().size() == 2);
