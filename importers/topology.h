@@ -129,24 +129,34 @@ class Topology {
   /// One-line description from the JSON form, possibly empty.
   const std::string& description() const { return description_; }
 
+  /// How many GPUs: ranks are 0 .. num_devices() - 1.
   int num_devices() const { return static_cast<int>(devices_.size()); }
+  /// How many nodes (machines).
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
 
+  /// The device types, in the order the JSON form defines them.
   const std::vector<DeviceType>& device_types() const { return device_types_; }
+  /// The GPUs, in rank order (node-major).
   const std::vector<Device>& devices() const { return devices_; }
+  /// The nodes, in order.
   const std::vector<Node>& nodes() const { return nodes_; }
+  /// The vertices of the link graph: the GPUs (endpoint id == rank), then each node's switches,
+  /// CPUs and NICs, then the network's switches.
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+  /// The links, in the order the JSON form's entries expand to them.
   const std::vector<Link>& links() const { return links_; }
   /// The GPU of rank `d`. Precondition (checked): 0 <= d < num_devices(), as for every query
   /// below that takes a DeviceId.
   const Device& device(DeviceId d) const { return check_device(d), devices_[d]; }
+  /// The type of the GPU of rank `d`.
   const DeviceType& device_type(DeviceId d) const { return device_types_[device(d).type]; }
 
   /// Whether two GPUs are in the same node.
   bool same_node(DeviceId a, DeviceId b) const { return device(a).node == device(b).node; }
 
-  /// The route from `from` to `to`: fewest total latency, then fewest links, then the widest
-  /// bottleneck, then the lowest link ids. route(b, a) is route(a, b) reversed.
+  /// The route from `from` to `to`: the least total latency, then the fewest links, then the
+  /// widest bottleneck, then a fixed tie-break on link ids; a GPU is never in the middle of it.
+  /// route(b, a) is route(a, b) reversed. route(a, a) is empty, with infinite bandwidth.
   Route route(DeviceId from, DeviceId to) const;
   /// route(from, to).bandwidth without building the route.
   double bandwidth(DeviceId from, DeviceId to) const;
@@ -159,6 +169,7 @@ class Topology {
   /// The compact JSON form this topology was loaded from, in canonical order.
   const nlohmann::ordered_json& compact_json() const { return compact_; }
 
+  /// Equal expanded graphs, levels and compact forms (a round trip through JSON compares equal).
   bool operator==(const Topology&) const = default;
 
  private:
@@ -169,7 +180,8 @@ class Topology {
   // The loader (importers/topology.cpp) is the only way to make one.
   friend Expected<Topology> build_topology(const nlohmann::ordered_json& root);
 
-  // Calls f(link) for each link from `to` back to `from` (from < to is not required).
+  // Calls f(link) for each link of the route between `from` and `to`, in either order, walking
+  // from the higher rank back to the lower one.
   template <typename F>
   void walk(DeviceId from, DeviceId to, F&& f) const;
   void compute_routes();
