@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,7 +30,9 @@ std::string format_rate(double bytes_per_second) {
   return fmt::format("{:.4g} MB/s", bytes_per_second / 1e6);
 }
 
-std::string format_tflops(double flops) { return fmt::format("{:.4g}", flops / 1e12); }
+std::string format_tflops(double flops) {
+  return fmt::format("{:.4g}", flops / 1e12);
+}
 
 // "8", or "2-4" when the groups differ in size.
 std::string group_sizes(const importers::TopologyLevel& level) {
@@ -38,9 +41,9 @@ std::string group_sizes(const importers::TopologyLevel& level) {
   return lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
 }
 
-// Two GPUs a cut at level `l` separates: the lowest ranks in different groups of this level
-// but the same group of the level above.
-std::pair<DeviceId, DeviceId> example_pair(const Topology& topo, size_t l) {
+// The pair of GPUs behind a level's figures: separated by the level, joined by the level above,
+// with the lowest route bandwidth and then the highest latency; the lowest ranks on ties.
+std::pair<DeviceId, DeviceId> worst_pair(const Topology& topo, size_t l) {
   std::vector<int> group_of(topo.num_devices()), parent_of(topo.num_devices(), 0);
   const auto& levels = topo.levels();
   for (size_t g = 0; g < levels[l].groups.size(); ++g)
@@ -48,10 +51,17 @@ std::pair<DeviceId, DeviceId> example_pair(const Topology& topo, size_t l) {
   if (l > 0)
     for (size_t g = 0; g < levels[l - 1].groups.size(); ++g)
       for (DeviceId d : levels[l - 1].groups[g]) parent_of[d] = static_cast<int>(g);
+  std::pair<DeviceId, DeviceId> worst{0, 0};
+  double worst_bandwidth = 0, worst_latency = 0;
   for (DeviceId a = 0; a < topo.num_devices(); ++a)
-    for (DeviceId b = a + 1; b < topo.num_devices(); ++b)
-      if (parent_of[a] == parent_of[b] && group_of[a] != group_of[b]) return {a, b};
-  return {0, 0};
+    for (DeviceId b = a + 1; b < topo.num_devices(); ++b) {
+      if (parent_of[a] != parent_of[b] || group_of[a] == group_of[b]) continue;
+      double bw = topo.bandwidth(a, b), lat = topo.latency(a, b);
+      if (worst == std::pair<DeviceId, DeviceId>{0, 0} || bw < worst_bandwidth ||
+          (bw == worst_bandwidth && lat > worst_latency))
+        worst = {a, b}, worst_bandwidth = bw, worst_latency = lat;
+    }
+  return worst;
 }
 
 std::string route_text(const Topology& topo, DeviceId a, DeviceId b) {
@@ -90,8 +100,9 @@ void print_summary(const Topology& topo) {
     int count = group["count"].get<int>();
     const auto& gpus = group["gpus"];
     int64_t used = gpus.value("use", gpus["count"].get<int64_t>());
-    std::string span = count == 1 ? fmt::format("node{}", first_node)
-                                  : fmt::format("node{}-node{}", first_node, first_node + count - 1);
+    std::string span = count == 1
+                           ? fmt::format("node{}", first_node)
+                           : fmt::format("node{}-node{}", first_node, first_node + count - 1);
     std::string parts = fmt::format("{} x {}", used, gpus["type"].get<std::string>());
     if (used != gpus["count"].get<int64_t>())
       parts += fmt::format(" (of {})", gpus["count"].get<int64_t>());
@@ -105,11 +116,11 @@ void print_summary(const Topology& topo) {
     first_node += count;
   }
   if (compact.contains("network") && compact["network"].contains("switches"))
-    std::printf("network    switches %s\n",
-                fmt::format("{}", fmt::join(compact["network"]["switches"]
-                                                .get<std::vector<std::string>>(),
-                                            " "))
-                    .c_str());
+    std::printf(
+        "network    switches %s\n",
+        fmt::format("{}",
+                    fmt::join(compact["network"]["switches"].get<std::vector<std::string>>(), " "))
+            .c_str());
 
   // Links by type and bandwidth, in order of first appearance.
   std::vector<std::pair<std::string, double>> kinds;
@@ -130,16 +141,16 @@ void print_summary(const Topology& topo) {
                 format_rate(kinds[i].second).c_str(), format_seconds(latencies[i]).c_str());
 
   if (topo.levels().empty()) return;
-  std::printf("levels     slowest first; bandwidth and latency of a route between groups\n");
+  std::printf("levels     slowest first; the slowest route between two groups with one parent\n");
   for (size_t l = 0; l < topo.levels().size(); ++l) {
     const auto& level = topo.levels()[l];
     std::string groups = fmt::format("{} groups of {}", level.groups.size(), group_sizes(level));
     std::printf("  %zu  %-20s %12s %10s\n", l, groups.c_str(), format_rate(level.bandwidth).c_str(),
                 format_seconds(level.latency).c_str());
   }
-  std::printf("routes     one per level\n");
+  std::printf("routes     the slowest route of each level\n");
   for (size_t l = 0; l < topo.levels().size(); ++l) {
-    auto [a, b] = example_pair(topo, l);
+    auto [a, b] = worst_pair(topo, l);
     std::printf("  %zu  %s\n", l, route_text(topo, a, b).c_str());
   }
 }
@@ -186,6 +197,18 @@ int run_check(const std::string& path, Format format) {
   return 0;
 }
 
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
 struct TopologyCommand {
   Format list_format = Format::kTable;
   Format show_format = Format::kTable;
@@ -198,26 +221,45 @@ struct TopologyCommand {
 
 void configure_topology(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<TopologyCommand>();
-  app.require_subcommand(1);
+  // At most one subcommand, and leftovers allowed here (not in the subcommands, which are made
+  // first), so that a mistyped one reaches `run` and gets a suggestion instead of CLI11's
+  // "A subcommand is required".
+  app.require_subcommand(0, 1);
   CLI::App* list = app.add_subcommand("list", "list the built-in topologies");
   add_format_flag(*list, flags->list_format);
 
   CLI::App* show = app.add_subcommand(
       "show", "describe a built-in topology or a topology file (--format json: its JSON form)");
   show->add_option("topology", flags->show.topology, "a built-in topology name or a JSON file");
+  // Not range-checked here: resolve_topology says what is wrong in one line.
   show->add_option("--gpus", flags->show.gpus,
-                   "the first N GPUs of it; alone, N H100s 8 to a node")
-      ->check(CLI::PositiveNumber);
+                   "the first N GPUs of it; alone, N H100s 8 to a node");
   add_format_flag(*show, flags->show_format);
 
   CLI::App* check = app.add_subcommand("check", "validate a topology JSON file and summarise it");
   check->add_option("file", flags->check_path, "topology JSON file")->required();
   add_format_flag(*check, flags->check_format);
 
-  run = [flags, list, show, check] {
+  app.allow_extras();
+
+  run = [flags, &app, list, show, check] {
     if (list->parsed()) return run_list(flags->list_format);
     if (show->parsed()) return run_show(flags->show, flags->show_format);
     if (check->parsed()) return run_check(flags->check_path, flags->check_format);
+    std::vector<std::string> extra = app.remaining();
+    if (extra.empty()) {
+      std::fprintf(stderr, "error: missing command: planner topology list|show|check\n");
+      return 2;
+    }
+    const char* hint = nullptr;
+    for (const char* name : {"list", "show", "check"})
+      if (!hint && edit_distance(extra[0], name) <= 2) hint = name;
+    if (hint)
+      std::fprintf(stderr, "error: unknown command 'topology %s', did you mean 'topology %s'?\n",
+                   extra[0].c_str(), hint);
+    else
+      std::fprintf(stderr, "error: unknown command 'topology %s' (commands: list, show, check)\n",
+                   extra[0].c_str());
     return 2;
   };
 }

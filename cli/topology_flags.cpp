@@ -4,9 +4,9 @@
 namespace planner::cli {
 
 void TopologyFlags::add_to(CLI::App& app) {
-  app.add_option("--gpus", gpus,
-                 "number of GPUs: alone, that many H100s 8 to a node; with --topology, its first N")
-      ->check(CLI::PositiveNumber);
+  app.add_option(
+      "--gpus", gpus,
+      "number of GPUs: alone, that many H100s 8 to a node; with --topology, its first N");
   app.add_option("--topology", topology,
                  "a built-in topology (see 'planner topology list') or a topology JSON file");
 }

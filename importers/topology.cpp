@@ -26,12 +26,17 @@ namespace planner::importers {
 using json = nlohmann::ordered_json;
 
 // Defined here, declared a friend of Topology: the only way to make one.
-Expected<Topology> build_topology(const json& root, const std::string& source);
+Expected<Topology> build_topology(const json& root);
 
 namespace {
 
 // Larger clusters would make the all-pairs route trees (GPUs x endpoints) too big to hold.
 constexpr int64_t kMaxDevices = 4096;
+// The route trees hold one entry per GPU and endpoint: 4,096 H100s with their switches and NICs
+// need 36 M; beyond 64 M (256 MB) a topology is refused rather than left to exhaust memory.
+constexpr int64_t kMaxRouteEntries = int64_t{1} << 26;
+// One link entry may expand to this many links (a 1,024 x 1,024 bipartite network).
+constexpr size_t kMaxPairsPerEntry = size_t{1} << 20;
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -70,12 +75,18 @@ std::string describe(const json& v) {
   std::string text = v.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
-    case json::value_t::string: return "string " + text;
-    case json::value_t::boolean: return "boolean " + text;
-    case json::value_t::null: return "null";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return text;
+    case json::value_t::string:
+      return "string " + text;
+    case json::value_t::boolean:
+      return "boolean " + text;
+    case json::value_t::null:
+      return "null";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return text;
   }
 }
 
@@ -86,7 +97,9 @@ std::string key_path(const std::string& path, const std::string& key) {
   return plain ? path + "." + key : path + "[" + json(key).dump() + "]";
 }
 
-std::string index_path(const std::string& path, size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string index_path(const std::string& path, size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 // Every object in the format has a closed set of fields: an unknown one is a typo to report.
 Expected<void> check_fields(const json& obj, const std::string& path,
@@ -251,8 +264,10 @@ std::vector<int> match(const Pattern& p, const Scope& scope, std::string* missin
   }
   auto want = [&](const std::string& name) {
     auto it = scope.index.find(name);
-    if (it != scope.index.end()) out.push_back(it->second);
-    else if (missing && missing->empty()) *missing = name;
+    if (it != scope.index.end())
+      out.push_back(it->second);
+    else if (missing && missing->empty())
+      *missing = name;
   };
   if (p.kind == Pattern::kExact) want(p.prefix);
   for (int64_t i = p.lo; i <= p.hi; ++i) want(p.prefix + std::to_string(i));
@@ -273,7 +288,8 @@ Expected<std::vector<Pattern>> parse_selector(const json& v, const std::string& 
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
       return at(index_path(path, i), fmt::format("expected a string, got {}", describe(v[i])));
-    PLANNER_TRY_ASSIGN(Pattern p, parse_pattern(v[i].get<std::string>(), index_path(path, i), true));
+    PLANNER_TRY_ASSIGN(Pattern p,
+                       parse_pattern(v[i].get<std::string>(), index_path(path, i), true));
     out.push_back(p);
   }
   return out;
@@ -305,7 +321,7 @@ Expected<std::vector<std::string>> parse_declarations(const json& list, const st
 // The parsed compact form, before expansion.
 
 struct LinkSpec {
-  std::string path;                // for messages
+  std::string path;  // for messages
   std::vector<Pattern> from, to;
   std::string from_path, to_path;
   double bandwidth = 0, latency = 0;
@@ -317,9 +333,9 @@ struct GroupSpec {
   std::string name;
   int64_t count = 1;
   int32_t device_type = 0;
-  int64_t gpus = 0;  // GPUs declared per node
-  int64_t use = 0;   // GPUs given to the planner per node (the first `use`)
-  Scope scope;       // gpu0..gpuN-1, then switches, cpus, nics
+  int64_t gpus = 0;                 // GPUs declared per node
+  int64_t use = 0;                  // GPUs given to the planner per node (the first `use`)
+  Scope scope;                      // gpu0..gpuN-1, then switches, cpus, nics
   std::vector<EndpointKind> kinds;  // per scope entry
   std::vector<LinkSpec> links;
 };
@@ -338,8 +354,8 @@ Expected<void> parse_link(const json& j, const std::string& path,
                           const std::map<std::string, LinkTypeSpec>& link_types, LinkSpec& spec,
                           json& out) {
   if (!j.is_object()) return at(path, fmt::format("expected an object, got {}", describe(j)));
-  PLANNER_TRY(check_fields(
-      j, path, {"from", "to", "type", "count", "bandwidth", "latency", "one_to_one"}));
+  PLANNER_TRY(
+      check_fields(j, path, {"from", "to", "type", "count", "bandwidth", "latency", "one_to_one"}));
   spec.path = path;
   PLANNER_TRY_ASSIGN(const json* from, field(j, path, "from", true));
   PLANNER_TRY_ASSIGN(const json* to, field(j, path, "to", true));
@@ -368,7 +384,8 @@ Expected<void> parse_link(const json& j, const std::string& path,
     spec.latency = it->second.latency;
     out["type"] = *type;
   } else {
-    if (!bandwidth && !latency) return at(path, "missing field 'type' (or 'bandwidth' and 'latency')");
+    if (!bandwidth && !latency)
+      return at(path, "missing field 'type' (or 'bandwidth' and 'latency')");
     if (!bandwidth) return at(path, "missing field 'bandwidth'");
     if (!latency) return at(path, "missing field 'latency'");
     spec.bandwidth = *bandwidth;
@@ -396,7 +413,8 @@ Expected<void> parse_links(const json& parent, const std::string& path,
   for (size_t i = 0; i < links->size(); ++i) {
     LinkSpec spec;
     json canonical = json::object();
-    PLANNER_TRY(parse_link((*links)[i], index_path(path + ".links", i), link_types, spec, canonical));
+    PLANNER_TRY(
+        parse_link((*links)[i], index_path(path + ".links", i), link_types, spec, canonical));
     specs.push_back(std::move(spec));
     list.push_back(std::move(canonical));
   }
@@ -418,6 +436,10 @@ Expected<std::vector<std::pair<int, int>>> expand_pairs(const LinkSpec& spec,
     for (size_t i = 0; i < from.size(); ++i)
       if (from[i] != to[i]) out.emplace_back(from[i], to[i]);
   } else {
+    if (from.size() * to.size() > kMaxPairsPerEntry)
+      return at(spec.path, fmt::format("connects {} x {} endpoints, more than the {} links one "
+                                       "entry may make",
+                                       from.size(), to.size(), kMaxPairsPerEntry));
     std::set<std::pair<int, int>> seen;
     for (int a : from)
       for (int b : to)
@@ -427,8 +449,8 @@ Expected<std::vector<std::pair<int, int>>> expand_pairs(const LinkSpec& spec,
   return out;
 }
 
-Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector, const std::string& path,
-                                         const Scope& scope) {
+Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector,
+                                         const std::string& path, const Scope& scope) {
   std::vector<int> out;
   for (const Pattern& p : selector) {
     std::string missing;
@@ -448,10 +470,14 @@ Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector, c
 
 std::string_view endpoint_kind_name(EndpointKind kind) {
   switch (kind) {
-    case EndpointKind::kGpu: return "gpu";
-    case EndpointKind::kSwitch: return "switch";
-    case EndpointKind::kCpu: return "cpu";
-    case EndpointKind::kNic: return "nic";
+    case EndpointKind::kGpu:
+      return "gpu";
+    case EndpointKind::kSwitch:
+      return "switch";
+    case EndpointKind::kCpu:
+      return "cpu";
+    case EndpointKind::kNic:
+      return "nic";
   }
   return "?";
 }
@@ -464,36 +490,30 @@ double DeviceType::flops(std::string_view compute_type) const {
 
 double DeviceType::flops(ir::DType dtype) const {
   switch (dtype) {
-    case ir::DType::kFloat64: return flops("f64");
-    case ir::DType::kFloat32: return flops("f32");
-    case ir::DType::kFloat16: return flops("f16");
-    case ir::DType::kBFloat16: return flops("bf16");
+    case ir::DType::kFloat64:
+      return flops("f64");
+    case ir::DType::kFloat32:
+      return flops("f32");
+    case ir::DType::kFloat16:
+      return flops("f16");
+    case ir::DType::kBFloat16:
+      return flops("bf16");
     case ir::DType::kInt8:
-    case ir::DType::kUInt8: return flops("i8");
-    default: return 0;
+    case ir::DType::kUInt8:
+      return flops("i8");
+    default:
+      return 0;
   }
 }
 
-Expected<Topology> build_topology(const json& root, const std::string& source) {
-  const std::string R = "$";
-  if (!root.is_object()) return at(R, fmt::format("expected an object, got {}", describe(root)));
-  PLANNER_TRY(check_fields(root, R,
-                           {"name", "description", "device_types", "link_types", "nodes", "network"}));
-  Topology topo;
-  json canon = json::object();
+namespace {
 
-  PLANNER_TRY_ASSIGN(auto name, string_field(root, R, "name", true));
-  if (name->empty()) return at("$.name", "must not be empty");
-  topo.name_ = *name;
-  canon["name"] = *name;
-  PLANNER_TRY_ASSIGN(auto description, string_field(root, R, "description", false));
-  topo.description_ = description.value_or("");
-  if (description) canon["description"] = *description;
-
-  // Device types.
-  PLANNER_TRY_ASSIGN(const json* types, object_field(root, R, "device_types", true));
+// $.device_types: the types in input order, and their canonical form in `canon`.
+Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& canon) {
+  PLANNER_TRY_ASSIGN(const json* types, object_field(root, "$", "device_types", true));
   if (types->empty()) return at("$.device_types", "must define at least one device type");
-  std::vector<std::string> type_names;
+  std::vector<DeviceType> out;
+  const std::vector<std::string> known(std::begin(kComputeTypes), std::end(kComputeTypes));
   canon["device_types"] = json::object();
   for (auto it = types->begin(); it != types->end(); ++it) {
     std::string path = key_path("$.device_types", it.key());
@@ -512,123 +532,175 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     PLANNER_TRY_ASSIGN(const json* flops, object_field(t, path, "peak_flops", true));
     std::string fpath = path + ".peak_flops";
     if (flops->empty()) return at(fpath, "must give at least one compute type");
-    std::vector<std::string> known(std::begin(kComputeTypes), std::end(kComputeTypes));
     for (auto f = flops->begin(); f != flops->end(); ++f)
       if (std::find(known.begin(), known.end(), f.key()) == known.end())
         return at(key_path(fpath, f.key()),
                   fmt::format("unknown compute type{} (known: {})", did_you_mean(f.key(), known),
                               fmt::join(known, ", ")));
     json canon_flops = json::object();
-    for (std::string_view ct : kComputeTypes) {
-      PLANNER_TRY_ASSIGN(auto v, positive_number(*flops, fpath, std::string(ct), false));
+    for (const std::string& ct : known) {
+      PLANNER_TRY_ASSIGN(auto v, positive_number(*flops, fpath, ct, false));
       if (!v) continue;
-      dt.peak_flops.emplace_back(std::string(ct), *v);
-      canon_flops[std::string(ct)] = flops->at(std::string(ct));
+      dt.peak_flops.emplace_back(ct, *v);
+      canon_flops[ct] = flops->at(ct);
     }
     canon["device_types"][dt.name] = {{"model", dt.model},
                                       {"memory_bytes", dt.memory_bytes},
                                       {"memory_bandwidth", t.at("memory_bandwidth")},
                                       {"peak_flops", canon_flops}};
-    type_names.push_back(dt.name);
-    topo.device_types_.push_back(std::move(dt));
+    out.push_back(std::move(dt));
   }
+  return out;
+}
 
-  // Link types.
-  std::map<std::string, LinkTypeSpec> link_types;
-  PLANNER_TRY_ASSIGN(const json* ltypes, object_field(root, R, "link_types", false));
-  if (ltypes && !ltypes->empty()) {
-    canon["link_types"] = json::object();
-    for (auto it = ltypes->begin(); it != ltypes->end(); ++it) {
-      std::string path = key_path("$.link_types", it.key());
-      PLANNER_TRY(check_name(it.key(), path, false));
-      const json& t = it.value();
-      if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
-      PLANNER_TRY(check_fields(t, path, {"bandwidth", "latency"}));
-      PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
-      PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
-      link_types[it.key()] = {*bandwidth, *latency};
-      canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")}, {"latency", t.at("latency")}};
-    }
+// $.link_types, by name.
+Expected<std::map<std::string, LinkTypeSpec>> parse_link_types(const json& root, json& canon) {
+  std::map<std::string, LinkTypeSpec> out;
+  PLANNER_TRY_ASSIGN(const json* types, object_field(root, "$", "link_types", false));
+  if (!types || types->empty()) return out;
+  canon["link_types"] = json::object();
+  for (auto it = types->begin(); it != types->end(); ++it) {
+    std::string path = key_path("$.link_types", it.key());
+    PLANNER_TRY(check_name(it.key(), path, false));
+    const json& t = it.value();
+    if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
+    PLANNER_TRY(check_fields(t, path, {"bandwidth", "latency"}));
+    PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
+    PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
+    out[it.key()] = {*bandwidth, *latency};
+    canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")},
+                                     {"latency", t.at("latency")}};
   }
+  return out;
+}
 
-  // Node groups.
-  PLANNER_TRY_ASSIGN(const json* nodes, array_field(root, R, "nodes", true));
+// One entry of $.nodes, at `path`; its canonical form goes to `out`.
+Expected<GroupSpec> parse_node_group(const json& n, const std::string& path,
+                                     const std::vector<DeviceType>& device_types,
+                                     const std::map<std::string, LinkTypeSpec>& link_types,
+                                     json& out) {
+  if (!n.is_object()) return at(path, fmt::format("expected an object, got {}", describe(n)));
+  PLANNER_TRY(
+      check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
+  GroupSpec group;
+  out = json::object();
+  PLANNER_TRY_ASSIGN(auto name, string_field(n, path, "name", false));
+  if (name) group.name = *name, out["name"] = *name;
+  PLANNER_TRY_ASSIGN(auto count, positive_integer(n, path, "count", false));
+  group.count = count.value_or(1);
+  out["count"] = group.count;
+
+  PLANNER_TRY_ASSIGN(const json* gpus, object_field(n, path, "gpus", true));
+  std::string gpath = path + ".gpus";
+  PLANNER_TRY(check_fields(*gpus, gpath, {"type", "count", "use"}));
+  PLANNER_TRY_ASSIGN(auto type, string_field(*gpus, gpath, "type", true));
+  std::vector<std::string> type_names;
+  for (const DeviceType& t : device_types) type_names.push_back(t.name);
+  auto type_it = std::find(type_names.begin(), type_names.end(), *type);
+  if (type_it == type_names.end())
+    return at(gpath + ".type",
+              fmt::format("unknown device type '{}'{}", *type, did_you_mean(*type, type_names)));
+  group.device_type = static_cast<int32_t>(type_it - type_names.begin());
+  PLANNER_TRY_ASSIGN(auto gpu_count, positive_integer(*gpus, gpath, "count", true));
+  group.gpus = *gpu_count;
+  PLANNER_TRY_ASSIGN(auto use, positive_integer(*gpus, gpath, "use", false));
+  group.use = use.value_or(group.gpus);
+  if (group.use > group.gpus)
+    return at(gpath + ".use",
+              fmt::format("must be at most count ({}), got {}", group.gpus, group.use));
+  if (group.gpus > kMaxDevices || group.count > kMaxDevices)
+    return at(path, fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
+  out["gpus"] = {{"type", *type}, {"count", group.gpus}};
+  if (group.use != group.gpus) out["gpus"]["use"] = group.use;
+
+  for (int64_t i = 0; i < group.gpus; ++i) {
+    group.scope.index["gpu" + std::to_string(i)] = static_cast<int>(i);
+    group.scope.names.push_back("gpu" + std::to_string(i));
+    group.kinds.push_back(EndpointKind::kGpu);
+  }
+  for (auto [key, kind] :
+       {std::pair{"switches", EndpointKind::kSwitch}, std::pair{"cpus", EndpointKind::kCpu},
+        std::pair{"nics", EndpointKind::kNic}}) {
+    PLANNER_TRY_ASSIGN(const json* list, array_field(n, path, key, false));
+    if (!list || list->empty()) continue;
+    PLANNER_TRY(parse_declarations(*list, path + "." + key, group.scope));
+    group.kinds.resize(group.scope.names.size(), kind);
+    out[key] = *list;
+  }
+  PLANNER_TRY(parse_links(n, path, link_types, group.links, out));
+  return group;
+}
+
+// $.network, when present; its canonical form goes to canon["network"].
+Expected<NetworkSpec> parse_network(const json& root,
+                                    const std::map<std::string, LinkTypeSpec>& link_types,
+                                    json& canon) {
+  NetworkSpec network;
+  PLANNER_TRY_ASSIGN(const json* net, object_field(root, "$", "network", false));
+  if (!net) return network;
+  const std::string path = "$.network";
+  PLANNER_TRY(check_fields(*net, path, {"switches", "links"}));
+  json out = json::object();
+  PLANNER_TRY_ASSIGN(const json* list, array_field(*net, path, "switches", false));
+  if (list && !list->empty()) {
+    PLANNER_TRY(parse_declarations(*list, path + ".switches", network.switches));
+    out["switches"] = *list;
+  }
+  PLANNER_TRY(parse_links(*net, path, link_types, network.links, out));
+  canon["network"] = std::move(out);
+  return network;
+}
+
+}  // namespace
+
+// Parses and validates the compact form (writing its canonical form as it goes), then expands
+// it into the link graph, computes the routes and checks that every GPU reaches every other.
+Expected<Topology> build_topology(const json& root) {
+  if (!root.is_object()) return at("$", fmt::format("expected an object, got {}", describe(root)));
+  PLANNER_TRY(check_fields(
+      root, "$", {"name", "description", "device_types", "link_types", "nodes", "network"}));
+  Topology topo;
+  json canon = json::object();
+
+  PLANNER_TRY_ASSIGN(auto name, string_field(root, "$", "name", true));
+  if (name->empty()) return at("$.name", "must not be empty");
+  topo.name_ = *name;
+  canon["name"] = *name;
+  PLANNER_TRY_ASSIGN(auto description, string_field(root, "$", "description", false));
+  topo.description_ = description.value_or("");
+  if (description) canon["description"] = *description;
+
+  PLANNER_TRY_ASSIGN(topo.device_types_, parse_device_types(root, canon));
+  PLANNER_TRY_ASSIGN(auto link_types, parse_link_types(root, canon));
+
+  PLANNER_TRY_ASSIGN(const json* nodes, array_field(root, "$", "nodes", true));
   if (nodes->empty()) return at("$.nodes", "must have at least one node group");
   std::vector<GroupSpec> groups;
   canon["nodes"] = json::array();
-  int64_t total_devices = 0, total_nodes = 0;
+  int64_t total_devices = 0, total_endpoints = 0;
   for (size_t g = 0; g < nodes->size(); ++g) {
-    std::string path = index_path("$.nodes", g);
-    const json& n = (*nodes)[g];
-    if (!n.is_object()) return at(path, fmt::format("expected an object, got {}", describe(n)));
-    PLANNER_TRY(check_fields(n, path, {"name", "count", "gpus", "switches", "cpus", "nics", "links"}));
-    GroupSpec group;
-    json out = json::object();
-    PLANNER_TRY_ASSIGN(auto gname, string_field(n, path, "name", false));
-    if (gname) group.name = *gname, out["name"] = *gname;
-    PLANNER_TRY_ASSIGN(auto count, positive_integer(n, path, "count", false));
-    group.count = count.value_or(1);
-    out["count"] = group.count;
-    PLANNER_TRY_ASSIGN(const json* gpus, object_field(n, path, "gpus", true));
-    std::string gpath = path + ".gpus";
-    PLANNER_TRY(check_fields(*gpus, gpath, {"type", "count", "use"}));
-    PLANNER_TRY_ASSIGN(auto type, string_field(*gpus, gpath, "type", true));
-    auto type_it = std::find(type_names.begin(), type_names.end(), *type);
-    if (type_it == type_names.end())
-      return at(gpath + ".type", fmt::format("unknown device type '{}'{}", *type,
-                                             did_you_mean(*type, type_names)));
-    group.device_type = static_cast<int32_t>(type_it - type_names.begin());
-    PLANNER_TRY_ASSIGN(auto gpu_count, positive_integer(*gpus, gpath, "count", true));
-    group.gpus = *gpu_count;
-    PLANNER_TRY_ASSIGN(auto use, positive_integer(*gpus, gpath, "use", false));
-    group.use = use.value_or(group.gpus);
-    if (group.use > group.gpus)
-      return at(gpath + ".use",
-                fmt::format("must be at most count ({}), got {}", group.gpus, group.use));
-    if (group.gpus > kMaxDevices || group.count > kMaxDevices)
-      return at(path, fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
-    out["gpus"] = {{"type", *type}, {"count", group.gpus}};
-    if (group.use != group.gpus) out["gpus"]["use"] = group.use;
-    for (int64_t i = 0; i < group.gpus; ++i) {
-      group.scope.index["gpu" + std::to_string(i)] = static_cast<int>(i);
-      group.scope.names.push_back("gpu" + std::to_string(i));
-      group.kinds.push_back(EndpointKind::kGpu);
-    }
-    for (auto [key, kind] : {std::pair{"switches", EndpointKind::kSwitch},
-                             std::pair{"cpus", EndpointKind::kCpu},
-                             std::pair{"nics", EndpointKind::kNic}}) {
-      PLANNER_TRY_ASSIGN(const json* list, array_field(n, path, key, false));
-      if (!list || list->empty()) continue;
-      PLANNER_TRY(parse_declarations(*list, path + "." + key, group.scope));
-      group.kinds.resize(group.scope.names.size(), kind);
-      out[key] = *list;
-    }
-    PLANNER_TRY(parse_links(n, path, link_types, group.links, out));
-    total_nodes += group.count;
+    json out;
+    PLANNER_TRY_ASSIGN(GroupSpec group, parse_node_group((*nodes)[g], index_path("$.nodes", g),
+                                                         topo.device_types_, link_types, out));
     total_devices += group.count * group.use;
+    total_endpoints += group.count * static_cast<int64_t>(group.scope.names.size());
     if (total_devices > kMaxDevices)
       return at("$.nodes", fmt::format("too many GPUs (at most {} are supported)", kMaxDevices));
+    if (total_endpoints > kMaxRouteEntries)
+      return at("$.nodes", fmt::format("too many endpoints, got {}", total_endpoints));
     groups.push_back(std::move(group));
     canon["nodes"].push_back(std::move(out));
   }
+  PLANNER_TRY_ASSIGN(NetworkSpec network, parse_network(root, link_types, canon));
 
-  NetworkSpec network;
-  PLANNER_TRY_ASSIGN(const json* net, object_field(root, R, "network", false));
-  if (net) {
-    const std::string path = "$.network";
-    PLANNER_TRY(check_fields(*net, path, {"switches", "links"}));
-    json out = json::object();
-    PLANNER_TRY_ASSIGN(const json* list, array_field(*net, path, "switches", false));
-    if (list && !list->empty()) {
-      PLANNER_TRY(parse_declarations(*list, path + ".switches", network.switches));
-      out["switches"] = *list;
-    }
-    PLANNER_TRY(parse_links(*net, path, link_types, network.links, out));
-    canon["network"] = std::move(out);
-  }
+  total_endpoints += static_cast<int64_t>(network.switches.names.size());
+  if (total_devices * total_endpoints > kMaxRouteEntries)
+    return make_error("too large: {} GPUs x {} endpoints exceeds the {} route entries supported",
+                      total_devices, total_endpoints, kMaxRouteEntries);
 
   // Expansion. GPUs first, in rank order, so that a GPU's endpoint id is its rank.
-  std::vector<std::vector<EndpointId>> node_endpoints;  // per node: scope index -> endpoint (-1: left out)
+  // Per node: scope index -> endpoint id, -1 for a GPU left out by "use".
+  std::vector<std::vector<EndpointId>> node_endpoints;
   std::vector<int> node_group;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int64_t k = 0; k < groups[g].count; ++k) {
@@ -655,7 +727,8 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     const GroupSpec& group = groups[node_group[node]];
     for (size_t i = group.gpus; i < group.scope.names.size(); ++i) {
       node_endpoints[node][i] = static_cast<EndpointId>(topo.endpoints_.size());
-      topo.endpoints_.push_back({group.kinds[i], topo.nodes_[node].name + "/" + group.scope.names[i],
+      topo.endpoints_.push_back({group.kinds[i],
+                                 topo.nodes_[node].name + "/" + group.scope.names[i],
                                  static_cast<int32_t>(node), -1});
     }
   }
@@ -699,9 +772,10 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
         std::vector<std::string> names = network.switches.names;
         for (const GroupSpec& g : groups)
           names.insert(names.end(), g.scope.names.begin(), g.scope.names.end());
-        std::string text = p.kind == Pattern::kStar    ? p.prefix + "*"
-                           : p.kind == Pattern::kRange ? fmt::format("{}[{}-{}]", p.prefix, p.lo, p.hi)
-                                                       : p.prefix;
+        std::string text = p.kind == Pattern::kStar ? p.prefix + "*"
+                           : p.kind == Pattern::kRange
+                               ? fmt::format("{}[{}-{}]", p.prefix, p.lo, p.hi)
+                               : p.prefix;
         return at(path, fmt::format("'{}' matches no network switch and no endpoint of any node{}",
                                     text, did_you_mean(text, names)));
       }
@@ -728,7 +802,6 @@ Expected<Topology> build_topology(const json& root, const std::string& source) {
     }
   }
   topo.compute_levels();
-  (void)source;
   return topo;
 }
 
@@ -771,8 +844,7 @@ void Topology::compute_routes() {
   };
   for (size_t s = 0; s < n; ++s) {
     LinkId* pred = pred_.data() + s * e;
-    std::fill(best.begin(), best.end(),
-              Key{std::numeric_limits<int64_t>::max(), 0, 0});
+    std::fill(best.begin(), best.end(), Key{std::numeric_limits<int64_t>::max(), 0, 0});
     std::fill(done.begin(), done.end(), 0);
     std::priority_queue<Item, std::vector<Item>, decltype(later)> queue(later);
     best[s] = {0, 0, std::numeric_limits<double>::infinity()};
@@ -787,7 +859,8 @@ void Topology::compute_routes() {
       for (LinkId l : adjacent[u]) {
         EndpointId v = links_[l].other(u);
         if (done[v]) continue;
-        Key k{key.latency + latency_ps[l], key.hops + 1, std::min(key.bandwidth, links_[l].bandwidth)};
+        Key k{key.latency + latency_ps[l], key.hops + 1,
+              std::min(key.bandwidth, links_[l].bandwidth)};
         if (k < best[v] || (k == best[v] && pred[v] >= 0 && l < pred[v])) {
           best[v] = k;
           pred[v] = l;
@@ -800,6 +873,8 @@ void Topology::compute_routes() {
 
 template <typename F>
 void Topology::walk(DeviceId from, DeviceId to, F&& f) const {
+  check_device(from);
+  check_device(to);
   // Routes are stored from the lower rank; walking back from the higher one gives the same links
   // (and the same floating-point sums) in both directions.
   DeviceId s = std::min(from, to), t = std::max(from, to);
@@ -814,8 +889,6 @@ void Topology::walk(DeviceId from, DeviceId to, F&& f) const {
 }
 
 Route Topology::route(DeviceId from, DeviceId to) const {
-  PLANNER_CHECK(from >= 0 && from < num_devices() && to >= 0 && to < num_devices(),
-                "route({}, {}) with {} devices", from, to, num_devices());
   Route r;
   r.bandwidth = std::numeric_limits<double>::infinity();
   walk(from, to, [&](LinkId l) {
@@ -825,6 +898,11 @@ Route Topology::route(DeviceId from, DeviceId to) const {
   });
   // The walk runs from the higher rank to the lower one.
   if (from < to) std::reverse(r.links.begin(), r.links.end());
+  EndpointId at = from;
+  for (LinkId l : r.links) {
+    r.forward.push_back(links_[l].a == at);
+    at = links_[l].other(at);
+  }
   return r;
 }
 
@@ -860,8 +938,8 @@ void Topology::compute_levels() {
     for (int32_t b = a + 1; b < n; ++b) distinct.insert(closeness(a, b));
   std::vector<Closeness> classes(distinct.begin(), distinct.end());
   auto class_of = [&](int32_t a, int32_t b) {
-    return static_cast<int32_t>(
-        std::lower_bound(classes.begin(), classes.end(), closeness(a, b)) - classes.begin());
+    return static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), closeness(a, b)) -
+                                classes.begin());
   };
   // farthest[i * n + j]: class of the farthest pair between groups i and j (each named by its
   // lowest rank), updated as groups merge.
@@ -938,15 +1016,17 @@ Expected<Topology> parse_topology(const std::string& json_text, const std::strin
     size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, json_text.size());
     size_t line = 1, column = 1;
     for (size_t i = 0; i < end; ++i) {
-      if (json_text[i] == '\n') ++line, column = 1;
-      else ++column;
+      if (json_text[i] == '\n')
+        ++line, column = 1;
+      else
+        ++column;
     }
     std::string what = e.what();
     auto colon = what.find(": ", what.find("parse error"));
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     return make_error("{}:{}:{}: invalid JSON: {}", source_name, line, column, detail);
   }
-  auto topo = build_topology(root, source_name);
+  auto topo = build_topology(root);
   if (!topo) return topo.error().with_context(source_name);
   return topo;
 }
@@ -961,7 +1041,9 @@ Expected<Topology> load_topology(const std::string& path) {
   return parse_topology(text.str(), path);
 }
 
-nlohmann::ordered_json topology_to_json(const Topology& topology) { return topology.compact_json(); }
+nlohmann::ordered_json topology_to_json(const Topology& topology) {
+  return topology.compact_json();
+}
 
 Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
   if (num_gpus < 1) return make_error("--gpus must be at least 1, got {}", num_gpus);
@@ -998,7 +1080,7 @@ Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
   ordered["description"] = fmt::format("the first {} GPUs of {}", num_gpus, topology.name());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "description") ordered[it.key()] = it.value();
-  auto result = build_topology(ordered, topology.name());
+  auto result = build_topology(ordered);
   if (!result) return result.error().with_context(topology.name());
   return result;
 }
@@ -1037,14 +1119,15 @@ Expected<Topology> topology_preset(std::string_view name) {
     if (p.name == name) return parse_topology(p.build().dump(), "preset " + p.name);
     names.push_back(p.name);
   }
-  return make_error("unknown topology '{}'{} (presets: {})", name,
-                    did_you_mean(name, names), fmt::join(names, ", "));
+  return make_error("unknown topology '{}'{} (presets: {})", name, did_you_mean(name, names),
+                    fmt::join(names, ", "));
 }
 
 Expected<Topology> resolve_topology(std::optional<int> gpus, const std::string& topology_arg) {
   if (gpus && *gpus < 1) return make_error("--gpus must be at least 1, got {}", *gpus);
   if (topology_arg.empty()) {
-    if (!gpus) return Error("no topology: give --gpus N, --topology NAME|FILE, or both");
+    if (!gpus)
+      return Error("no topology given: name a preset or a topology file, or a number of GPUs");
     if (*gpus > kMaxDevices)
       return make_error("--gpus {}: at most {} GPUs are supported", *gpus, kMaxDevices);
     return h100_cluster(*gpus);

@@ -40,10 +40,10 @@ inline constexpr std::string_view kComputeTypes[] = {"f64", "f32", "tf32", "bf16
 
 /// A kind of accelerator, as a device type of the JSON form describes it.
 struct DeviceType {
-  std::string name;              ///< key in `device_types`, e.g. "h100-sxm"
-  std::string model;             ///< marketing name, e.g. "NVIDIA H100 SXM5 80GB"
-  int64_t memory_bytes = 0;      ///< device memory, bytes
-  double memory_bandwidth = 0;   ///< device memory bandwidth, bytes/s
+  std::string name;             ///< key in `device_types`, e.g. "h100-sxm"
+  std::string model;            ///< marketing name, e.g. "NVIDIA H100 SXM5 80GB"
+  int64_t memory_bytes = 0;     ///< device memory, bytes
+  double memory_bandwidth = 0;  ///< device memory bandwidth, bytes/s
   /// Dense peak FLOP/s (OP/s for integer types) per compute type, in kComputeTypes order; a
   /// type that is absent is not supported natively.
   std::vector<std::pair<std::string, double>> peak_flops;
@@ -59,20 +59,20 @@ struct DeviceType {
 /// A vertex of the link graph.
 struct Endpoint {
   EndpointKind kind = EndpointKind::kGpu;
-  std::string name;         ///< unique: "node3/gpu5", "node0/nvswitch", "network/ib"
-  int32_t node = -1;        ///< node index, or -1 for a switch of the network between nodes
-  DeviceId device = -1;     ///< rank for a GPU, -1 otherwise
+  std::string name;      ///< unique: "node3/gpu5", "node0/nvswitch", "network/ib"
+  int32_t node = -1;     ///< node index, or -1 for a switch of the network between nodes
+  DeviceId device = -1;  ///< rank for a GPU, -1 otherwise
 
   bool operator==(const Endpoint&) const = default;
 };
 
 /// A full-duplex link. Bandwidth is per direction: both directions can carry it at once.
 struct Link {
-  EndpointId a = 0;         ///< the endpoints, in the order the JSON named them
+  EndpointId a = 0;  ///< the endpoints, in the order the JSON named them
   EndpointId b = 0;
-  double bandwidth = 0;     ///< bytes/s per direction (a link type's bandwidth times `count`)
-  double latency = 0;       ///< seconds, one way
-  std::string type;         ///< the link type's name ("nvlink4"), or "" for an inline link
+  double bandwidth = 0;  ///< bytes/s per direction (a link type's bandwidth times `count`)
+  double latency = 0;    ///< seconds, one way
+  std::string type;      ///< the link type's name ("nvlink4"), or "" for an inline link
 
   /// The endpoint at the other end from `e` (which must be a or b).
   EndpointId other(EndpointId e) const { return e == a ? b : a; }
@@ -90,9 +90,9 @@ struct Device {
 
 /// A machine: the GPUs that share a host.
 struct Node {
-  std::string name;               ///< "node0"
-  int32_t group = 0;              ///< index of the `nodes[]` entry of the JSON form it came from
-  DeviceId first_device = 0;      ///< its GPUs are ranks [first_device, first_device + num_devices)
+  std::string name;           ///< "node0"
+  int32_t group = 0;          ///< index of the `nodes[]` entry of the JSON form it came from
+  DeviceId first_device = 0;  ///< its GPUs are ranks [first_device, first_device + num_devices)
   int32_t num_devices = 0;
   bool operator==(const Node&) const = default;
 };
@@ -100,6 +100,9 @@ struct Node {
 /// A route between two GPUs: the links in order from source to destination.
 struct Route {
   std::vector<LinkId> links;
+  /// Per link, whether the route crosses it from its `a` to its `b` (a full-duplex link is two
+  /// resources to a simulator, one per direction).
+  std::vector<bool> forward;
   double bandwidth = 0;  ///< the lowest link bandwidth on the way (infinite for a GPU to itself)
   double latency = 0;    ///< the sum of the link latencies
 };
@@ -126,22 +129,34 @@ class Topology {
   /// One-line description from the JSON form, possibly empty.
   const std::string& description() const { return description_; }
 
+  /// How many GPUs: ranks are 0 .. num_devices() - 1.
   int num_devices() const { return static_cast<int>(devices_.size()); }
+  /// How many nodes (machines).
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
 
+  /// The device types, in the order the JSON form defines them.
   const std::vector<DeviceType>& device_types() const { return device_types_; }
+  /// The GPUs, in rank order (node-major).
   const std::vector<Device>& devices() const { return devices_; }
+  /// The nodes, in order.
   const std::vector<Node>& nodes() const { return nodes_; }
+  /// The vertices of the link graph: the GPUs (endpoint id == rank), then each node's switches,
+  /// CPUs and NICs, then the network's switches.
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+  /// The links, in the order the JSON form's entries expand to them.
   const std::vector<Link>& links() const { return links_; }
-  const Device& device(DeviceId d) const { return devices_.at(d); }
-  const DeviceType& device_type(DeviceId d) const { return device_types_.at(devices_.at(d).type); }
+  /// The GPU of rank `d`. Precondition (checked): 0 <= d < num_devices(), as for every query
+  /// below that takes a DeviceId.
+  const Device& device(DeviceId d) const { return check_device(d), devices_[d]; }
+  /// The type of the GPU of rank `d`.
+  const DeviceType& device_type(DeviceId d) const { return device_types_[device(d).type]; }
 
   /// Whether two GPUs are in the same node.
-  bool same_node(DeviceId a, DeviceId b) const { return devices_.at(a).node == devices_.at(b).node; }
+  bool same_node(DeviceId a, DeviceId b) const { return device(a).node == device(b).node; }
 
-  /// The route from `from` to `to`: fewest total latency, then fewest links, then the widest
-  /// bottleneck, then the lowest link ids. route(b, a) is route(a, b) reversed.
+  /// The route from `from` to `to`: the least total latency, then the fewest links, then the
+  /// widest bottleneck, then a fixed tie-break on link ids; a GPU is never in the middle of it.
+  /// route(b, a) is route(a, b) reversed. route(a, a) is empty, with infinite bandwidth.
   Route route(DeviceId from, DeviceId to) const;
   /// route(from, to).bandwidth without building the route.
   double bandwidth(DeviceId from, DeviceId to) const;
@@ -154,12 +169,19 @@ class Topology {
   /// The compact JSON form this topology was loaded from, in canonical order.
   const nlohmann::ordered_json& compact_json() const { return compact_; }
 
+  /// Equal expanded graphs, levels and compact forms (a round trip through JSON compares equal).
   bool operator==(const Topology&) const = default;
 
  private:
-  friend Expected<Topology> build_topology(const nlohmann::ordered_json&, const std::string&);
+  Topology() = default;
+  void check_device(DeviceId d) const {
+    PLANNER_CHECK(d >= 0 && d < num_devices(), "device {} of a topology with {}", d, num_devices());
+  }
+  // The loader (importers/topology.cpp) is the only way to make one.
+  friend Expected<Topology> build_topology(const nlohmann::ordered_json& root);
 
-  // Calls f(link) for each link from `to` back to `from` (from < to is not required).
+  // Calls f(link) for each link of the route between `from` and `to`, in either order, walking
+  // from the higher rank back to the lower one.
   template <typename F>
   void walk(DeviceId from, DeviceId to, F&& f) const;
   void compute_routes();
@@ -182,7 +204,7 @@ class Topology {
 
 /// A built-in topology, as `planner topology list` shows it.
 struct PresetInfo {
-  std::string name;         ///< "dgx-h100"
+  std::string name;  ///< "dgx-h100"
   int num_devices = 0;
   int num_nodes = 0;
   std::string description;  ///< one line
@@ -203,7 +225,7 @@ Expected<Topology> topology_preset(std::string_view name);
 
 /// `num_gpus` H100 SXM GPUs, 8 to a DGX H100 node (the last node partial when num_gpus is not a
 /// multiple of 8), nodes joined by 400 Gb/s InfiniBand NDR with one NIC per GPU.
-/// Precondition: num_gpus >= 1.
+/// Precondition: 1 <= num_gpus <= 4096 (the most any topology may have; resolve_topology checks).
 Topology h100_cluster(int num_gpus);
 
 /// The first `num_gpus` GPUs (ranks 0..num_gpus-1) of a topology, as a topology of its own

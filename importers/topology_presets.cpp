@@ -8,7 +8,8 @@
 //                    3.35 TB/s; NVLink4 900 GB/s per GPU (18 links x 25 GB/s per direction).
 //   A100 SXM4 80GB   NVIDIA A100 datasheet (2021): FP64 tensor 19.5 TF, FP32 19.5 TF, TF32 156 TF,
 //                    BF16/FP16 312 TF, INT8 624 T, INT4 1,248 T; HBM2e 2,039 GB/s (SXM) and
-//                    1,935 GB/s (PCIe); NVLink3 600 GB/s per GPU (12 links x 25 GB/s per direction).
+//                    1,935 GB/s (PCIe); NVLink3 600 GB/s per GPU (12 links x 25 GB/s per
+//                    direction).
 //   V100 SXM2 16GB   NVIDIA V100 datasheet: FP64 7.8 TF, FP32 15.7 TF, tensor FP16 125 TF; HBM2
 //                    900 GB/s; NVLink2 300 GB/s per GPU (6 links x 25 GB/s per direction).
 //   P100 SXM2 16GB   NVIDIA P100 datasheet: FP64 5.3 TF, FP32 10.6 TF, FP16 21.2 TF; HBM2 732 GB/s;
@@ -124,12 +125,14 @@ std::string dgx_h100_nodes(int count) {
 
 // One non-blocking InfiniBand fabric, modelled as a single switch every NIC plugs into.
 std::string ib_network(const char* link_type) {
-  return fmt::format(R"({{"switches": ["ib"], "links": [{{"from": "nic*", "to": "ib", "type": "{}"}}]}})",
-                     link_type);
+  return fmt::format(
+      R"({{"switches": ["ib"], "links": [{{"from": "nic*", "to": "ib", "type": "{}"}}]}})",
+      link_type);
 }
 
 json dgx_h100() {
-  return assemble("dgx-h100", "DGX H100: 8 x H100 SXM5 80 GB on NVSwitch (NVLink4, 900 GB/s per GPU)",
+  return assemble("dgx-h100",
+                  "DGX H100: 8 x H100 SXM5 80 GB on NVSwitch (NVLink4, 900 GB/s per GPU)",
                   {"h100-sxm"}, {"nvlink4-switch", "pcie5"}, dgx_h100_nodes(1), "");
 }
 
@@ -143,7 +146,8 @@ json h100_cluster_4x8() {
 // A DGX A100: 8 GPUs on six NVSwitch chips (one switch, 300 GB/s per direction per GPU); eight
 // 200 Gb/s ConnectX-6 compute NICs on PCIe 4.0.
 json dgx_a100() {
-  return assemble("dgx-a100", "DGX A100: 8 x A100 SXM4 80 GB on NVSwitch (NVLink3, 600 GB/s per GPU)",
+  return assemble("dgx-a100",
+                  "DGX A100: 8 x A100 SXM4 80 GB on NVSwitch (NVLink3, 600 GB/s per GPU)",
                   {"a100-sxm4-80gb"}, {"nvlink3-switch", "pcie4"}, R"([{"name": "dgx-a100",
     "gpus": {"type": "a100-sxm4-80gb", "count": 8},
     "switches": ["nvswitch"], "nics": ["nic[0-7]"],
@@ -220,7 +224,8 @@ json tensoropt_v100_2x8() {
   return assemble(
       "tensoropt-v100-2x8",
       "2 nodes x 8 V100, DGX-1 NVLink hybrid cube mesh, 100 Gb/s EDR RDMA between (TensorOpt)",
-      {"v100-sxm2-16gb"}, {"nvlink2", "pcie3", "qpi", "ib-edr"}, R"([{"name": "v100-node", "count": 2,
+      {"v100-sxm2-16gb"}, {"nvlink2", "pcie3", "qpi", "ib-edr"},
+      R"([{"name": "v100-node", "count": 2,
     "gpus": {"type": "v100-sxm2-16gb", "count": 8},
     "switches": ["plx[0-3]"], "cpus": ["cpu[0-1]"], "nics": ["nic0"],
     "links": [{"from": "gpu0", "to": ["gpu3", "gpu4"], "type": "nvlink2", "count": 2},

@@ -1,0 +1,1 @@
+$PLANNER topology check $TMP/no_such_topology.json

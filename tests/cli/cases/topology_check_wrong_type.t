@@ -1,0 +1,4 @@
+# A count written as a string.
+printf '%s\n' '{"name": "bad", "device_types": {"g": {"model": "G", "memory_bytes": 1000, "memory_bandwidth": 1e9, "peak_flops": {"f32": 1e12}}},
+  "nodes": [{"gpus": {"type": "g", "count": "2"}}]}' > $TMP/bad.json
+$PLANNER topology check $TMP/bad.json

@@ -1,0 +1,2 @@
+# The built-in topologies: name, GPUs, nodes, description.
+$PLANNER topology list

@@ -1,0 +1,2 @@
+# The preset list as JSON.
+$PLANNER topology list --format json

@@ -1,0 +1,2 @@
+# `planner topology` alone says which commands there are.
+$PLANNER topology

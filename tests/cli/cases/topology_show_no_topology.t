@@ -1,0 +1,2 @@
+# show with neither a name nor --gpus.
+$PLANNER topology show
