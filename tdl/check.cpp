@@ -17,7 +17,7 @@ constexpr const char* kUnaryFunctions[] = {
     "asin", "acos",  "atan",  "sinh",    "cosh",  "asinh", "acosh",    "atanh", "softplus",
     "softsign", "gelu", "cast", "isnan", "isinf", "not_", "identity"};
 constexpr const char* kBinaryFunctions[] = {"pow", "max2", "min2", "mod", "atan2"};
-constexpr const char* kRemapFunctions[] = {"reshape", "concat", "split", "slice", "pad"};
+constexpr const char* kRemapFunctions[] = {"reshape", "concat", "split", "slice", "pad", "transpose"};
 
 template <size_t N>
 bool in(const char* const (&table)[N], std::string_view name) {
