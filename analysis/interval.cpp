@@ -9,8 +9,15 @@
 namespace planner::analysis {
 namespace {
 
+thread_local bool g_overflowed = false;
+
 int64_t narrow(__int128 v) {
-  PLANNER_CHECK(v <= INT64_MAX && v >= INT64_MIN, "rational arithmetic overflowed");
+  // Saturate (leaving room for negation) and record: see rational_overflowed().
+  constexpr int64_t kLimit = INT64_MAX / 2;
+  if (v > kLimit || v < -kLimit) {
+    g_overflowed = true;
+    return v > 0 ? kLimit : -kLimit;
+  }
   return static_cast<int64_t>(v);
 }
 
@@ -28,6 +35,9 @@ Rational make_rational(__int128 num, __int128 den) {
 }
 
 }  // namespace
+
+bool rational_overflowed() { return g_overflowed; }
+void clear_rational_overflow() { g_overflowed = false; }
 
 Rational::Rational(int64_t num, int64_t den) : num_(num), den_(den) {
   PLANNER_CHECK(den != 0, "zero denominator");

@@ -53,6 +53,13 @@ class Rational {
   int64_t den_;
 };
 
+/// Rational arithmetic saturates instead of overflowing int64 and records that it did, so that
+/// hostile sizes or constants cannot crash the planner; analyze() clears the record before it
+/// starts and reports an error when it is set afterwards. The record is per thread.
+bool rational_overflowed();
+/// Clears the overflow record (see rational_overflowed).
+void clear_rational_overflow();
+
 /// An affine form Σ cᵢ·Sᵢ + c over size symbols. Terms keep the order in which symbols first
 /// appeared, so `X - DX + 1` prints as written; terms with a zero coefficient are dropped.
 class Affine {

@@ -269,51 +269,70 @@ class Analyzer {
         }
       }
     }
-    for (const auto& v : result_.output_vars)
-      if (!vars_[v].extent)
-        return fail(fmt::format("cannot infer the extent of index variable '{}'; give it explicitly", v));
+    // An output variable no access determines (an opaque function's result, Tofu's
+    // BatchCholesky `i, j`) gets the output's own size symbol, `out.d`, as its extent.
+    for (const auto& out : inst_.outputs) {
+      for (size_t d = 0; d < out.vars.size(); ++d) {
+        VarInfo& info = vars_[out.vars[d]];
+        if (info.extent) continue;
+        info.extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
+        result_.symbolic = true;
+      }
+    }
     for (const auto& v : result_.reduction_vars)
       if (!vars_[v].extent)
         return fail(fmt::format("cannot infer the extent of reduction variable '{}'; bind it as '{} < extent'", v, v));
     return ok();
   }
 
-  Expected<Interval> eval_index(const Expr& e, const std::map<std::string, Interval>& ranges, const Expr& access) const {
+  // The interval of an index; nullopt where it cannot be bounded symbolically (a division by
+  // a size whose value is unknown), which callers widen to the whole dimension.
+  Expected<std::optional<Interval>> eval_index(const Expr& e, const std::map<std::string, Interval>& ranges,
+                                               const Expr& access) const {
     auto fail_index = [&](const std::string& why) {
       return fail(fmt::format("cannot analyse index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access), why));
     };
     switch (e.kind) {
-      case ExprKind::kInt: return Interval::point(Affine(e.int_value));
+      case ExprKind::kInt: return std::optional<Interval>(Interval::point(Affine(e.int_value)));
       case ExprKind::kName: {
         auto it = ranges.find(e.name);
-        if (it != ranges.end()) return it->second;
+        if (it != ranges.end()) return std::optional<Interval>(it->second);
         PLANNER_TRY_ASSIGN(Affine a, size_affine(e));
-        return Interval::point(a);
+        return std::optional<Interval>(Interval::point(a));
       }
       case ExprKind::kUnary: {
         if (e.name != "-") return fail_index(fmt::format("operator '{}' on an interval", e.name));
-        PLANNER_TRY_ASSIGN(Interval a, eval_index(*e.args[0], ranges, access));
-        return -a;
+        PLANNER_TRY_ASSIGN(std::optional<Interval> a, eval_index(*e.args[0], ranges, access));
+        if (!a) return a;
+        return std::optional<Interval>(-*a);
       }
       case ExprKind::kBinary: {
-        PLANNER_TRY_ASSIGN(Interval a, eval_index(*e.args[0], ranges, access));
-        PLANNER_TRY_ASSIGN(Interval b, eval_index(*e.args[1], ranges, access));
+        PLANNER_TRY_ASSIGN(std::optional<Interval> ua, eval_index(*e.args[0], ranges, access));
+        PLANNER_TRY_ASSIGN(std::optional<Interval> ub, eval_index(*e.args[1], ranges, access));
         const std::string& op = e.name;
-        if (op == "+") return a + b;
-        if (op == "-") return a - b;
+        bool comparison = op != "+" && op != "-" && op != "*" && op != "/" && op != "%";
+        if ((!ua || !ub) && !comparison) return std::optional<Interval>();
+        if (!ua || !ub) return fail_index(fmt::format("comparison '{}' of intervals", op));
+        const Interval& a = *ua;
+        const Interval& b = *ub;
+        if (op == "+") return std::optional<Interval>(a + b);
+        if (op == "-") return std::optional<Interval>(a - b);
         if (op == "*") {
           auto p = multiply(a, b);
           if (!p)
             return fail(fmt::format("operator '*' in index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access),
                                     p.error().message()));
-          return *p;
+          return std::optional<Interval>(*p);
         }
         if (op == "/" || op == "%") {
+          // A divisor that is a size of unknown value (`co / CO` in a grouped convolution)
+          // cannot be bounded affinely: the caller takes the whole dimension instead.
+          if (b.lo() == b.hi() && !b.is_concrete()) return std::optional<Interval>();
           if (!b.is_constant_point() || !b.lo().constant().is_integer() || b.lo().constant().num() <= 0)
             return fail(fmt::format("operator '{}' in index '{}' of '{}': divisor {} is not a positive constant", op,
                                     tdl::to_string(e), tdl::to_string(access), b.to_string()));
           int64_t k = b.lo().constant().num();
-          return op == "/" ? a.floor_div(k) : a.mod(k);
+          return std::optional<Interval>(op == "/" ? a.floor_div(k) : a.mod(k));
         }
         return fail(fmt::format("operator '{}' in index '{}' of '{}': comparison of two intervals {} and {}", op,
                                 tdl::to_string(e), tdl::to_string(access), a.to_string(), b.to_string()));
@@ -343,9 +362,9 @@ class Analyzer {
           region.dims.push_back(bounds[d]);
           continue;
         }
-        PLANNER_TRY_ASSIGN(Interval i, eval_index(index, ranges, *acc.expr));
+        PLANNER_TRY_ASSIGN(std::optional<Interval> i, eval_index(index, ranges, *acc.expr));
         // Reads outside a tensor are padding (or another part of a concat): clip them.
-        region.dims.push_back(clip(i, bounds[d]));
+        region.dims.push_back(i ? clip(*i, bounds[d]) : bounds[d]);
       }
       auto& slot = (acc.is_output ? outputs : inputs)[static_cast<size_t>(acc.tensor)];
       if (!slot) {
@@ -482,7 +501,7 @@ class Analyzer {
       if (acc.is_output) return false;
       const auto& args = acc.expr->args;
       const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
-      if (args.size() != vars.size()) return false;
+      if (args.size() != vars.size() || dims.size() != args.size()) return false;
       for (size_t d = 0; d < args.size(); ++d) {
         const Expr& index = *args[d];
         if (index.kind == ExprKind::kName && index.name == vars[d] && *vars_.at(vars[d]).extent == dims[d]) continue;
@@ -532,9 +551,24 @@ const Affine& OpAnalysis::extent(std::string_view var) const {
   return extents.front().second;
 }
 
-Expected<OpAnalysis> analyze(const tdl::Instance& instance) { return Analyzer(instance, true).run(); }
+namespace {
 
-Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance) { return Analyzer(instance, false).run(); }
+Expected<OpAnalysis> run_checked(const tdl::Instance& instance, bool use_sizes) {
+  clear_rational_overflow();
+  auto result = Analyzer(instance, use_sizes).run();
+  if (rational_overflowed()) {
+    clear_rational_overflow();
+    return make_error("{}: arithmetic overflow in the interval analysis (sizes or constants too large)",
+                      instance.label());
+  }
+  return result;
+}
+
+}  // namespace
+
+Expected<OpAnalysis> analyze(const tdl::Instance& instance) { return run_checked(instance, true); }
+
+Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance) { return run_checked(instance, false); }
 
 std::string to_string(const OpAnalysis& analysis, const tdl::Instance& instance) {
   std::string out;

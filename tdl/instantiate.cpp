@@ -745,6 +745,10 @@ class Instantiator {
     size_t dim = 0;
     for (size_t k = 0; k < e->args.size(); ++k) {
       const ExprPtr& index = e->args[k];
+      if ((index->kind == ExprKind::kGroup) != (dims[k].kind == DimDecl::Kind::kGroup))
+        return fail(fmt::format("'{}': index {} is {} but the declaration has {} there", to_string(*e), k + 1,
+                                index->kind == ExprKind::kGroup ? "a group" : "not a group",
+                                dims[k].kind == DimDecl::Kind::kGroup ? "a group" : "a dimension"));
       if (index->kind == ExprKind::kGroup) {
         int len = decl.has_view ? 0 : lay.spans[k];
         const auto& vars = group_vars_of_output(output, index->name);
@@ -779,10 +783,15 @@ class Instantiator {
     }
     if (is_remap_function(e->name)) return expand_remap(e, output);
     auto copy = std::make_shared<Expr>(*e);
-    for (auto& a : copy->args) {
-      PLANNER_TRY_ASSIGN(a, transform(a, output));
-      if (is_absent(a)) return a;
+    copy->args.clear();
+    for (const auto& arg : e->args) {
+      PLANNER_TRY_ASSIGN(ExprPtr a, transform(arg, output));
+      // An opaque function just reads less when an optional input is absent; any other
+      // function of an absent value is absent itself.
+      if (is_absent(a) && e->name != "opaque") return a;
+      if (!is_absent(a)) copy->args.push_back(a);
     }
+    if (copy->args.empty()) return make_name(kAbsent);
     return ExprPtr(copy);
   }
 
@@ -854,6 +863,10 @@ class Instantiator {
     const InstanceTensor& x = *ins[0].tensor;
     const std::vector<int64_t>& ishape = ins[0].shape;
     if (fn == "reshape") return expand_reshape(x, ishape, oshape, v);
+    for (const auto& in : ins)
+      if (in.shape.size() != oshape.size() || v.size() != oshape.size())
+        return fail(fmt::format("'{}': input '{}' has rank {} but the output has rank {}", fn, in.tensor->name,
+                                in.shape.size(), oshape.size()));
     if (fn == "transpose") {
       std::vector<int64_t> perm;
       if (auto p = constant_list("perm")) perm = *p;
@@ -894,6 +907,7 @@ class Instantiator {
       while (first > 0 && out_decl_of_[static_cast<size_t>(first - 1)] == decl) --first;
       for (int o = first; o < output; ++o) {
         PLANNER_TRY_ASSIGN(std::vector<int64_t> s, out_shape(o));
+        if (s.size() != ishape.size()) return fail("split: outputs and input differ in rank");
         offset += s[axis];
       }
       std::vector<ExprPtr> idx = v;

@@ -342,6 +342,14 @@ class Parser {
   }
 
   Expected<ExprPtr> parse_unary() {
+    // Bounded nesting keeps hostile input from overflowing the stack.
+    if (++depth_ > kMaxDepth) return error_here("expression is nested too deeply");
+    auto result = parse_unary_inner();
+    --depth_;
+    return result;
+  }
+
+  Expected<ExprPtr> parse_unary_inner() {
     if (peek().is("-")) {
       SourceLoc loc = next().loc;
       PLANNER_TRY_ASSIGN(ExprPtr operand, parse_unary());
@@ -480,6 +488,8 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   bool in_guard_ = false;
+  int depth_ = 0;
+  static constexpr int kMaxDepth = 200;
 };
 
 }  // namespace

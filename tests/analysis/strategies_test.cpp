@@ -298,6 +298,23 @@ TEST_CASE("non-affine products and comparisons are errors naming the operator an
         "Cmp: operator '<' in index 'i < N' of 'A[i < N]': comparison of two intervals [0, 1] and [4, 4]");
 }
 
+TEST_CASE("Tofu's BatchCholesky: an opaque function splits along the batch only usefully") {
+  OpAnalysis a = analyze_ok(
+      standalone("op BatchCholesky(m[B, R, C]) -> out[b, i, j] = opaque(m[b, :, :])\n", {{"B", 4}, {"R", 3}, {"C", 3}}));
+  CHECK(vars_of(a) == "b i j");
+  CHECK(input_regions(a, "b", 0) == "[0..1, 0..2, 0..2] | [2..3, 0..2, 0..2]");
+  // i and j are not read by any access: their extents are the output's own sizes.
+  CHECK(a.extent("i").to_string() == "out.1");
+  CHECK(a.find("i")->replicated == std::vector<bool>{true});
+}
+
+TEST_CASE("a division by a size of unknown value takes the whole dimension") {
+  OpAnalysis a = analyze_ok(standalone(
+      "op G(X[N, C], W[CO, CG]) -> Y[n, co] = sum(ci: X[n, co / CO * CG + ci] * W[co, ci])\n"));
+  CHECK(input_regions(a, "co", 0) == "[0..N - 1, 0..C - 1] | [0..N - 1, 0..C - 1]");
+  CHECK(input_regions(a, "n", 0) == "[0..N/2 - 1, 0..C - 1] | [N/2..N - 1, 0..C - 1]");
+}
+
 TEST_CASE("text form") {
   OpAnalysis a = analyze_ok(standalone("op ShiftTwo(A[N]) -> B[i] = A[i + 2]\n", {{"N", 12}}));
   CHECK(to_string(a, standalone("op ShiftTwo(A[N]) -> B[i] = A[i + 2]\n", {{"N", 12}})) ==

@@ -159,5 +159,31 @@ TEST_CASE("sibling reductions over the same name get unique variables") {
         "op F(X[N]) -> Y[i] = sum(k: X[k]) + max(k_2: X[k_2]) + X[i]   # N = 5");
 }
 
+TEST_CASE("an opaque function reads less when an optional input is absent") {
+  File file = parse_ok("op Cell(X[N, H], init[N, H]?, P[H]?) -> Y[n, h] = opaque(X[n, :], init[n, h], P[h]) + exp(P[h])\n");
+  CHECK(text_of(file, req("Cell", {in({4, 8})}, {out({4, 8})})) == "op Cell(X[N, H]) -> Y[n, h] = opaque(X[n, :])   # N = 4, H = 8");
+  CHECK(text_of(file, req("Cell", {in({4, 8}), {false, {}, std::nullopt}, in({8})}, {out({4, 8})})) ==
+        "op Cell(X[N, H], P[H]) -> Y[n, h] = opaque(X[n, :], P[h]) + exp(P[h])   # N = 4, H = 8");
+}
+
+TEST_CASE("instantiation errors name the node and never crash") {
+  File file = parse_ok(R"(
+op Soft<axis = -1>(X[..a, N @ axis, ..b]) -> Y[..a, n, ..b] = X[..a, n, ..b]
+op Two(A[M, K], B[K]) -> C[m] = sum(k: A[m, k] * B[k])
+op Cat<axis>(inputs*[...]) -> out[...] = concat(inputs, axis)
+)");
+  CHECK(text_of(file, req("Soft", {in({2, 3})}, {out({2, 3})}, {{"axis", int64_t{2}}})) ==
+        "error: node 'n' (Soft): attribute 'axis' = 2 is out of range for rank 2");
+  CHECK(text_of(file, req("Two", {in({2, 3})}, {out({2})})) ==
+        "error: node 'n' (Two): no variant of the description matches (line 3: input 'B' is missing)");
+  CHECK(text_of(file, req("Two", {in({2, 3}), in({3, 1})}, {out({2})})) ==
+        "error: node 'n' (Two): no variant of the description matches (line 3: input 'B' has rank 2, the description wants 1)");
+  CHECK(text_of(file, req("Cat", {in({2, 3}), in({2})}, {out({2, 4})}, {{"axis", int64_t{0}}})) ==
+        "error: node 'n' (Cat): 'concat': input 'inputs_1' has rank 1 but the output has rank 2");
+  auto none = instantiate({}, req("Missing", {}, {}));
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message() == "node 'n' (Missing): no description");
+}
+
 }  // namespace
 }  // namespace planner::tdl

@@ -153,5 +153,16 @@ TEST_CASE("semantic errors are located with a caret") {
   CHECK(error_of("op F(A[n]) -> B[i] = A[i]\n").find("must be a size") != std::string::npos);
 }
 
+TEST_CASE("hostile input gives errors, not crashes") {
+  std::string deep = "op F(A[N]) -> B[i] = " + std::string(5000, '(') + "A[i]" + std::string(5000, ')') + "\n";
+  CHECK(error_of(deep).find("t.tdl:1:222: error: expression is nested too deeply") == 0);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[i + 99999999999999999999]\n").find("integer '99999999999999999999' is too large") !=
+        std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[i").find("expected ']' after the indices of 'A', got end of input") != std::string::npos);
+  CHECK(error_of("op").find("t.tdl:1:3: error: expected an operator name, got end of input") == 0);
+  CHECK(error_of("op F<a = \"x>(A[N]) -> B[i] = A[i]\n").find("unterminated string") != std::string::npos);
+  CHECK(error_of("").empty());
+}
+
 }  // namespace
 }  // namespace planner::tdl
