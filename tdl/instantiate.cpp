@@ -1080,7 +1080,13 @@ Expected<Instance> instantiate(const std::vector<const OpDef*>& variants, const 
   std::vector<std::string> reasons;
   for (const OpDef* op : variants) {
     Instantiator inst(*op, &request, source);
-    PLANNER_TRY(inst.bind_request_attributes());
+    auto bound = inst.bind_request_attributes();
+    if (!bound) {
+      // A variant may require an attribute that another one does without.
+      if (variants.size() == 1) return bound.error();
+      reasons.push_back(fmt::format("line {}: {}", op->loc.line, bound.error().message()));
+      continue;
+    }
     std::string why;
     if (!inst.inputs_match(&why)) {
       reasons.push_back(fmt::format("line {}: {}", op->loc.line, why));
