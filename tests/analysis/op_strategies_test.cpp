@@ -227,6 +227,112 @@ TEST_CASE("LSTM (fused): splits along batch and hidden; a hidden split exchanges
   CHECK((*hidden.state_regions[static_cast<size_t>(y)])[0].dims[3].to_string() == "[0, 127]");
 }
 
+TEST_CASE("Gemm with transB and a bias: rows and columns split, the bias follows the columns") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {32, 4096})
+                    .param("w", {1000, 4096})
+                    .param("b", {1000})
+                    .op("fc", "Gemm", {"x", "w", "b"}, {{"y", {32, 1000}}}, {{"transB", attr(int64_t{1})}})
+                    .op("fc_nb", "Gemm", {"x", "w"}, {{"z", {32, 1000}}}, {{"transB", attr(int64_t{1})}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& s = strategies_of(cache, g, "fc");
+  const Strategy& n = strategy(s, "n");
+  CHECK(region(s, n, "B", 1) == "[500..999, 0..4095]");
+  CHECK(region(s, n, "C", 1) == "[500..999]");
+  CHECK(n.replicated[0]);
+  // Without the bias (and alpha = 1) the body is a bare sum: k splits as a reduction too.
+  const OpStrategies& nb = strategies_of(cache, g, "fc_nb");
+  const Strategy* k = nb.analysis->find("k");
+  if (k) CHECK(region(nb, *k, "B", 0) == "[0..999, 0..2047]");
+}
+
+TEST_CASE("Gather (embedding): splits along the indices and the hidden size, reads whole rows") {
+  ir::Graph g = GraphBuilder()
+                    .param("emb", {50257, 768})
+                    .input("ids", {8, 256})
+                    .op("wte", "Gather", {"emb", "ids"}, {{"h", {8, 256, 768}}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& s = strategies_of(cache, g, "wte");
+  REQUIRE(s.analysis->output_vars.size() == 3);
+  const Strategy& tokens = strategy(s, s.analysis->output_vars[0]);
+  CHECK(region(s, tokens, "indices", 1) == "[4..7, 0..255]");
+  CHECK(region(s, tokens, "data", 1) == "[0..50256, 0..767]");
+  const Strategy& hidden = strategy(s, s.analysis->output_vars[2]);
+  CHECK(region(s, hidden, "data", 0) == "[0..50256, 0..383]");
+  CHECK(region(s, hidden, "indices", 0) == "[0..7, 0..255]");
+}
+
+TEST_CASE("Split and Concat along the last axis map each output to its slice") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {32, 4096})
+                    .constant("sizes", {1024, 1024, 2048})
+                    .op("split", "Split", {"x", "sizes"}, {{"a", {32, 1024}}, {"b", {32, 1024}}, {"c", {32, 2048}}},
+                        {{"axis", attr(int64_t{-1})}})
+                    .op("cat", "Concat", {"c", "a"}, {{"d", {32, 3072}}}, {{"axis", attr(int64_t{1})}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& split = strategies_of(cache, g, "split");
+  const Strategy& rows = strategy(split, split.analysis->output_vars[0]);
+  CHECK(region(split, rows, "input", 1) == "[16..31, 0..4095]");
+  const OpStrategies& cat = strategies_of(cache, g, "cat");
+  const Strategy& cols = strategy(cat, cat.analysis->output_vars[1]);
+  // Output columns 0..1535 come from c (2048 wide), 1536..3071 from c's tail and all of a.
+  CHECK(region(cat, cols, "inputs_0", 0) == "[0..31, 0..1535]");
+  CHECK(region(cat, cols, "inputs_1", 1) == "[0..31, 0..1023]");
+  CHECK(region(cat, cols, "inputs_0", 1) == "[0..31, 1536..2047]");
+}
+
+TEST_CASE("MaxPool: a spatial split reads the window's halo; the window reduces with max") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {32, 64, 112, 112})
+                    .op("pool", "MaxPool", {"x"}, {{"y", {32, 64, 56, 56}}},
+                        {{"kernel_shape", attr({3, 3})}, {"strides", attr({2, 2})}, {"pads", attr({1, 1, 1, 1})}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& s = strategies_of(cache, g, "pool");
+  const Strategy& rows = strategy(s, "o1");
+  CHECK(region(s, rows, "X", 0) == "[0..31, 0..63, 0..55, 0..111]");
+  CHECK(region(s, rows, "X", 1) == "[0..31, 0..63, 55..111, 0..111]");
+  const Strategy& k1 = strategy(s, "k1");
+  REQUIRE(k1.output_reduction.has_value());
+  CHECK(*k1.output_reduction == Reducer::kMax);
+}
+
+TEST_CASE("ReduceMean over the last axis (opset 18 axes input) and LayerNorm's decomposition") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {8, 128, 768})
+                    .constant("axes", {-1})
+                    .op("mean", "ReduceMean", {"x", "axes"}, {{"m", {8, 128, 1}}})
+                    .op("sub", "Sub", {"x", "m"}, {{"d", {8, 128, 768}}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& mean = strategies_of(cache, g, "mean");
+  CHECK(mean.num_strategies() == 3);  // the two kept dims, and the reduced axis (partial sums)
+  const Strategy& k = strategy(mean, "k");
+  CHECK(k.kind == Strategy::Kind::kReduction);
+  CHECK(region(mean, k, "data", 1) == "[0..7, 0..127, 384..767]");
+  // Sub broadcasts the mean's size-1 axis: a split of the hidden axis reads all of it.
+  const OpStrategies& sub = strategies_of(cache, g, "sub");
+  const Strategy& hidden = strategy(sub, sub.analysis->output_vars[2]);
+  CHECK(region(sub, hidden, "B", 1) == "[0..7, 0..127, 0..0]");
+  CHECK_FALSE(sub.analysis->elementwise);
+}
+
+TEST_CASE("BatchNormalization (inference): splits along batch, channels and space") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {16, 32, 8, 8})
+                    .param("scale", {32}).param("bias", {32}).param("mean", {32}).param("var", {32})
+                    .op("bn", "BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {{"y", {16, 32, 8, 8}}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& s = strategies_of(cache, g, "bn");
+  CHECK(s.num_strategies() == 4);
+  const Strategy& c = strategy(s, "c");
+  CHECK(region(s, c, "input_var", 1) == "[16..31]");
+}
+
 TEST_CASE("an undescribed custom operator is replicated, with one warning per type") {
   ir::Graph g = GraphBuilder()
                     .input("x", {4, 8})
