@@ -1,1 +1,600 @@
-// SKELETON: replaced by the strategy analysis.
+// Basic partition strategies by symbolic interval analysis (see strategies.h).
+#include "analysis/strategies.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace planner::analysis {
+namespace {
+
+using tdl::Expr;
+using tdl::ExprKind;
+using tdl::ExprPtr;
+
+std::optional<Reducer> reducer_of(std::string_view name) {
+  if (name == "sum") return Reducer::kSum;
+  if (name == "max") return Reducer::kMax;
+  if (name == "min") return Reducer::kMin;
+  if (name == "prod") return Reducer::kProd;
+  return std::nullopt;
+}
+
+// One read of a tensor in a body.
+struct Access {
+  const Expr* expr;
+  bool is_output;  // reads one of the operator's own outputs (state)
+  int tensor;      // index into the instance's inputs or outputs
+};
+
+struct VarInfo {
+  std::optional<Affine> extent;
+  bool is_output = false;
+  std::optional<Reducer> reducer;  // reduction variables
+  bool top_level = false;          // bound by a reduction at the top of an output body
+  int body = -1;                   // the body binding a reduction variable
+};
+
+// An affine form in index variables: Σ coef·var + rest, with `rest` affine in sizes.
+struct Linear {
+  std::map<std::string, Rational> coefs;
+  Affine rest;
+};
+
+class Analyzer {
+ public:
+  Analyzer(const tdl::Instance& inst, bool use_sizes)
+      : inst_(inst), sizes_(use_sizes ? inst.sizes : std::map<std::string, int64_t>{}), use_shapes_(use_sizes) {}
+
+  Expected<OpAnalysis> run() {
+    result_.label = inst_.label();
+    for (const auto& s : inst_.symbols)
+      if (!sizes_.count(s)) result_.symbolic = true;
+    for (const auto& in : inst_.inputs) {
+      std::vector<Affine> dims, view;
+      for (const auto& d : in.dims) {
+        PLANNER_TRY_ASSIGN(Affine a, size_affine(*d));
+        dims.push_back(a);
+      }
+      for (const auto& d : in.access_dims()) {
+        PLANNER_TRY_ASSIGN(Affine a, size_affine(*d));
+        view.push_back(a);
+      }
+      Region whole;
+      for (const auto& d : dims) whole.dims.push_back(Interval::range(d));
+      result_.input_bounds.push_back(whole);
+      input_dims_.push_back(std::move(dims));
+      access_dims_.push_back(std::move(view));
+    }
+    PLANNER_TRY(collect_vars());
+    PLANNER_TRY(infer_extents());
+    for (const auto& v : result_.output_vars) result_.extents.push_back({v, *vars_[v].extent});
+    for (const auto& v : result_.reduction_vars) result_.extents.push_back({v, *vars_[v].extent});
+    for (const auto& v : result_.output_vars) {
+      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kOutput));
+      result_.strategies.push_back(std::move(s));
+    }
+    for (const auto& v : result_.reduction_vars) {
+      if (!vars_[v].top_level) continue;
+      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kReduction));
+      result_.strategies.push_back(std::move(s));
+    }
+    result_.elementwise = is_elementwise();
+    return std::move(result_);
+  }
+
+ private:
+  Error fail(const std::string& message) const { return Error(fmt::format("{}: {}", inst_.label(), message)); }
+
+  Expected<Affine> size_affine(const Expr& e) const {
+    switch (e.kind) {
+      case ExprKind::kInt: return Affine(e.int_value);
+      case ExprKind::kName: {
+        auto it = sizes_.find(e.name);
+        if (it != sizes_.end()) return Affine(it->second);
+        return Affine::symbol(e.name);
+      }
+      case ExprKind::kUnary:
+        if (e.name == "-") {
+          PLANNER_TRY_ASSIGN(Affine a, size_affine(*e.args[0]));
+          return -a;
+        }
+        break;
+      case ExprKind::kBinary: {
+        PLANNER_TRY_ASSIGN(Affine a, size_affine(*e.args[0]));
+        PLANNER_TRY_ASSIGN(Affine b, size_affine(*e.args[1]));
+        if (e.name == "+") return a + b;
+        if (e.name == "-") return a - b;
+        if (e.name == "*" && b.is_constant()) return a * b.constant();
+        if (e.name == "*" && a.is_constant()) return b * a.constant();
+        if (e.name == "/" && b.is_constant() && !(b.constant() == Rational(0))) {
+          // Sizes divide with floor when known (an output extent like (X - DX) / S + 1).
+          if (a.is_constant()) return Affine((a.constant() / b.constant()).floor());
+          return a / b.constant();
+        }
+        return fail(fmt::format("size expression '{}' is not affine in the sizes", tdl::to_string(e)));
+      }
+      default: break;
+    }
+    return fail(fmt::format("cannot evaluate size expression '{}'", tdl::to_string(e)));
+  }
+
+  Expected<void> collect_vars() {
+    for (size_t o = 0; o < inst_.outputs.size(); ++o) {
+      for (const auto& v : inst_.outputs[o].vars) {
+        if (!vars_.count(v)) result_.output_vars.push_back(v);
+        vars_[v].is_output = true;
+      }
+    }
+    for (size_t o = 0; o < inst_.bodies.size(); ++o) {
+      // Reductions at the top of a body (possibly nested with the same reducer) can be split
+      // with an output reduction.
+      const Expr* top = inst_.bodies[o].get();
+      std::optional<Reducer> top_reducer;
+      while (top->kind == ExprKind::kReduce && (!top_reducer || reducer_of(top->name) == top_reducer)) {
+        top_reducer = reducer_of(top->name);
+        for (const auto& v : top->vars) top_level_.insert({static_cast<int>(o), v});
+        top = top->args[0].get();
+      }
+      PLANNER_TRY(walk(*inst_.bodies[o], static_cast<int>(o)));
+    }
+    // Extents from the node's output shapes or from explicit extents.
+    for (size_t o = 0; o < inst_.outputs.size(); ++o) {
+      const auto& out = inst_.outputs[o];
+      for (size_t d = 0; d < out.vars.size(); ++d) {
+        VarInfo& info = vars_[out.vars[d]];
+        if (info.extent) continue;
+        if (use_shapes_ && out.shape) {
+          info.extent = Affine((*out.shape)[d]);
+        } else if (out.extents[d]) {
+          PLANNER_TRY_ASSIGN(Affine a, size_affine(*out.extents[d]));
+          info.extent = a;
+        }
+      }
+    }
+    return ok();
+  }
+
+  Expected<void> walk(const Expr& e, int body) {
+    if (e.kind == ExprKind::kAccess) {
+      int in = inst_.find_input(e.name);
+      if (in >= 0) {
+        accesses_.push_back({&e, false, in});
+      } else {
+        int out = inst_.find_output(e.name);
+        if (out < 0) return fail(fmt::format("unknown tensor '{}'", e.name));
+        accesses_.push_back({&e, true, out});
+      }
+    }
+    if (e.kind == ExprKind::kReduce) {
+      for (size_t i = 0; i < e.vars.size(); ++i) {
+        const std::string& v = e.vars[i];
+        if (vars_.count(v)) return fail(fmt::format("index variable '{}' is bound twice", v));
+        VarInfo& info = vars_[v];
+        info.reducer = reducer_of(e.name);
+        info.body = body;
+        info.top_level = top_level_.count({body, v}) > 0;
+        if (i < e.var_extents.size() && e.var_extents[i]) {
+          PLANNER_TRY_ASSIGN(Affine a, size_affine(*e.var_extents[i]));
+          info.extent = a;
+        }
+        result_.reduction_vars.push_back(v);
+      }
+    }
+    for (const auto& a : e.args) PLANNER_TRY(walk(*a, body));
+    return ok();
+  }
+
+  bool is_var(const std::string& name) const { return vars_.count(name) > 0; }
+
+  // The linear form of an index, or nullopt when it is not linear in index variables (it
+  // uses / or %, or multiplies a variable by an unknown size).
+  std::optional<Linear> linear(const Expr& e) const {
+    switch (e.kind) {
+      case ExprKind::kInt: return Linear{{}, Affine(e.int_value)};
+      case ExprKind::kName: {
+        if (is_var(e.name)) return Linear{{{e.name, Rational(1)}}, Affine(0)};
+        auto a = size_affine(e);
+        if (!a) return std::nullopt;
+        return Linear{{}, *a};
+      }
+      case ExprKind::kUnary: {
+        if (e.name != "-") return std::nullopt;
+        auto a = linear(*e.args[0]);
+        if (!a) return std::nullopt;
+        for (auto& [v, c] : a->coefs) c = -c;
+        a->rest = -a->rest;
+        return a;
+      }
+      case ExprKind::kBinary: {
+        auto a = linear(*e.args[0]);
+        auto b = linear(*e.args[1]);
+        if (!a || !b) return std::nullopt;
+        if (e.name == "+" || e.name == "-") {
+          Rational sign = e.name == "+" ? Rational(1) : Rational(-1);
+          for (const auto& [v, c] : b->coefs) a->coefs[v] = a->coefs[v] + c * sign;
+          a->rest = a->rest + b->rest * sign;
+          return a;
+        }
+        if (e.name == "*") {
+          if (a->coefs.empty() && a->rest.is_constant()) std::swap(a, b);
+          if (!b->coefs.empty() || !b->rest.is_constant()) return std::nullopt;
+          Rational k = b->rest.constant();
+          for (auto& [v, c] : a->coefs) c = c * k;
+          a->rest = a->rest * k;
+          return a;
+        }
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  // Output extents follow from the index expressions: a variable read directly in a dimension
+  // of size D covers D positions; in `c·v + rest` it covers floor((D - 1 - max(rest)) / c) + 1
+  // (Conv1d's x: X - DX + 1, ShiftTwo's i: N - 2).
+  Expected<void> infer_extents() {
+    for (const auto& acc : accesses_) {
+      if (acc.is_output) continue;
+      const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
+      for (size_t d = 0; d < acc.expr->args.size() && d < dims.size(); ++d) {
+        const Expr& index = *acc.expr->args[d];
+        if (index.kind == ExprKind::kName && is_var(index.name) && !vars_[index.name].extent)
+          vars_[index.name].extent = dims[d];
+      }
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& acc : accesses_) {
+        if (acc.is_output) continue;
+        const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
+        for (size_t d = 0; d < acc.expr->args.size() && d < dims.size(); ++d) {
+          auto lin = linear(*acc.expr->args[d]);
+          if (!lin) continue;
+          std::string unknown;
+          int unknown_count = 0;
+          for (const auto& [v, c] : lin->coefs)
+            if (!(c == Rational(0)) && !vars_[v].extent) ++unknown_count, unknown = v;
+          if (unknown_count != 1) continue;
+          Rational c = lin->coefs[unknown];
+          if (c < Rational(0)) continue;
+          Affine upper = lin->rest;
+          for (const auto& [v, k] : lin->coefs)
+            if (v != unknown && Rational(0) < k) upper = upper + (*vars_[v].extent - Affine(1)) * k;
+          Affine room = dims[d] - Affine(1) - upper;
+          Affine extent = room.is_constant() ? Affine((room.constant() / c).floor() + 1) : room / c + Affine(1);
+          vars_[unknown].extent = extent;
+          changed = true;
+        }
+      }
+    }
+    // An output variable no access determines (an opaque function's result, Tofu's
+    // BatchCholesky `i, j`) gets the output's own size symbol, `out.d`, as its extent.
+    for (const auto& out : inst_.outputs) {
+      for (size_t d = 0; d < out.vars.size(); ++d) {
+        VarInfo& info = vars_[out.vars[d]];
+        if (info.extent) continue;
+        info.extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
+        result_.symbolic = true;
+      }
+    }
+    for (const auto& v : result_.reduction_vars)
+      if (!vars_[v].extent)
+        return fail(fmt::format("cannot infer the extent of reduction variable '{}'; bind it as '{} < extent'", v, v));
+    return ok();
+  }
+
+  // The interval of an index; nullopt where it cannot be bounded symbolically (a division by
+  // a size whose value is unknown), which callers widen to the whole dimension.
+  Expected<std::optional<Interval>> eval_index(const Expr& e, const std::map<std::string, Interval>& ranges,
+                                               const Expr& access) const {
+    auto fail_index = [&](const std::string& why) {
+      return fail(fmt::format("cannot analyse index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access), why));
+    };
+    switch (e.kind) {
+      case ExprKind::kInt: return std::optional<Interval>(Interval::point(Affine(e.int_value)));
+      case ExprKind::kName: {
+        auto it = ranges.find(e.name);
+        if (it != ranges.end()) return std::optional<Interval>(it->second);
+        PLANNER_TRY_ASSIGN(Affine a, size_affine(e));
+        return std::optional<Interval>(Interval::point(a));
+      }
+      case ExprKind::kUnary: {
+        if (e.name != "-") return fail_index(fmt::format("operator '{}' on an interval", e.name));
+        PLANNER_TRY_ASSIGN(std::optional<Interval> a, eval_index(*e.args[0], ranges, access));
+        if (!a) return a;
+        return std::optional<Interval>(-*a);
+      }
+      case ExprKind::kBinary: {
+        PLANNER_TRY_ASSIGN(std::optional<Interval> ua, eval_index(*e.args[0], ranges, access));
+        PLANNER_TRY_ASSIGN(std::optional<Interval> ub, eval_index(*e.args[1], ranges, access));
+        const std::string& op = e.name;
+        bool comparison = op != "+" && op != "-" && op != "*" && op != "/" && op != "%";
+        if ((!ua || !ub) && !comparison) return std::optional<Interval>();
+        if (!ua || !ub) return fail_index(fmt::format("comparison '{}' of intervals", op));
+        const Interval& a = *ua;
+        const Interval& b = *ub;
+        if (op == "+") return std::optional<Interval>(a + b);
+        if (op == "-") return std::optional<Interval>(a - b);
+        if (op == "*") {
+          auto p = multiply(a, b);
+          if (!p)
+            return fail(fmt::format("operator '*' in index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access),
+                                    p.error().message()));
+          return std::optional<Interval>(*p);
+        }
+        if (op == "/" || op == "%") {
+          // A divisor that is a size of unknown value (`co / CO` in a grouped convolution)
+          // cannot be bounded affinely: the caller takes the whole dimension instead.
+          if (b.lo() == b.hi() && !b.is_concrete()) return std::optional<Interval>();
+          if (!b.is_constant_point() || !b.lo().constant().is_integer() || b.lo().constant().num() <= 0)
+            return fail(fmt::format("operator '{}' in index '{}' of '{}': divisor {} is not a positive constant", op,
+                                    tdl::to_string(e), tdl::to_string(access), b.to_string()));
+          int64_t k = b.lo().constant().num();
+          return std::optional<Interval>(op == "/" ? a.floor_div(k) : a.mod(k));
+        }
+        return fail(fmt::format("operator '{}' in index '{}' of '{}': comparison of two intervals {} and {}", op,
+                                tdl::to_string(e), tdl::to_string(access), a.to_string(), b.to_string()));
+      }
+      default: return fail_index("not an affine expression");
+    }
+  }
+
+  // The regions every access reads for one assignment of ranges to variables.
+  Expected<void> read_regions(const std::map<std::string, Interval>& ranges, std::vector<std::optional<Region>>& inputs,
+                              std::vector<std::optional<Region>>& outputs) const {
+    for (const auto& acc : accesses_) {
+      std::vector<Interval> bounds;
+      if (acc.is_output) {
+        for (const auto& v : inst_.outputs[static_cast<size_t>(acc.tensor)].vars)
+          bounds.push_back(Interval::range(*vars_.at(v).extent));
+      } else {
+        for (const auto& d : access_dims_[static_cast<size_t>(acc.tensor)]) bounds.push_back(Interval::range(d));
+      }
+      if (acc.expr->args.size() != bounds.size())
+        return fail(fmt::format("'{}' has {} indices for {} dimensions", tdl::to_string(*acc.expr), acc.expr->args.size(),
+                                bounds.size()));
+      Region region;
+      for (size_t d = 0; d < bounds.size(); ++d) {
+        const Expr& index = *acc.expr->args[d];
+        if (index.kind == ExprKind::kWhole) {
+          region.dims.push_back(bounds[d]);
+          continue;
+        }
+        PLANNER_TRY_ASSIGN(std::optional<Interval> i, eval_index(index, ranges, *acc.expr));
+        // Reads outside a tensor are padding (or another part of a concat): clip them.
+        region.dims.push_back(i ? clip(*i, bounds[d]) : bounds[d]);
+      }
+      auto& slot = (acc.is_output ? outputs : inputs)[static_cast<size_t>(acc.tensor)];
+      if (!slot) {
+        slot = region;
+      } else {
+        for (size_t d = 0; d < bounds.size(); ++d) slot->dims[d] = hull(slot->dims[d], region.dims[d], bounds[d]);
+      }
+    }
+    return ok();
+  }
+
+  // Converts a region in a view's coordinates to the declared tensor's: a run of view
+  // dimensions that multiply to one declared dimension maps to Σ index·stride, which is exact
+  // when the inner dimensions of the run are whole and a bounding range otherwise.
+  Region to_declared(size_t input, const Region& view_region) const {
+    const auto& view = access_dims_[input];
+    const auto& dims = input_dims_[input];
+    const Region& whole = result_.input_bounds[input];
+    if (!inst_.inputs[input].has_view) return view_region;
+    if (view_region.is_empty()) {
+      Region empty;
+      for (size_t d = 0; d < dims.size(); ++d) empty.dims.push_back(Interval(Affine(0), Affine(-1)));
+      return empty;
+    }
+    auto times = [](const Affine& a, const Affine& b) -> std::optional<Affine> {
+      if (b.is_constant()) return a * b.constant();
+      if (a.is_constant()) return b * a.constant();
+      return std::nullopt;
+    };
+    Region out;
+    size_t j = 0;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      size_t start = j;
+      std::optional<Affine> product;
+      while (j < view.size()) {
+        product = product ? times(*product, view[j]) : view[j];
+        ++j;
+        if (!product || *product == dims[i]) break;
+      }
+      if (!product || !(*product == dims[i])) return whole;  // not a refinement: report all
+      std::optional<Affine> lo = Affine(0), hi = Affine(0), stride = Affine(1);
+      for (size_t k = j; k-- > start;) {
+        auto l = times(view_region.dims[k].lo(), *stride);
+        auto h = times(view_region.dims[k].hi(), *stride);
+        if (!l || !h) {
+          lo = hi = std::nullopt;
+          break;
+        }
+        lo = *lo + *l;
+        hi = *hi + *h;
+        stride = times(*stride, view[k]);
+        if (!stride) {
+          lo = hi = std::nullopt;
+          break;
+        }
+      }
+      out.dims.push_back(lo && hi ? Interval(*lo, *hi) : whole.dims[i]);
+    }
+    return out;
+  }
+
+  Expected<Strategy> strategy(const std::string& var, Strategy::Kind kind) const {
+    Strategy s;
+    s.var = var;
+    s.kind = kind;
+    const Affine& extent = *vars_.at(var).extent;
+    s.range = Interval::range(extent);
+    s.halves = s.range.halves();
+    if (extent.is_constant() && extent.constant() < Rational(2)) {
+      s.valid = false;
+      s.invalid_reason = fmt::format("extent {}", extent.to_string());
+    }
+    size_t n_in = inst_.inputs.size(), n_out = inst_.outputs.size();
+    s.input_regions.resize(n_in);
+    s.input_view_regions.resize(n_in);
+    s.output_regions.resize(n_out);
+    s.state_regions.resize(n_out);
+    for (int w = 0; w < 2; ++w) {
+      std::map<std::string, Interval> ranges;
+      for (const auto& [name, info] : vars_) ranges[name] = Interval::range(*info.extent);
+      ranges[var] = s.halves[static_cast<size_t>(w)];
+      std::vector<std::optional<Region>> inputs(n_in), states(n_out);
+      PLANNER_TRY(read_regions(ranges, inputs, states));
+      for (size_t i = 0; i < n_in; ++i) {
+        Region view;
+        if (inputs[i]) {
+          view = *inputs[i];
+        } else {
+          // Not read by any body (a shape input): the worker needs none of it.
+          for (size_t d = 0; d < access_dims_[i].size(); ++d) view.dims.push_back(Interval(Affine(0), Affine(-1)));
+        }
+        s.input_view_regions[i][static_cast<size_t>(w)] = view;
+        s.input_regions[i][static_cast<size_t>(w)] = to_declared(i, view);
+      }
+      for (size_t o = 0; o < n_out; ++o) {
+        Region region;
+        for (const auto& v : inst_.outputs[o].vars) {
+          bool split_here = kind == Strategy::Kind::kOutput && v == var;
+          region.dims.push_back(split_here ? s.halves[static_cast<size_t>(w)] : Interval::range(*vars_.at(v).extent));
+        }
+        s.output_regions[o][static_cast<size_t>(w)] = region;
+        if (states[o]) {
+          if (!s.state_regions[o]) s.state_regions[o] = WorkerRegions{};
+          (*s.state_regions[o])[static_cast<size_t>(w)] = *states[o];
+        }
+      }
+    }
+    for (size_t i = 0; i < n_in; ++i)
+      s.replicated.push_back(s.input_regions[i][0] == result_.input_bounds[i] &&
+                             s.input_regions[i][1] == result_.input_bounds[i]);
+    s.reduced_outputs.assign(n_out, false);
+    if (kind == Strategy::Kind::kReduction) {
+      s.output_reduction = vars_.at(var).reducer;
+      s.reduced_outputs[static_cast<size_t>(vars_.at(var).body)] = true;
+    }
+    return s;
+  }
+
+  static bool has_node(const Expr& e, ExprKind kind, std::string_view name = "") {
+    if (e.kind == kind && (name.empty() || e.name == name)) return true;
+    for (const auto& a : e.args)
+      if (has_node(*a, kind, name)) return true;
+    return false;
+  }
+
+  bool is_elementwise() const {
+    if (!result_.reduction_vars.empty() || inst_.outputs.empty()) return false;
+    const auto& vars = inst_.outputs[0].vars;
+    for (const auto& out : inst_.outputs)
+      if (out.vars != vars) return false;
+    for (const auto& body : inst_.bodies)
+      if (has_node(*body, ExprKind::kCall, "opaque") || has_node(*body, ExprKind::kCall, "concat")) return false;
+    for (const auto& acc : accesses_) {
+      if (acc.is_output) return false;
+      const auto& args = acc.expr->args;
+      const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
+      if (args.size() != vars.size() || dims.size() != args.size()) return false;
+      for (size_t d = 0; d < args.size(); ++d) {
+        const Expr& index = *args[d];
+        if (index.kind == ExprKind::kName && index.name == vars[d] && *vars_.at(vars[d]).extent == dims[d]) continue;
+        // A size-1 dimension read at 0 under an output dimension of extent 1 is the identity too.
+        if (index.kind == ExprKind::kInt && index.int_value == 0 && dims[d] == Affine(1) &&
+            *vars_.at(vars[d]).extent == Affine(1))
+          continue;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  const tdl::Instance& inst_;
+  std::map<std::string, int64_t> sizes_;
+  bool use_shapes_;
+  OpAnalysis result_;
+  std::vector<std::vector<Affine>> input_dims_;
+  std::vector<std::vector<Affine>> access_dims_;
+  std::map<std::string, VarInfo> vars_;
+  std::set<std::pair<int, std::string>> top_level_;
+  std::vector<Access> accesses_;
+};
+
+}  // namespace
+
+std::string_view reducer_name(Reducer reducer) {
+  switch (reducer) {
+    case Reducer::kSum: return "sum";
+    case Reducer::kMax: return "max";
+    case Reducer::kMin: return "min";
+    case Reducer::kProd: return "prod";
+  }
+  return "?";
+}
+
+const Strategy* OpAnalysis::find(std::string_view var) const {
+  for (const auto& s : strategies)
+    if (s.var == var) return &s;
+  return nullptr;
+}
+
+const Affine& OpAnalysis::extent(std::string_view var) const {
+  for (const auto& [name, e] : extents)
+    if (name == var) return e;
+  PLANNER_CHECK(false, "no index variable '{}'", var);
+  return extents.front().second;
+}
+
+namespace {
+
+Expected<OpAnalysis> run_checked(const tdl::Instance& instance, bool use_sizes) {
+  clear_rational_overflow();
+  auto result = Analyzer(instance, use_sizes).run();
+  if (rational_overflowed()) {
+    clear_rational_overflow();
+    return make_error("{}: arithmetic overflow in the interval analysis (sizes or constants too large)",
+                      instance.label());
+  }
+  return result;
+}
+
+}  // namespace
+
+Expected<OpAnalysis> analyze(const tdl::Instance& instance) { return run_checked(instance, true); }
+
+Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance) { return run_checked(instance, false); }
+
+std::string to_string(const OpAnalysis& analysis, const tdl::Instance& instance) {
+  std::string out;
+  std::vector<std::string> extents;
+  for (const auto& [v, e] : analysis.extents) extents.push_back(fmt::format("{} = {}", v, e.to_string()));
+  out += fmt::format("extents: {}\n", fmt::join(extents, ", "));
+  if (analysis.elementwise) out += "element-wise\n";
+  for (const auto& s : analysis.strategies) {
+    std::string kind = s.kind == Strategy::Kind::kOutput
+                           ? "output"
+                           : fmt::format("reduction, {} of partial outputs", reducer_name(*s.output_reduction));
+    out += fmt::format("split {} ({}): {} | {}{}\n", s.var, kind, s.halves[0].to_range_string(),
+                       s.halves[1].to_range_string(), s.valid ? "" : fmt::format(" (invalid: {})", s.invalid_reason));
+    for (size_t i = 0; i < s.input_regions.size(); ++i) {
+      out += fmt::format("  {}: {} | {}{}\n", instance.inputs[i].name, s.input_regions[i][0].to_string(),
+                         s.input_regions[i][1].to_string(), s.replicated[i] ? " (replicated)" : "");
+    }
+    for (size_t o = 0; o < s.output_regions.size(); ++o) {
+      out += fmt::format("  -> {}: {} | {}{}\n", instance.outputs[o].name, s.output_regions[o][0].to_string(),
+                         s.output_regions[o][1].to_string(), s.reduced_outputs[o] ? " (partial)" : "");
+      if (s.state_regions[o])
+        out += fmt::format("  state {}: {} | {}\n", instance.outputs[o].name, (*s.state_regions[o])[0].to_string(),
+                           (*s.state_regions[o])[1].to_string());
+    }
+  }
+  return out;
+}
+
+}  // namespace planner::analysis

@@ -6,9 +6,12 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/tdl_flags.h"
+#include "analysis/op_strategies.h"
 #include "importers/onnx_import.h"
 #include "ir/op_stats.h"
 #include "support/units.h"
@@ -20,7 +23,19 @@ struct InspectFlags {
   ModelFlags model;
   Format format = Format::kTable;
   bool dump_graph = false;
+  TdlFlags tdl;
+  bool strategies = false;  ///< per operator, the number of partition strategies
 };
+
+// Operator types the library cannot describe, with their counts, sorted by type: these are
+// kept whole (replicated) by the planner.
+std::map<std::string, int> undescribed_ops(const ir::Graph& graph, const tdl::Library& library) {
+  std::map<std::string, int> out;
+  for (const ir::Op& op : graph.ops())
+    if (!library.find(op.op_type, op.domain))
+      ++out[op.domain.empty() || op.domain == "ai.onnx" ? op.op_type : op.domain + "." + op.op_type];
+  return out;
+}
 
 nlohmann::ordered_json tensor_json(const ir::Tensor& t) {
   return {{"name", t.name}, {"dtype", ir::dtype_name(t.dtype)}, {"shape", t.shape}};
@@ -34,6 +49,47 @@ std::vector<std::pair<std::string, int>> sorted_counts(const std::map<std::strin
   return v;
 }
 
+// `inspect --strategies`: per operator, how many ways the planner can split it.
+int print_strategies(const ir::Graph& graph, const tdl::Library& library, const InspectFlags& flags) {
+  analysis::StrategyCache cache(library);
+  auto all = analysis::analyze_graph(cache, graph, flags.model.model_path);
+  if (!all) return report(all.error());
+  spdlog::debug("analysed {} operators ({} distinct) in {:.2f} ms", graph.num_ops(),
+                cache.stats().analyses, all->milliseconds);
+  if (flags.format == Format::kJson) {
+    nlohmann::ordered_json j;
+    j["model"] = flags.model.model_path;
+    j["ops"] = nlohmann::ordered_json::array();
+    for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+      const analysis::OpStrategies* s = all->per_op[static_cast<size_t>(id)];
+      const ir::Op& op = graph.op(id);
+      j["ops"].push_back({{"name", op.name},
+                          {"type", op.domain.empty() ? op.op_type : op.domain + "." + op.op_type},
+                          {"replicated", s->replicated},
+                          {"strategies", s->num_strategies()}});
+    }
+    j["undescribed_ops"] = all->undescribed;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  size_t name_width = 4, type_width = 4;
+  for (const ir::Op& op : graph.ops()) {
+    name_width = std::max(name_width, op.name.size());
+    type_width = std::max(type_width, op.op_type.size() + (op.domain.empty() ? 0 : op.domain.size() + 1));
+  }
+  std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), "op", static_cast<int>(type_width), "type",
+              "strategies");
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    const analysis::OpStrategies* s = all->per_op[static_cast<size_t>(id)];
+    const ir::Op& op = graph.op(id);
+    std::string type = op.domain.empty() ? op.op_type : op.domain + "." + op.op_type;
+    std::string what = s->replicated ? "replicated (no description)" : std::to_string(s->num_strategies());
+    std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), op.name.c_str(),
+                static_cast<int>(type_width), type.c_str(), what.c_str());
+  }
+  return 0;
+}
+
 int run_inspect(const InspectFlags& flags) {
   auto options = flags.model.import_options();
   if (!options) return report(options.error());
@@ -43,8 +99,12 @@ int run_inspect(const InspectFlags& flags) {
     std::fputs(ir::to_text(*graph).c_str(), stdout);
     return 0;
   }
+  auto library = flags.tdl.load();
+  if (!library) return report(library.error());
+  if (flags.strategies) return print_strategies(*graph, *library, flags);
   ir::GraphStats stats = ir::graph_stats(*graph);
   auto counts = sorted_counts(stats.op_counts);
+  auto undescribed = undescribed_ops(*graph, *library);
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json j;
@@ -54,6 +114,7 @@ int run_inspect(const InspectFlags& flags) {
     nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
     for (const auto& [type, n] : counts) by_type[type] = n;
     j["op_counts"] = by_type;
+    j["undescribed_ops"] = undescribed;
     j["parameters"] = {{"count", stats.parameter_count}, {"bytes", stats.parameter_bytes}};
     j["activation_bytes"] = stats.activation_bytes;
     j["forward_flops"] = stats.forward_flops;
@@ -69,6 +130,9 @@ int run_inspect(const InspectFlags& flags) {
   for (const auto& [type, n] : counts) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
   std::printf("model        %s (graph '%s')\n", flags.model.model_path.c_str(), graph->name.c_str());
   std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops), ops.c_str());
+  std::string missing;
+  for (const auto& [type, n] : undescribed) missing += fmt::format("{}{} {}", missing.empty() ? "" : ", ", type, n);
+  std::printf("undescribed  %s\n", missing.empty() ? "none" : (missing + " (no TDL description: kept whole)").c_str());
   std::printf("parameters   %s (%s)\n", format_count(stats.parameter_count).c_str(),
               format_bytes(static_cast<double>(stats.parameter_bytes)).c_str());
   std::printf("activations  %s\n", format_bytes(static_cast<double>(stats.activation_bytes)).c_str());
@@ -93,6 +157,9 @@ void configure_inspect(CLI::App& app, std::function<int()>& run) {
   flags->model.add_to(app);
   add_format_flag(app, flags->format);
   app.add_flag("--dump-graph", flags->dump_graph, "print the imported graph in its text form");
+  app.add_flag("--strategies", flags->strategies,
+               "per operator, the number of partition strategies its description offers");
+  flags->tdl.add_to(app);
   run = [flags] { return run_inspect(*flags); };
 }
 
