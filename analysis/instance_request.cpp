@@ -97,6 +97,9 @@ class RequestBuilder {
   }
 
   Expected<void> normalise() {
+    // The normalisations below follow ONNX's operator definitions; other domains (the
+    // planner's own backward operators among them) carry normalised attributes already.
+    if (!op_.domain.empty() && op_.domain != "ai.onnx") return ok();
     const std::string& type = op_.op_type;
     if (type == "Conv" || type == "MaxPool" || type == "AveragePool" || type == "LpPool")
       return normalise_window();

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -157,8 +158,21 @@ class Builder {
     if (parts.size() == 1) {
       g = parts[0];
     } else if (parts.size() > 1) {
+      // Sums of at most three parts, chained: the operator library describes Sum for one to
+      // three inputs, and the chain keeps the accumulation order fixed.
       const Tensor& ft = fwd_.tensor(t);
-      g = emit1("Sum", "", parts, ft.dtype, ft.shape, {}, "grad:" + ft.name);
+      const DType dtype = ft.dtype;
+      const Shape shape = ft.shape;
+      const std::string name = "grad:" + ft.name;
+      std::vector<TensorId> pending(parts.begin(), parts.end());
+      while (pending.size() > 1) {
+        size_t take = std::min<size_t>(3, pending.size());
+        std::vector<TensorId> ins(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));
+        pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));
+        TensorId sum = emit1("Sum", "", ins, dtype, shape, {}, pending.empty() ? name : "");
+        pending.insert(pending.begin(), sum);
+      }
+      g = pending[0];
     }
     if (g != ir::kNoTensor) {
       grad_of_[t] = g;
@@ -257,24 +271,29 @@ class Builder {
   TensorId reduce_to(TensorId g, Shape target, const std::string& name) {
     const Shape s = T(g).shape;  // a copy: emitting ops grows the tensor vector
     if (s == target) return g;
-    std::vector<int64_t> axes;
-    size_t lead = s.size() - std::min(s.size(), target.size());
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (i < lead) {
-        axes.push_back(static_cast<int64_t>(i));
-        continue;
-      }
-      int64_t td = target[i - lead];
-      if (td == 1 && s[i] != 1) axes.push_back(static_cast<int64_t>(i));
-    }
+    // One axis per reduction, so every step is a plain single-axis ReduceSum: leading axes
+    // (numpy broadcasting added them) are merged into one first.
     TensorId r = g;
-    if (!axes.empty()) {
-      Shape kept = s;
-      for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
-      r = emit1("ReduceSum", "", {g, int_constant(axes)}, T(g).dtype, kept,
-                {{"keepdims", Attribute{int64_t{1}}}}, kept == target ? name : "");
+    Shape cur = s;
+    size_t lead = s.size() - std::min(s.size(), target.size());
+    if (lead > 0) {
+      if (lead > 1) {
+        Shape merged = {product(cur, 0, lead)};
+        merged.insert(merged.end(), cur.begin() + static_cast<std::ptrdiff_t>(lead), cur.end());
+        r = reshape(r, merged, "");
+        cur = merged;
+      }
+      cur.erase(cur.begin());
+      r = emit1("ReduceSum", "", {r, int_constant({0})}, T(g).dtype, cur,
+                {{"keepdims", Attribute{int64_t{0}}}}, cur == target ? name : "");
     }
-    if (T(r).shape != target) r = reshape(r, target, name);
+    for (size_t i = 0; i < cur.size(); ++i) {
+      if (target[i] != 1 || cur[i] == 1) continue;
+      cur[i] = 1;
+      r = emit1("ReduceSum", "", {r, int_constant({static_cast<int64_t>(i)})}, T(g).dtype, cur,
+                {{"keepdims", Attribute{int64_t{1}}}}, cur == target ? name : "");
+    }
+    if (cur != target) r = reshape(r, target, name);
     return r;
   }
 
@@ -295,6 +314,37 @@ class Builder {
     int64_t p = 1;
     for (size_t i = from; i < to; ++i) p *= s[i];
     return p;
+  }
+
+  // The Pad amounts [begin..., end...] that undo a Slice with constant starts, ends, axes and
+  // steps of 1 (ONNX clamping rules), or nullopt.
+  std::optional<std::vector<int64_t>> slice_as_pads(const Op& op) const {
+    auto constant = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+      if (i >= op.inputs.size() || op.inputs[i] == ir::kNoTensor) return std::vector<int64_t>{};
+      const Tensor& t = fwd_.tensor(op.inputs[i]);
+      if (!t.has_data()) return std::nullopt;
+      return t.int_values();
+    };
+    auto starts = constant(1), ends = constant(2), axes = constant(3), steps = constant(4);
+    if (!starts || !ends || !axes || !steps || starts->size() != ends->size()) return std::nullopt;
+    const Shape shape = fwd_.tensor(op.inputs[0]).shape;
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    std::vector<int64_t> pads(2 * shape.size(), 0);
+    for (size_t i = 0; i < starts->size(); ++i) {
+      if (!steps->empty() && (*steps)[i] != 1) return std::nullopt;
+      int64_t axis = axes->empty() ? static_cast<int64_t>(i) : (*axes)[i];
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return std::nullopt;
+      int64_t n = shape[static_cast<size_t>(axis)];
+      int64_t b = (*starts)[i], e = (*ends)[i];
+      b = b < 0 ? b + n : b;
+      e = e < 0 ? e + n : e;
+      b = std::clamp<int64_t>(b, 0, n);
+      e = std::clamp<int64_t>(e, b, n);
+      pads[static_cast<size_t>(axis)] = b;
+      pads[static_cast<size_t>(axis + rank)] = n - e;
+    }
+    return pads;
   }
 
   // ---- rules -------------------------------------------------------------------------------
@@ -397,9 +447,13 @@ class Builder {
         add_part(in(1), emit1("ConvGradFilter", kPlannerDomain, {in(0), dy}, T(dy).dtype,
                               T(in(1)).shape, attrs, gname(1)));
       if (wants(2)) {
-        std::vector<int64_t> axes = {0};
-        for (size_t i = 2; i < T(dy).shape.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-        add_part(in(2), emit1("ReduceSum", "", {dy, int_constant(axes)}, T(dy).dtype,
+        // The bias gradient sums dY over the batch and every spatial position: flatten space,
+        // then two single-axis reductions.
+        const Shape sy = T(dy).shape;
+        TensorId flat = sy.size() == 3 ? dy : reshape(dy, {sy[0], sy[1], product(sy, 2, sy.size())}, "");
+        TensorId per_sample = emit1("ReduceSum", "", {flat, int_constant({2})}, T(dy).dtype,
+                                    {sy[0], sy[1]}, {{"keepdims", Attribute{int64_t{0}}}});
+        add_part(in(2), emit1("ReduceSum", "", {per_sample, int_constant({0})}, T(dy).dtype,
                               T(in(2)).shape, {{"keepdims", Attribute{int64_t{0}}}}, gname(2)));
       }
       return ok();
@@ -471,10 +525,27 @@ class Builder {
     }
 
     if (type == "ReduceMean" || type == "ReduceSum" || type == "ReduceMax" || type == "ReduceMin") {
-      std::map<std::string, Attribute> attrs = op.attributes;
-      attrs["op"] = Attribute{type};
+      // The gradient op takes the reduced axes as a normalised attribute (non-negative, sorted),
+      // whether the forward op had them as an attribute (opset 13 ReduceMean) or as a constant
+      // input (ReduceSum; every reduction from opset 18).
+      const int64_t rank = static_cast<int64_t>(T(in(0)).shape.size());
+      std::vector<int64_t> axes = op.ints_attr("axes");
+      if (in(1) != ir::kNoTensor) {
+        const Tensor& a = fwd_.tensor(in(1));
+        if (!a.has_data()) return error("the reduction axes are not a constant");
+        axes = a.int_values();
+      }
+      if (axes.empty() && op.int_attr("noop_with_empty_axes", 0) == 0) {
+        axes.resize(static_cast<size_t>(rank));
+        std::iota(axes.begin(), axes.end(), 0);
+      }
+      for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+      std::sort(axes.begin(), axes.end());
+      std::map<std::string, Attribute> attrs = {
+          {"op", Attribute{type}},
+          {"axes", Attribute{axes}},
+          {"keepdims", Attribute{op.int_attr("keepdims", 1)}}};
       std::vector<TensorId> ins = {dy, in(0)};
-      if (in(1) != ir::kNoTensor) ins.push_back(in(1));  // axes as an input (opset 13+ ReduceSum)
       if (type == "ReduceMax" || type == "ReduceMin") ins.push_back(op.outputs[0]);
       if (wants(0))
         add_part(in(0), emit1("ReduceGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
@@ -505,24 +576,32 @@ class Builder {
       return ok();
     }
     if (type == "LayerNormalization" || type == "BatchNormalization") {
-      std::string grad_type = type == "LayerNormalization" ? "LayerNormGrad" : "BatchNormGrad";
-      std::vector<OutSpec> outs;
-      size_t n_params = type == "LayerNormalization" ? 3 : 3;  // X, scale, bias
-      for (size_t i = 0; i < n_params; ++i) {
-        if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
-        else outs.push_back({DType::kFloat32, {}, ""});
+      // Two ops, as cuDNN splits them: the data gradient (per sample) and the parameter
+      // gradients (a reduction over the batch), so each can be split its own way — the
+      // parameter gradients along the batch as partial sums, as data parallelism does.
+      bool layer = type == "LayerNormalization";
+      std::map<std::string, Attribute> attrs = op.attributes;
+      if (wants(0)) {
+        std::vector<TensorId> ins = layer ? std::vector<TensorId>{dy, in(0), in(1)}
+                                          : std::vector<TensorId>{dy, in(1), in(4)};
+        add_part(in(0), emit1(layer ? "LayerNormGrad" : "BatchNormGrad", kPlannerDomain, ins,
+                              T(dy).dtype, T(in(0)).shape, attrs, gname(0)));
       }
-      std::vector<TensorId> ins = {dy, in(0), in(1)};
-      if (type == "BatchNormalization") {
-        ins.push_back(in(3));
-        ins.push_back(in(4));
+      if (wants(1) || wants(2)) {
+        std::vector<TensorId> ins = layer ? std::vector<TensorId>{dy, in(0)}
+                                          : std::vector<TensorId>{dy, in(0), in(3), in(4)};
+        std::vector<OutSpec> outs;
+        for (size_t i = 1; i < 3; ++i) {
+          if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+          else outs.push_back({DType::kFloat32, {}, ""});
+        }
+        auto ids = emit(layer ? "LayerNormParamGrad" : "BatchNormParamGrad", kPlannerDomain, ins,
+                        outs, attrs);
+        for (size_t i = 1; i < 3; ++i)
+          if (ids[i - 1] != ir::kNoTensor) add_part(in(i), ids[i - 1]);
       }
-      auto ids = emit(grad_type, kPlannerDomain, ins, outs, op.attributes);
-      for (size_t i = 0; i < n_params; ++i)
-        if (ids[i] != ir::kNoTensor) add_part(in(i), ids[i]);
       return ok();
     }
-
     if (type == "Transpose") {
       std::vector<int64_t> perm = op.ints_attr("perm");
       if (perm.empty()) {
@@ -587,6 +666,39 @@ class Builder {
                               {{"axis", Attribute{axis}}}, gname(0)));
       return ok();
     }
+    if (type == "Slice" && wants(0)) {
+      // A plain slice (constant bounds, steps of 1) differentiates to an ONNX Pad of dY with
+      // zeros; anything else to the planner's SliceGrad.
+      if (auto pads = slice_as_pads(op)) {
+        add_part(in(0), emit1("Pad", "", {dy, int_constant(*pads)}, T(dy).dtype, T(in(0)).shape,
+                              {{"mode", Attribute{std::string("constant")}}}, gname(0)));
+        return ok();
+      }
+    }
+    if (type == "Pad" && wants(0) && op.string_attr("mode", "constant") == "constant") {
+      // Constant padding differentiates to a Slice of dY (negative pads crop, so the slice
+      // bounds are clamped to dY).
+      const Tensor& pads = fwd_.tensor(in(1));
+      if (pads.has_data() && (op.inputs.size() < 4 || in(3) == ir::kNoTensor)) {
+        std::vector<int64_t> p = pads.int_values();
+        const Shape sx = T(in(0)).shape, sy = T(dy).shape;
+        size_t r = sx.size();
+        if (p.size() == 2 * r) {
+          std::vector<int64_t> starts(r), ends(r);
+          for (size_t a = 0; a < r; ++a) {
+            starts[a] = std::max<int64_t>(p[a], 0);
+            ends[a] = starts[a] + sx[a];
+          }
+          bool cropped = false;
+          for (size_t a = 0; a < r; ++a) cropped |= p[a] < 0 || p[a + r] < 0;
+          if (!cropped) {
+            add_part(in(0), emit1("Slice", "", {dy, int_constant(starts), int_constant(ends)},
+                                  T(dy).dtype, sx, {}, gname(0)));
+            return ok();
+          }
+        }
+      }
+    }
     if (type == "Slice" || type == "Pad") {
       std::vector<TensorId> ins = {dy};
       for (size_t i = 1; i < op.inputs.size(); ++i) ins.push_back(in(i));
@@ -603,14 +715,51 @@ class Builder {
                               T(in(0)).shape, op.attributes, gname(0)));
       return ok();
     }
-    if (type == "LSTM" || type == "GRU" || type == "RNN") {
-      // Inputs: X, W, R, B, sequence_lens, initial_h[, initial_c]; the gradient op reads the
-      // forward inputs, the outputs and their gradients, and yields one gradient per input.
+    if (type == "LSTM") {
+      // Two ops, as cuDNN's RNN backward: LSTMGradData runs the recurrence backwards (it
+      // recomputes the forward states it needs from the inputs) and yields the data gradients,
+      // the gate gradients dGates[S, D, B, 4H] and the hidden sequence H[S, D, B, H];
+      // LSTMGradWeights turns those into the weight gradients, a reduction over time and
+      // batch that can be split along the batch like any other.
+      // Inputs: X, W, R, B, sequence_lens, initial_h, initial_c (absent ones stay absent).
       std::vector<TensorId> ins;
-      for (size_t i = 0; i < op.inputs.size(); ++i) ins.push_back(in(i));
-      while (ins.size() < (type == "LSTM" ? 7u : 6u)) ins.push_back(ir::kNoTensor);
-      for (TensorId o : op.outputs) ins.push_back(o);
-      for (TensorId g : dys) ins.push_back(g);
+      for (size_t i = 0; i < 7; ++i) ins.push_back(in(i));
+      for (size_t i = 0; i < 3; ++i) ins.push_back(i < dys.size() ? dys[i] : ir::kNoTensor);
+      const Shape sx = T(in(0)).shape, sr = T(in(2)).shape;  // X [S,B,I], R [D,4H,H]
+      if (sx.size() != 3 || sr.size() != 3 || op.int_attr("layout", 0) != 0)
+        return opaque_grad(op, dys);
+      const int64_t S = sx[0], B = sx[1], D = sr[0], G = sr[1], H = sr[2];
+      DType dt = T(in(0)).dtype;
+      std::vector<OutSpec> outs = {
+          wants(0) ? OutSpec{dt, sx, gname(0)} : OutSpec{DType::kFloat32, {}, ""},
+          wants(5) ? OutSpec{dt, T(in(5)).shape, gname(5)} : OutSpec{DType::kFloat32, {}, ""},
+          wants(6) ? OutSpec{dt, T(in(6)).shape, gname(6)} : OutSpec{DType::kFloat32, {}, ""},
+          OutSpec{dt, {S, D, B, G}, fwd_.op(group_).name + "/grad:gates"},
+          OutSpec{dt, {S, D, B, H}, fwd_.op(group_).name + "/grad:hidden"}};
+      auto data = emit("LSTMGradData", kPlannerDomain, ins, outs, op.attributes);
+      if (data[0] != ir::kNoTensor) add_part(in(0), data[0]);
+      if (data[1] != ir::kNoTensor) add_part(in(5), data[1]);
+      if (data[2] != ir::kNoTensor) add_part(in(6), data[2]);
+      if (wants(1) || wants(2) || wants(3)) {
+        std::vector<OutSpec> wouts;
+        for (size_t i = 1; i < 4; ++i) {
+          if (wants(i)) wouts.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+          else wouts.push_back({DType::kFloat32, {}, ""});
+        }
+        auto w = emit("LSTMGradWeights", kPlannerDomain, {in(0), data[4], in(5), data[3]}, wouts,
+                      op.attributes);
+        for (size_t i = 1; i < 4; ++i)
+          if (w[i - 1] != ir::kNoTensor) add_part(in(i), w[i - 1]);
+      }
+      return ok();
+    }
+    if (type == "GRU" || type == "RNN") {
+      // One fused gradient op (GRU's reset gate makes its weight gradient depend on more than
+      // the gate gradients): inputs X, W, R, B, sequence_lens, initial_h, then the output
+      // gradients; one gradient per forward input.
+      std::vector<TensorId> ins;
+      for (size_t i = 0; i < 6; ++i) ins.push_back(in(i));
+      for (size_t i = 0; i < 2; ++i) ins.push_back(i < dys.size() ? dys[i] : ir::kNoTensor);
       std::vector<OutSpec> outs;
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});

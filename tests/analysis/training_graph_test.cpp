@@ -162,3 +162,56 @@ TEST_CASE("an op without a gradient rule gets one opaque backward op") {
 
 }  // namespace
 }  // namespace planner::analysis
+
+// ---- the shared models in training mode --------------------------------------------------
+
+#include <chrono>
+#include <filesystem>
+
+#include "analysis/coarsen.h"
+#include "analysis/op_strategies.h"
+#include "importers/onnx_import.h"
+#include "tdl/library.h"
+#include "tests/test_util.h"
+
+namespace planner::analysis {
+namespace {
+
+TEST_CASE("every shared model's training graph builds and every operator is analysed") {
+  PLANNER_REQUIRE_SHARED_MODELS();
+  auto library = tdl::Library::builtin();
+  REQUIRE(library);
+  for (std::string name : {"alexnet.onnx", "bert_base.onnx", "gpt2_small.onnx", "inception_v3.onnx",
+                           "lstm_lm.onnx", "lstm_lm_unrolled.onnx", "mlp_8192x4.onnx",
+                           "resnet50.onnx", "vgg16.onnx"}) {
+    CAPTURE(name);
+    auto path = (testing::shared_models_dir() / name).string();
+    auto forward = importers::import_model(path);
+    REQUIRE_MESSAGE(forward.has_value(), (forward ? "" : forward.error().message()));
+    TrainingOptions options;
+    options.optimizer = Optimizer::kAdam;
+    auto start = std::chrono::steady_clock::now();
+    auto tg = build_training_graph(*forward, options, name);
+    REQUIRE_MESSAGE(tg.has_value(), (tg ? "" : tg.error().message()));
+    CHECK(tg->opaque_backward_types.empty());
+    StrategyCache cache(*library);
+    auto all = analyze_graph(cache, tg->graph, name);
+    REQUIRE_MESSAGE(all.has_value(), (all ? "" : all.error().message()));
+    CHECK_MESSAGE(all->undescribed.empty(), "undescribed: ", all->undescribed.size());
+    Coarsening c = coarsen(tg->graph, tg->op_group, [&](ir::OpId id) {
+      const OpStrategies* s = all->per_op[static_cast<size_t>(id)];
+      return !s->replicated && s->analysis->elementwise;
+    });
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    MESSAGE(name, ": ", forward->num_ops(), " forward ops, ", tg->graph.num_ops(),
+            " training ops, ", c.groups.size(), " groups, ", c.num_classes, " classes, ",
+            c.blocks.size(), " repeated blocks, ", ms, " ms");
+    // Every parameter has a gradient and an update.
+    for (ir::TensorId t = 0; t < forward->num_tensors(); ++t)
+      if (forward->tensor(t).role == ir::TensorRole::kParameter)
+        CHECK(tg->grad_of_tensor[static_cast<size_t>(t)] != ir::kNoTensor);
+  }
+}
+
+}  // namespace
+}  // namespace planner::analysis
