@@ -407,16 +407,36 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
   for (const auto& d : change.durations) lower(s.key(d.first));
   for (const ChangeEdge& e : change.edges)
     if (!e.to.is_new) lower(s.key(e.to.index));
-  // New tasks: a lower bound on their ready time from the existing predecessors that keep their
-  // times (keys below K0) and, through new predecessors, transitively. Lowering K0 can drop
-  // predecessors from the bound, so iterate to a fixed point (K0 only decreases).
+  // Two kinds of task can end up with a key below every old key the change touches: new tasks,
+  // and orphans (kept tasks that lose a predecessor with the replaced groups), which may become
+  // ready earlier. For both, bound the ready time from below by the predecessors that keep their
+  // times (old keys below K0) and by the bounds of new predecessors (ready + duration bounds the
+  // end, as start >= ready and rounding is monotone). Lowering K0 can drop predecessors from a
+  // bound, so iterate to a fixed point; K0 only decreases.
+  std::vector<uint8_t> replaced(static_cast<size_t>(graph.num_groups()), 0);
+  for (GroupId g : change.groups) replaced[static_cast<size_t>(g)] = 1;
+  auto removed = [&](TaskId t) {
+    GroupId g = graph.task(t).group;
+    return g != kNoGroup && replaced[static_cast<size_t>(g)];
+  };
+  std::vector<TaskId> orphans;
+  for (GroupId g : change.groups)
+    for (TaskId t : graph.group_tasks(g))
+      for (TaskId n : graph.succs(t))
+        if (!removed(n)) orphans.push_back(n);
+  std::sort(orphans.begin(), orphans.end());
+  orphans.erase(std::unique(orphans.begin(), orphans.end()), orphans.end());
   const size_t m = change.tasks.size();
-  if (m > 0) {
+  if (m > 0 || !orphans.empty()) {
     std::vector<std::vector<int32_t>> new_preds(m);
     std::vector<std::vector<TaskId>> old_preds(m);
+    std::vector<std::pair<TaskId, int32_t>> new_into_old;  // (kept task, new predecessor)
     std::vector<int32_t> indeg(m, 0);
     for (const ChangeEdge& e : change.edges) {
-      if (!e.to.is_new) continue;
+      if (!e.to.is_new) {
+        new_into_old.emplace_back(e.to.index, e.from.index);
+        continue;
+      }
       auto to = static_cast<size_t>(e.to.index);
       if (e.from.is_new) {
         new_preds[to].push_back(e.from.index);
@@ -425,10 +445,12 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
         old_preds[to].push_back(e.from.index);
       }
     }
+    std::sort(new_into_old.begin(), new_into_old.end());
     // Topological order of the new tasks (check_cycles ruled out cycles).
     std::vector<std::vector<int32_t>> new_succs(m);
     for (size_t i = 0; i < m; ++i)
-      for (int32_t p : new_preds[i]) new_succs[static_cast<size_t>(p)].push_back(static_cast<int32_t>(i));
+      for (int32_t p : new_preds[i])
+        new_succs[static_cast<size_t>(p)].push_back(static_cast<int32_t>(i));
     std::vector<int32_t> topo;
     for (size_t i = 0; i < m; ++i)
       if (indeg[i] == 0) topo.push_back(static_cast<int32_t>(i));
@@ -436,7 +458,7 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
       for (int32_t n : new_succs[static_cast<size_t>(topo[head])])
         if (--indeg[static_cast<size_t>(n)] == 0) topo.push_back(n);
     PLANNER_CHECK(topo.size() == m, "new tasks form a cycle after check_cycles");
-    std::vector<double> bound(m, 0.0);
+    std::vector<double> end_bound(m, 0.0);
     while (true) {
       Key before = k0;
       for (int32_t i : topo) {
@@ -444,8 +466,18 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
         double b = 0.0;
         for (TaskId p : old_preds[ii])
           if (s.key(p) < k0) b = std::max(b, s.end[static_cast<size_t>(p)]);
-        for (int32_t p : new_preds[ii]) b = std::max(b, bound[static_cast<size_t>(p)]);
-        bound[ii] = b;
+        for (int32_t p : new_preds[ii]) b = std::max(b, end_bound[static_cast<size_t>(p)]);
+        end_bound[ii] = b + change.tasks[ii].duration;
+        lower(Key{b, -1, -1});
+      }
+      for (TaskId x : orphans) {
+        double b = 0.0;
+        for (TaskId p : graph.preds(x))
+          if (!removed(p) && s.key(p) < k0) b = std::max(b, s.end[static_cast<size_t>(p)]);
+        auto it = std::lower_bound(new_into_old.begin(), new_into_old.end(),
+                                   std::pair<TaskId, int32_t>{x, -1});
+        for (; it != new_into_old.end() && it->first == x; ++it)
+          b = std::max(b, end_bound[static_cast<size_t>(it->second)]);
         lower(Key{b, -1, -1});
       }
       if (!(k0 < before)) break;
@@ -462,7 +494,7 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
     std::vector<TaskId>& o = s.order[static_cast<size_t>(r)];
     auto cut = std::lower_bound(o.begin(), o.end(), k0,
                                 [&](TaskId t, const Key& k) { return s.key(t) < k; });
-    if (cut == o.end()) continue;
+    // Every resource is recorded, cut or not: new tasks may land on any of them.
     SavedOrder saved{r, static_cast<size_t>(cut - o.begin()), std::vector<TaskId>(cut, o.end())};
     o.erase(cut, o.end());
     saved_orders.push_back(std::move(saved));
