@@ -4,12 +4,17 @@
 // key strictly grows (ready(succ) >= end(pred) >= ready(pred), and on a tie the level grows), and
 // along a resource's order it grows by definition, so a task's times depend only on tasks with
 // smaller keys. Algorithm 1 dequeues tasks in increasing key order, hence each resource's order
-// is sorted by key. For a change we compute a bound K0 no larger than the key, old or new, of
-// any task the change touches directly (removed tasks, tasks with new durations or predecessors,
-// and a lower bound for the new tasks). By induction on the key, every task with an old key
-// below K0 keeps its inputs and so its times; all others are re-simulated by Algorithm 1 seeded
-// with the kept prefix of each resource's order. Both paths compute every value with the same
-// operations (max, one addition), so the timelines agree bit for bit.
+// is sorted by key. For a change we compute a bound K0 such that
+//   (a) K0 <= the old key of every task the change touches directly: removed tasks, tasks with
+//       a new duration, kept tasks that gain a predecessor;
+//   (b) K0 <= a lower bound of the new key of every new task and every orphan (a kept task that
+//       loses a predecessor and so may become ready earlier than before).
+// Then every re-simulated task (old key >= K0, or new) gets a new key >= K0, by induction along
+// the new dependency order, and every task with an old key below K0 keeps its predecessors, its
+// place on its resource and so its times, by induction on the key. So the delta keeps the prefix
+// of each resource's order below K0 and runs Algorithm 1 on the rest, seeded with that prefix.
+// Both paths compute every value with the same operations (max, one addition), so the
+// timelines agree bit for bit.
 #include "analysis/simulator.h"
 
 #include <algorithm>
@@ -300,6 +305,12 @@ Expected<Timeline> simulate(const TaskGraph& graph) {
   return make_timeline(graph, schedule, peaks);
 }
 
+Expected<double> simulate_step_time(const TaskGraph& graph) {
+  Schedule schedule;
+  PLANNER_TRY(simulate_full(graph, schedule));
+  return schedule.step_time();
+}
+
 struct Simulation::Impl {
   TaskGraph graph;
   Schedule schedule;
@@ -339,7 +350,7 @@ struct Simulation::Impl {
     peak_stale[ri] = 1;
   }
 
-  Expected<std::vector<TaskId>> apply(const Change& change);
+  Expected<NewIds> apply(const Change& change);
   void revert();
 };
 
@@ -389,11 +400,11 @@ Timeline Simulation::timeline() const {
 bool Simulation::has_pending() const { return impl_->pending; }
 DeltaStats Simulation::last_delta() const { return impl_->stats; }
 
-Expected<std::vector<TaskId>> Simulation::apply(const Change& change) {
+Expected<NewIds> Simulation::apply(const Change& change) {
   return impl_->apply(change);
 }
 
-Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
+Expected<NewIds> Simulation::Impl::apply(const Change& change) {
   PLANNER_CHECK(!pending, "apply() with a change pending: accept() or revert() it first");
   PLANNER_TRY(graph.check_change(change));
   PLANNER_TRY(check_cycles(graph, schedule.level, change));
@@ -409,10 +420,12 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
     if (!e.to.is_new) lower(s.key(e.to.index));
   // Two kinds of task can end up with a key below every old key the change touches: new tasks,
   // and orphans (kept tasks that lose a predecessor with the replaced groups), which may become
-  // ready earlier. For both, bound the ready time from below by the predecessors that keep their
-  // times (old keys below K0) and by the bounds of new predecessors (ready + duration bounds the
-  // end, as start >= ready and rounding is monotone). Lowering K0 can drop predecessors from a
-  // bound, so iterate to a fixed point; K0 only decreases.
+  // ready earlier. For both, bound the ready time from below: a predecessor that keeps its times
+  // (old key below K0) by its end, one that is re-simulated by K0's ready time (every
+  // re-simulated task gets a key >= K0, by induction along the new schedule), a new predecessor
+  // by its own bound plus its duration (start >= ready, and rounding is monotone). Lowering K0
+  // moves predecessors from the first kind to the second, so iterate to a fixed point; K0 and
+  // the bounds only decrease.
   std::vector<uint8_t> replaced(static_cast<size_t>(graph.num_groups()), 0);
   for (GroupId g : change.groups) replaced[static_cast<size_t>(g)] = 1;
   auto removed = [&](TaskId t) {
@@ -459,13 +472,17 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
         if (--indeg[static_cast<size_t>(n)] == 0) topo.push_back(n);
     PLANNER_CHECK(topo.size() == m, "new tasks form a cycle after check_cycles");
     std::vector<double> end_bound(m, 0.0);
+    // An existing predecessor below K0 keeps its end; one at or above is re-simulated and (see
+    // the file comment) ends no earlier than K0's ready time.
+    auto end_bound_of = [&](TaskId p) {
+      return s.key(p) < k0 ? s.end[static_cast<size_t>(p)] : k0.ready;
+    };
     while (true) {
       Key before = k0;
       for (int32_t i : topo) {
         auto ii = static_cast<size_t>(i);
         double b = 0.0;
-        for (TaskId p : old_preds[ii])
-          if (s.key(p) < k0) b = std::max(b, s.end[static_cast<size_t>(p)]);
+        for (TaskId p : old_preds[ii]) b = std::max(b, end_bound_of(p));
         for (int32_t p : new_preds[ii]) b = std::max(b, end_bound[static_cast<size_t>(p)]);
         end_bound[ii] = b + change.tasks[ii].duration;
         lower(Key{b, -1, -1});
@@ -473,7 +490,7 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
       for (TaskId x : orphans) {
         double b = 0.0;
         for (TaskId p : graph.preds(x))
-          if (!removed(p) && s.key(p) < k0) b = std::max(b, s.end[static_cast<size_t>(p)]);
+          if (!removed(p)) b = std::max(b, end_bound_of(p));
         auto it = std::lower_bound(new_into_old.begin(), new_into_old.end(),
                                    std::pair<TaskId, int32_t>{x, -1});
         for (; it != new_into_old.end() && it->first == x; ++it)
@@ -544,17 +561,29 @@ Expected<std::vector<TaskId>> Simulation::Impl::apply(const Change& change) {
   for (TaskId t : resim) in_change[static_cast<size_t>(t)] = 0;
   step_time = s.step_time();
 
-  // Memory: every buffer whose allocation or release moved, appeared or went.
-  for (TaskId t : resim)
-    for (BufferId b : graph.task_buffers(t)) mark_memory(graph.buffer(b).resource);
+  // Memory: every resource with a buffer whose allocation or release moved, appeared or went.
+  // Finding them costs a scattered read per buffer; past a small share of the graph, marking
+  // every resource that holds buffers is cheaper and only makes later queries recompute more.
+  if (resim.size() * 8 > static_cast<size_t>(graph.num_tasks())) {
+    for (ResourceId r = 0; r < graph.num_resources(); ++r)
+      if (!graph.resource_buffers(r).empty()) mark_memory(r);
+  } else {
+    for (TaskId t : resim)
+      for (BufferId b : graph.task_buffers(t)) mark_memory(graph.buffer(b).resource);
+  }
   for (BufferId b : applied.removed_buffers) mark_memory(graph.buffer(b).resource);
   for (BufferId b : applied.new_buffers) mark_memory(graph.buffer(b).resource);
   for (const auto& ob : applied.old_releasers) mark_memory(graph.buffer(ob.first).resource);
 
   stats.resimulated = static_cast<int32_t>(resim.size());
+  stats.moved = 0;
+  for (const SavedTask& st : saved_tasks)
+    if (st.start != s.start[static_cast<size_t>(st.id)] || st.end != s.end[static_cast<size_t>(st.id)])
+      ++stats.moved;
+  stats.kept_until = k0.ready;
   stats.tasks = graph.num_tasks();
   pending = true;
-  return applied.new_tasks;
+  return NewIds{applied.new_tasks, applied.new_buffers};
 }
 
 void Simulation::accept() {

@@ -42,10 +42,16 @@ struct Timeline {
 /// (TaskGraph::validate), or a dependency cycle, naming a task on it.
 Expected<Timeline> simulate(const TaskGraph& graph);
 
+/// Full simulation computing only the makespan: what a search without delta simulation pays
+/// per proposal. Errors as simulate().
+Expected<double> simulate_step_time(const TaskGraph& graph);
+
 /// Work done by the last Simulation::apply.
 struct DeltaStats {
   int32_t resimulated = 0;  ///< tasks whose schedule was recomputed
   int32_t tasks = 0;        ///< alive tasks after the change
+  int32_t moved = 0;        ///< re-simulated old tasks whose start or end changed
+  double kept_until = 0.0;  ///< tasks ready before this time kept their schedule
 };
 
 /// A task graph with its simulated schedule, for a search that proposes changes and accepts or
@@ -79,8 +85,9 @@ class Simulation {
 
   /// Applies `change` and updates the schedule. Requires no pending change. On an error (the
   /// change is invalid for the graph, or its edges close a dependency cycle, named in the
-  /// message) nothing changes and nothing is pending. Returns the ids of the new tasks.
-  Expected<std::vector<TaskId>> apply(const Change& change);
+  /// message) nothing changes and nothing is pending. Returns the ids of the new tasks and
+  /// buffers.
+  Expected<NewIds> apply(const Change& change);
   /// Keeps the pending change.
   void accept();
   /// Drops the pending change: graph and schedule return to what they were before apply().

@@ -111,6 +111,13 @@ struct Change {
   std::vector<std::pair<TaskId, double>> durations;
 };
 
+/// Ids a change gave to its new tasks and buffers, in the order of Change::tasks and
+/// Change::buffers.
+struct NewIds {
+  std::vector<TaskId> tasks;
+  std::vector<BufferId> buffers;
+};
+
 /// What TaskGraph::apply did: the ids it used and what it needs to undo the change.
 struct AppliedChange {
   std::vector<TaskId> new_tasks;        ///< ids given to Change::tasks, in order
