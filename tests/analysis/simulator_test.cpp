@@ -513,11 +513,26 @@ TEST_CASE("delta: a change late in a pipeline re-simulates only what follows it"
       g.add_edge(prev, c);
       g.add_edge(c, t);
     }
+    if (prev != kNoTask) {
+      // The previous output lives until this op (or its transfer) has read it.
+      g.add_buffer({"out" + std::to_string(i - 1), dev[(i - 1) % 2], 100 + i,
+                    prev, {t}, groups[static_cast<size_t>(i - 1)]});
+    }
     compute.push_back(t);
     prev = t;
   }
+  g.add_buffer({"weights", dev[0], 5000, kNoTask, {}, kNoGroup});
+  // On a third device, a buffer held until op192 ends (at 241 before the change, 241.75 after)
+  // and one allocated at 241.3 by an unrelated task: they overlap only after the change.
+  ResourceId side = g.add_resource({"gpu2"});
+  g.add_buffer({"held", side, 10, compute[150], {compute[192]}, groups[150]});
+  TaskId wait = g.add_task(make_task("wait", side, 241.3));
+  TaskId alloc = g.add_task(make_task("alloc", side, 1.0));
+  g.add_edge(wait, alloc);
+  g.add_buffer({"late", side, 20, alloc, {}, kNoGroup});
   auto sim = Simulation::create(g);
   REQUIRE(sim.has_value());
+  const Timeline original = sim->timeline();  // also fills the peak-memory cache
   // Op 190 moves to the other device and needs no transfer in: tasks of ops 190..199 and the
   // transfers after it are re-simulated, nothing before.
   Change c;
@@ -525,13 +540,24 @@ TEST_CASE("delta: a change late in a pipeline re-simulates only what follows it"
   c.tasks.push_back(make_task("op190'", dev[1], 2.0, groups[190]));
   c.edges = {{TaskRef::existing(compute[189]), TaskRef::added(0)}};
   for (TaskId n : g.succs(compute[190])) c.edges.push_back({TaskRef::added(0), TaskRef::existing(n)});
+  // op189's output is now read by op190' directly, on the other device.
+  BufferId out189 = 0;
+  while (g.buffer(out189).name != "out189") ++out189;
+  c.releases.push_back({out189, TaskRef::added(0)});
+  c.buffers.push_back({"out190'", dev[1], 7, false, TaskRef::added(0), {}, groups[190]});
+  for (TaskId n : g.succs(compute[190])) c.buffers.back().releasers.push_back(TaskRef::existing(n));
   REQUIRE(sim->apply(c).has_value());
-  CHECK(sim->last_delta().resimulated <= 2 * 10);
+  CHECK(sim->last_delta().resimulated <= 2 * 10);  // under 1/8: memory marks buffers one by one
   CHECK(sim->last_delta().resimulated >= 10);
   TaskGraph changed = g;
   REQUIRE(changed.apply(c).has_value());
-  CHECK(difference(sim->timeline(), must_simulate(changed)) == "");
+  Timeline full = must_simulate(changed);
+  CHECK(difference(sim->timeline(), full) == "");
+  CHECK(original.resources[side].peak_memory == 20);
+  CHECK(full.resources[side].peak_memory == 30);
   CHECK(sim->step_time() == doctest::Approx(200.0 + 199 * 0.25 + 1.0 - 0.25));
+  sim->revert();
+  CHECK(difference(sim->timeline(), original) == "");
 }
 
 TEST_CASE("delta: peak memory queried between changes matches full simulation") {
