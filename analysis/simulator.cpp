@@ -50,6 +50,9 @@ struct LaterKey {
 struct Schedule {
   std::vector<double> ready, start, end;
   std::vector<int32_t> level;
+  // Copies of each task's resource and duration, dense for the hot loop (a Task is far larger).
+  std::vector<ResourceId> resource;
+  std::vector<double> duration;
   std::vector<std::vector<TaskId>> order;  // per resource, sorted by key
   // Scratch for a run: predecessors not yet simulated (only meaningful for queued tasks).
   std::vector<int32_t> remaining;
@@ -63,6 +66,8 @@ struct Schedule {
       end.resize(n, 0.0);
       level.resize(n, 0);
       remaining.resize(n, 0);
+      resource.resize(n, kNoResource);
+      duration.resize(n, 0.0);
     }
     order.resize(static_cast<size_t>(graph.num_resources()));
   }
@@ -80,12 +85,11 @@ struct Schedule {
       TaskId t = heap.back().id;
       heap.pop_back();
       auto ti = static_cast<size_t>(t);
-      const Task& task = graph.task(t);
-      std::vector<TaskId>& on_resource = order[static_cast<size_t>(task.resource)];
+      std::vector<TaskId>& on_resource = order[static_cast<size_t>(resource[ti])];
       double s = ready[ti];
       if (!on_resource.empty()) s = std::max(s, end[static_cast<size_t>(on_resource.back())]);
       start[ti] = s;
-      end[ti] = s + task.duration;
+      end[ti] = s + duration[ti];
       on_resource.push_back(t);
       ++simulated;
       for (TaskId n : graph.succs(t)) {
@@ -147,6 +151,8 @@ Expected<void> simulate_full(const TaskGraph& graph, Schedule& schedule) {
     schedule.level[ti] = 0;
     if (!graph.alive(t)) continue;
     ++alive;
+    schedule.resource[ti] = graph.task(t).resource;
+    schedule.duration[ti] = graph.task(t).duration;
     schedule.remaining[ti] = static_cast<int32_t>(graph.preds(t).size());
     if (schedule.remaining[ti] == 0) schedule.heap.push_back(schedule.key(t));
   }
@@ -552,6 +558,9 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
     s.ready[ti] = ready;
     s.level[ti] = lvl;
     s.remaining[ti] = remaining;
+    // New tasks and tasks with new durations are all re-simulated: refresh their copies here.
+    s.resource[ti] = graph.task(t).resource;
+    s.duration[ti] = graph.task(t).duration;
     if (remaining == 0) s.heap.push_back(s.key(t));
   }
   std::make_heap(s.heap.begin(), s.heap.end(), LaterKey{});
@@ -601,6 +610,9 @@ void Simulation::revert() {
 void Simulation::Impl::revert() {
   graph.undo(applied);
   Schedule& s = schedule;
+  // Only re-simulated tasks read these copies, and they are refreshed first; restoring them
+  // keeps the arrays equal to the graph anyway.
+  for (const auto& [t, seconds] : applied.old_durations) s.duration[static_cast<size_t>(t)] = seconds;
   for (const SavedOrder& so : saved_orders) {
     std::vector<TaskId>& o = s.order[static_cast<size_t>(so.resource)];
     o.resize(so.kept);
