@@ -72,7 +72,9 @@ struct Schedule {
     order.resize(static_cast<size_t>(graph.num_resources()));
   }
 
-  Key key(TaskId t) const { return {ready[static_cast<size_t>(t)], level[static_cast<size_t>(t)], t}; }
+  Key key(TaskId t) const {
+    return {ready[static_cast<size_t>(t)], level[static_cast<size_t>(t)], t};
+  }
 
   /// Algorithm 1 from the current state: `heap` holds the tasks whose predecessors have all been
   /// simulated, `remaining` counts the others' unsimulated predecessors, ready/level of a queued
@@ -177,9 +179,8 @@ int64_t peak_memory_of(const TaskGraph& graph, const Schedule& schedule, Resourc
   std::vector<Event> events;
   for (BufferId b : graph.resource_buffers(r)) {
     const Buffer& buffer = graph.buffer(b);
-    double alloc = buffer.producer == kNoTask
-                       ? -kInf
-                       : schedule.start[static_cast<size_t>(buffer.producer)];
+    double alloc =
+        buffer.producer == kNoTask ? -kInf : schedule.start[static_cast<size_t>(buffer.producer)];
     double free = buffer.releasers.empty() ? kInf : -kInf;
     for (TaskId t : buffer.releasers) free = std::max(free, schedule.end[static_cast<size_t>(t)]);
     if (!(free > alloc) || buffer.bytes == 0) continue;
@@ -266,7 +267,8 @@ Expected<void> check_cycles(const TaskGraph& graph, const std::vector<int32_t>& 
     if (r.is_new) return new_out[static_cast<size_t>(r.index)];
     std::vector<TaskRef> out;
     for (TaskId s : graph.succs(r.index))
-      if (!removed(s) && level[static_cast<size_t>(s)] <= bound) out.push_back(TaskRef::existing(s));
+      if (!removed(s) && level[static_cast<size_t>(s)] <= bound)
+        out.push_back(TaskRef::existing(s));
     if (auto it = into_new.find(r.index); it != into_new.end())
       for (int32_t i : it->second) out.push_back(TaskRef::added(i));
     return out;
@@ -334,8 +336,8 @@ struct Simulation::Impl {
   AppliedChange applied;
   struct SavedOrder {
     ResourceId resource;
-    size_t kept;                  // length of the kept prefix
-    std::vector<TaskId> suffix;   // the re-simulated part as it was
+    size_t kept;                 // length of the kept prefix
+    std::vector<TaskId> suffix;  // the re-simulated part as it was
   };
   std::vector<SavedOrder> saved_orders;
   struct SavedTask {
@@ -379,8 +381,12 @@ Expected<Simulation> Simulation::create(TaskGraph graph) {
   return Simulation(std::move(impl));
 }
 
-const TaskGraph& Simulation::graph() const { return impl_->graph; }
-double Simulation::step_time() const { return impl_->step_time; }
+const TaskGraph& Simulation::graph() const {
+  return impl_->graph;
+}
+double Simulation::step_time() const {
+  return impl_->step_time;
+}
 double Simulation::start(TaskId id) const {
   PLANNER_CHECK(impl_->graph.alive(id), "task {} is not alive", id);
   return impl_->schedule.start[static_cast<size_t>(id)];
@@ -403,8 +409,12 @@ Timeline Simulation::timeline() const {
     peaks[static_cast<size_t>(r)] = peak_memory(r);
   return make_timeline(impl_->graph, impl_->schedule, peaks);
 }
-bool Simulation::has_pending() const { return impl_->pending; }
-DeltaStats Simulation::last_delta() const { return impl_->stats; }
+bool Simulation::has_pending() const {
+  return impl_->pending;
+}
+DeltaStats Simulation::last_delta() const {
+  return impl_->stats;
+}
 
 Expected<NewIds> Simulation::apply(const Change& change) {
   return impl_->apply(change);
@@ -538,6 +548,12 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
     saved_tasks.push_back({t, s.ready[ti], s.start[ti], s.end[ti], s.level[ti]});
   }
   for (TaskId t : applied.new_tasks) resim.push_back(t);
+  // The dense copies of resource and duration change only for these.
+  for (TaskId t : applied.new_tasks) {
+    s.resource[static_cast<size_t>(t)] = graph.task(t).resource;
+    s.duration[static_cast<size_t>(t)] = graph.task(t).duration;
+  }
+  for (const auto& [t, seconds] : change.durations) s.duration[static_cast<size_t>(t)] = seconds;
   for (TaskId t : resim) in_change[static_cast<size_t>(t)] = 1;
 
   // Seed Algorithm 1: predecessors outside the re-simulated set have their final times.
@@ -558,15 +574,12 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
     s.ready[ti] = ready;
     s.level[ti] = lvl;
     s.remaining[ti] = remaining;
-    // New tasks and tasks with new durations are all re-simulated: refresh their copies here.
-    s.resource[ti] = graph.task(t).resource;
-    s.duration[ti] = graph.task(t).duration;
     if (remaining == 0) s.heap.push_back(s.key(t));
   }
   std::make_heap(s.heap.begin(), s.heap.end(), LaterKey{});
   int64_t simulated = s.run(graph);
-  PLANNER_CHECK(simulated == static_cast<int64_t>(resim.size()),
-                "delta simulated {} of {} tasks", simulated, resim.size());
+  PLANNER_CHECK(simulated == static_cast<int64_t>(resim.size()), "delta simulated {} of {} tasks",
+                simulated, resim.size());
   for (TaskId t : resim) in_change[static_cast<size_t>(t)] = 0;
   step_time = s.step_time();
 
@@ -587,7 +600,8 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
   stats.resimulated = static_cast<int32_t>(resim.size());
   stats.moved = 0;
   for (const SavedTask& st : saved_tasks)
-    if (st.start != s.start[static_cast<size_t>(st.id)] || st.end != s.end[static_cast<size_t>(st.id)])
+    if (st.start != s.start[static_cast<size_t>(st.id)] ||
+        st.end != s.end[static_cast<size_t>(st.id)])
       ++stats.moved;
   stats.kept_until = k0.ready;
   stats.tasks = graph.num_tasks();
@@ -610,9 +624,8 @@ void Simulation::revert() {
 void Simulation::Impl::revert() {
   graph.undo(applied);
   Schedule& s = schedule;
-  // Only re-simulated tasks read these copies, and they are refreshed first; restoring them
-  // keeps the arrays equal to the graph anyway.
-  for (const auto& [t, seconds] : applied.old_durations) s.duration[static_cast<size_t>(t)] = seconds;
+  for (auto it = applied.old_durations.rbegin(); it != applied.old_durations.rend(); ++it)
+    s.duration[static_cast<size_t>(it->first)] = it->second;
   for (const SavedOrder& so : saved_orders) {
     std::vector<TaskId>& o = s.order[static_cast<size_t>(so.resource)];
     o.resize(so.kept);

@@ -31,11 +31,11 @@ struct ResourceUsage {
 /// The result of a simulation. Arrays are indexed by TaskId over the graph's task_capacity();
 /// entries of removed (free) ids are NaN.
 struct Timeline {
-  std::vector<double> start;  ///< seconds from the start of the step
-  std::vector<double> end;    ///< start + duration
-  double step_time = 0.0;     ///< makespan: the latest end, 0 for an empty graph
-  std::vector<ResourceUsage> resources;      ///< per resource
-  std::vector<std::vector<TaskId>> order;    ///< per resource, its tasks in execution order
+  std::vector<double> start;               ///< seconds from the start of the step
+  std::vector<double> end;                 ///< start + duration
+  double step_time = 0.0;                  ///< makespan: the latest end, 0 for an empty graph
+  std::vector<ResourceUsage> resources;    ///< per resource
+  std::vector<std::vector<TaskId>> order;  ///< per resource, its tasks in execution order
 };
 
 /// Simulates `graph` from scratch (FlexFlow Algorithm 1). Errors: invalid durations or sizes

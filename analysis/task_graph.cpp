@@ -14,7 +14,9 @@ void erase_one(std::vector<TaskId>& list, TaskId value) {
   list.erase(it);
 }
 
-bool valid_duration(double seconds) { return std::isfinite(seconds) && seconds >= 0.0; }
+bool valid_duration(double seconds) {
+  return std::isfinite(seconds) && seconds >= 0.0;
+}
 
 }  // namespace
 
@@ -108,10 +110,10 @@ BufferId TaskGraph::add_buffer(Buffer buffer) {
                 buffer.name);
   PLANNER_CHECK(buffer.group >= kNoGroup && buffer.group < num_groups(), "buffer '{}'",
                 buffer.name);
-  PLANNER_CHECK(buffer.producer == kNoTask ||
-                    (buffer.producer >= 0 && buffer.producer < task_capacity() &&
-                     alive(buffer.producer)),
-                "buffer '{}': producer {}", buffer.name, buffer.producer);
+  PLANNER_CHECK(
+      buffer.producer == kNoTask ||
+          (buffer.producer >= 0 && buffer.producer < task_capacity() && alive(buffer.producer)),
+      "buffer '{}': producer {}", buffer.name, buffer.producer);
   for (TaskId t : buffer.releasers)
     PLANNER_CHECK(t >= 0 && t < task_capacity() && alive(t), "buffer '{}': releaser {}",
                   buffer.name, t);
@@ -172,8 +174,10 @@ Expected<void> TaskGraph::check_change(const Change& change) const {
     if (t.group < 0 || t.group >= num_groups() || !replaced[static_cast<size_t>(t.group)])
       return make_error("change: new task '{}' is not in a group the change replaces", t.name);
     if (!valid_duration(t.duration))
-      return make_error("change: new task '{}': duration {} is not a finite number of seconds "
-                        ">= 0", t.name, t.duration);
+      return make_error(
+          "change: new task '{}': duration {} is not a finite number of seconds "
+          ">= 0",
+          t.name, t.duration);
     if (t.bytes < 0) return make_error("change: new task '{}': negative byte count", t.name);
   }
   for (const ChangeEdge& e : change.edges) {
@@ -218,7 +222,8 @@ Expected<void> TaskGraph::check_change(const Change& change) const {
   for (GroupId g : change.groups) {
     for (BufferId b : group_buffers_[static_cast<size_t>(g)]) {
       TaskId p = buffer(b).producer;
-      if (p != kNoTask && (task(p).group == kNoGroup || !replaced[static_cast<size_t>(task(p).group)]))
+      if (p != kNoTask &&
+          (task(p).group == kNoGroup || !replaced[static_cast<size_t>(task(p).group)]))
         return make_error("change: buffer '{}' is replaced but its producer {} stays",
                           buffer(b).name, describe_task(*this, p));
     }
@@ -227,8 +232,8 @@ Expected<void> TaskGraph::check_change(const Change& change) const {
         const Buffer& buf = buffer(b);
         if (buf.producer == t &&
             (buf.group == kNoGroup || !replaced[static_cast<size_t>(buf.group)]))
-          return make_error("change: buffer '{}' stays but its producer {} is replaced",
-                            buf.name, describe_task(*this, t));
+          return make_error("change: buffer '{}' stays but its producer {} is replaced", buf.name,
+                            describe_task(*this, t));
       }
   }
   return ok();

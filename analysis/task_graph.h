@@ -45,21 +45,21 @@ enum class TaskKind : uint8_t {
 
 /// A task: a fixed duration on one resource.
 struct Task {
-  std::string name;                  ///< shown in traces and error messages
-  ResourceId resource = kNoResource; ///< where it runs
-  TaskKind kind = TaskKind::kCompute;
-  double duration = 0.0;             ///< seconds, finite and >= 0
-  int64_t bytes = 0;                 ///< bytes moved (comm tasks); reported per link
-  int32_t op = -1;                   ///< plan-level operator it belongs to, -1: none
-  GroupId group = kNoGroup;          ///< unit of replacement; kNoGroup: never replaced
+  std::string name;                    ///< shown in traces and error messages
+  ResourceId resource = kNoResource;   ///< where it runs
+  TaskKind kind = TaskKind::kCompute;  ///< compute on a device, or a transfer on a link
+  double duration = 0.0;               ///< seconds, finite and >= 0
+  int64_t bytes = 0;                   ///< bytes moved (comm tasks); reported per link
+  int32_t op = -1;                     ///< plan-level operator it belongs to, -1: none
+  GroupId group = kNoGroup;            ///< unit of replacement; kNoGroup: never replaced
 };
 
 /// A tensor buffer on one device: allocated when its producer starts, freed when the last of its
 /// releasers ends. It is live over [alloc, free); an empty interval holds nothing.
 struct Buffer {
-  std::string name;                  ///< for messages and traces
-  ResourceId resource = kNoResource; ///< the device holding it
-  int64_t bytes = 0;                 ///< size, >= 0
+  std::string name;                   ///< for messages and traces
+  ResourceId resource = kNoResource;  ///< the device holding it
+  int64_t bytes = 0;                  ///< size, >= 0
   /// The task whose start allocates it; kNoTask: resident from before the step (weights,
   /// optimizer state).
   TaskId producer = kNoTask;
@@ -82,19 +82,19 @@ struct TaskRef {
 
 /// A dependency inside a Change: `to` cannot start before `from` ends.
 struct ChangeEdge {
-  TaskRef from;
-  TaskRef to;
+  TaskRef from;  ///< the task that must end first
+  TaskRef to;    ///< the task that waits for it
 };
 
 /// A buffer a Change adds; like Buffer, with producer and releasers as TaskRefs.
 struct ChangeBuffer {
-  std::string name;
-  ResourceId resource = kNoResource;
-  int64_t bytes = 0;
-  bool resident = false;            ///< true: no producer (then `producer` is ignored)
-  TaskRef producer;                 ///< the allocating task (usually a new one)
-  std::vector<TaskRef> releasers;   ///< tasks after whose last end it is freed
-  GroupId group = kNoGroup;         ///< one of Change::groups
+  std::string name;                   ///< for messages and traces
+  ResourceId resource = kNoResource;  ///< the device holding it
+  int64_t bytes = 0;                  ///< size, >= 0
+  bool resident = false;              ///< true: no producer (then `producer` is ignored)
+  TaskRef producer;                   ///< the allocating task (usually a new one)
+  std::vector<TaskRef> releasers;     ///< tasks after whose last end it is freed
+  GroupId group = kNoGroup;           ///< one of Change::groups
 };
 
 /// A new configuration of part of the plan: the tasks and buffers of `groups` are removed and
@@ -114,15 +114,15 @@ struct Change {
 /// Ids a change gave to its new tasks and buffers, in the order of Change::tasks and
 /// Change::buffers.
 struct NewIds {
-  std::vector<TaskId> tasks;
-  std::vector<BufferId> buffers;
+  std::vector<TaskId> tasks;      ///< one per Change::tasks entry
+  std::vector<BufferId> buffers;  ///< one per Change::buffers entry
 };
 
 /// What TaskGraph::apply did: the ids it used and what it needs to undo the change.
 struct AppliedChange {
-  std::vector<TaskId> new_tasks;        ///< ids given to Change::tasks, in order
-  std::vector<TaskId> removed_tasks;    ///< tasks of the replaced groups, ascending
-  std::vector<BufferId> new_buffers;    ///< ids given to Change::buffers, in order
+  std::vector<TaskId> new_tasks;          ///< ids given to Change::tasks, in order
+  std::vector<TaskId> removed_tasks;      ///< tasks of the replaced groups, ascending
+  std::vector<BufferId> new_buffers;      ///< ids given to Change::buffers, in order
   std::vector<BufferId> removed_buffers;  ///< buffers of the replaced groups, ascending
   /// Existing tasks whose duration changed, with their old durations.
   std::vector<std::pair<TaskId, double>> old_durations;

@@ -28,12 +28,12 @@ std::string to_chrome_trace(const TaskGraph& graph, const Timeline& timeline) {
   std::map<int32_t, bool> processes;  // node -> seen, ordered for deterministic metadata
   for (ResourceId r = 0; r < graph.num_resources(); ++r) processes[graph.resource(r).node] = true;
   for (const auto& [node, seen] : processes) {
-    nlohmann::json name = {{"ph", "M"},
-                           {"name", "process_name"},
-                           {"pid", pid_of(node)},
-                           {"tid", 0},
-                           {"args", {{"name", node >= 0 ? fmt::format("node {}", node)
-                                                         : std::string("unplaced")}}}};
+    nlohmann::json name = {
+        {"ph", "M"},
+        {"name", "process_name"},
+        {"pid", pid_of(node)},
+        {"tid", 0},
+        {"args", {{"name", node >= 0 ? fmt::format("node {}", node) : std::string("unplaced")}}}};
     nlohmann::json sort = {{"ph", "M"},
                            {"name", "process_sort_index"},
                            {"pid", pid_of(node)},

@@ -70,7 +70,8 @@ class SyntheticStep {
         if (a / kDevicesPerNode != b / kDevicesPerNode)
           link_[static_cast<size_t>(a * kDevices + b)] = a < b ? net01 : net10;
 
-    for (int i = 0; i < num_ops_(); ++i) op_group_.push_back(graph_.add_group("op" + std::to_string(i)));
+    for (int i = 0; i < num_ops_(); ++i)
+      op_group_.push_back(graph_.add_group("op" + std::to_string(i)));
     for (int e = 0; e < static_cast<int>(edges_.size()); ++e)
       edge_group_.push_back(graph_.add_group("edge" + std::to_string(e)));
     for (int i = 0; i < num_ops_(); ++i) config_.push_back(random_config());
@@ -115,8 +116,10 @@ class SyntheticStep {
       auto op = static_cast<size_t>(p.ops[k]);
       compute_[op].clear();
       outputs_[op].clear();
-      for (int32_t i : p.compute_index[k]) compute_[op].push_back(ids.tasks[static_cast<size_t>(i)]);
-      for (int32_t i : p.output_index[k]) outputs_[op].push_back(ids.buffers[static_cast<size_t>(i)]);
+      for (int32_t i : p.compute_index[k])
+        compute_[op].push_back(ids.tasks[static_cast<size_t>(i)]);
+      for (int32_t i : p.output_index[k])
+        outputs_[op].push_back(ids.buffers[static_cast<size_t>(i)]);
     }
     if (p.op >= 0) config_[static_cast<size_t>(p.op)] = p.config;
   }
@@ -172,13 +175,15 @@ class SyntheticStep {
     }
     auto task_ref = [&](int op, int j) {
       int k = slot[static_cast<size_t>(op)];
-      return k >= 0 ? TaskRef::added(p.compute_index[static_cast<size_t>(k)][static_cast<size_t>(j)])
-                    : TaskRef::existing(compute_[static_cast<size_t>(op)][static_cast<size_t>(j)]);
+      return k >= 0
+                 ? TaskRef::added(p.compute_index[static_cast<size_t>(k)][static_cast<size_t>(j)])
+                 : TaskRef::existing(compute_[static_cast<size_t>(op)][static_cast<size_t>(j)]);
     };
     auto release = [&](int op, int j, TaskRef by) {
       int k = slot[static_cast<size_t>(op)];
       if (k >= 0)
-        c.buffers[static_cast<size_t>(p.output_index[static_cast<size_t>(k)][static_cast<size_t>(j)])]
+        c.buffers[static_cast<size_t>(
+                      p.output_index[static_cast<size_t>(k)][static_cast<size_t>(j)])]
             .releasers.push_back(by);
       else
         c.releases.push_back({outputs_[static_cast<size_t>(op)][static_cast<size_t>(j)], by});
@@ -192,7 +197,8 @@ class SyntheticStep {
       // Consumer slice j of b reads the overlapping producer slices i of a.
       for (int j = 0; j < cb.degree; ++j) {
         for (int i = 0; i < ca.degree; ++i) {
-          double lo = std::max(static_cast<double>(i) / ca.degree, static_cast<double>(j) / cb.degree);
+          double lo =
+              std::max(static_cast<double>(i) / ca.degree, static_cast<double>(j) / cb.degree);
           double hi = std::min(static_cast<double>(i + 1) / ca.degree,
                                static_cast<double>(j + 1) / cb.degree);
           if (hi <= lo) continue;
@@ -203,7 +209,8 @@ class SyntheticStep {
             release(a, i, consumer);
             continue;
           }
-          auto bytes = static_cast<int64_t>(static_cast<double>(out_bytes_[static_cast<size_t>(a)]) * (hi - lo));
+          auto bytes = static_cast<int64_t>(
+              static_cast<double>(out_bytes_[static_cast<size_t>(a)]) * (hi - lo));
           bool same_node = src / kDevicesPerNode == dst / kDevicesPerNode;
           Task t;
           t.name = fmt::format("x{}:{}->{}", e, src, dst);

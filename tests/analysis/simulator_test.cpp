@@ -144,9 +144,9 @@ TEST_CASE("peak memory follows lifetimes: frees at an instant come before alloca
   g.add_edge(a, b);
   g.add_edge(b, c);
   g.add_buffer({"W", g0, 1000, kNoTask, {}, kNoGroup});  // resident, never freed
-  g.add_buffer({"X", g0, 100, a, {b}, kNoGroup});         // [0, 5)
-  g.add_buffer({"Y", g0, 50, b, {c}, kNoGroup});          // [2, 6)
-  g.add_buffer({"Z", g0, 30, c, {c}, kNoGroup});          // workspace [5, 6)
+  g.add_buffer({"X", g0, 100, a, {b}, kNoGroup});        // [0, 5)
+  g.add_buffer({"Y", g0, 50, b, {c}, kNoGroup});         // [2, 6)
+  g.add_buffer({"Z", g0, 30, c, {c}, kNoGroup});         // workspace [5, 6)
   Timeline tl = must_simulate(g);
   CHECK(tl.step_time == 6.0);
   // At 2: W + X + Y = 1150. At 5, X is freed before Z is allocated: W + Y + Z = 1080. Holding
@@ -165,10 +165,10 @@ TEST_CASE("peak memory: a buffer with several releasers lives until the last one
   TaskId later = g.add_task(make_task("later", g0, 1.0));
   g.add_edge(p, r1);
   g.add_edge(p, r2);
-  g.add_edge(r1, late);   // [2, 3]
-  g.add_edge(r2, later);  // [6, 7]
-  g.add_buffer({"act", g0, 64, p, {r1, r2}, kNoGroup});  // [0, 6)
-  g.add_buffer({"tmp", g0, 8, late, {late}, kNoGroup});   // [2, 3): overlaps act
+  g.add_edge(r1, late);                                     // [2, 3]
+  g.add_edge(r2, later);                                    // [6, 7]
+  g.add_buffer({"act", g0, 64, p, {r1, r2}, kNoGroup});     // [0, 6)
+  g.add_buffer({"tmp", g0, 8, late, {late}, kNoGroup});     // [2, 3): overlaps act
   g.add_buffer({"out", g0, 16, later, {later}, kNoGroup});  // [6, 7): act already freed
   Timeline tl = must_simulate(g);
   CHECK(tl.end[r2] == 6.0);
@@ -314,10 +314,14 @@ struct RandomGraph {
 double random_duration(std::mt19937& rng) {
   // Small integers make ties (and zero durations) common; tenths make rounding matter.
   switch (rng() % 4) {
-    case 0: return static_cast<double>(rng() % 4);
-    case 1: return 0.1 * static_cast<double>(rng() % 30);
-    case 2: return 0.0;
-    default: return std::ldexp(static_cast<double>(rng() % 1000), -7);
+    case 0:
+      return static_cast<double>(rng() % 4);
+    case 1:
+      return 0.1 * static_cast<double>(rng() % 30);
+    case 2:
+      return 0.0;
+    default:
+      return std::ldexp(static_cast<double>(rng() % 1000), -7);
   }
 }
 
@@ -406,7 +410,8 @@ Change random_change(std::mt19937& rng, const TaskGraph& g, int num_groups) {
       b.bytes = 1 + static_cast<int64_t>(rng() % 100);
       b.producer = TaskRef::added(i);
       b.group = c.tasks.back().group;
-      if (rng() % 2 == 0) b.releasers.push_back(TaskRef::added(static_cast<int32_t>(rng() % (i + 1))));
+      if (rng() % 2 == 0)
+        b.releasers.push_back(TaskRef::added(static_cast<int32_t>(rng() % (i + 1))));
       if (!kept.empty() && rng() % 2 == 0) b.releasers.push_back(TaskRef::existing(pick_kept()));
       c.buffers.push_back(std::move(b));
     }
@@ -508,15 +513,19 @@ TEST_CASE("delta: a change late in a pipeline re-simulates only what follows it"
     groups.push_back(grp);
     TaskId t = g.add_task(make_task("op" + std::to_string(i), dev[i % 2], 1.0, grp));
     if (prev != kNoTask) {
-      TaskId c = g.add_task(make_task("x" + std::to_string(i), link, 0.25, grp,
-                                      TaskKind::kComm, 64));
+      TaskId c =
+          g.add_task(make_task("x" + std::to_string(i), link, 0.25, grp, TaskKind::kComm, 64));
       g.add_edge(prev, c);
       g.add_edge(c, t);
     }
     if (prev != kNoTask) {
       // The previous output lives until this op (or its transfer) has read it.
-      g.add_buffer({"out" + std::to_string(i - 1), dev[(i - 1) % 2], 100 + i,
-                    prev, {t}, groups[static_cast<size_t>(i - 1)]});
+      g.add_buffer({"out" + std::to_string(i - 1),
+                    dev[(i - 1) % 2],
+                    100 + i,
+                    prev,
+                    {t},
+                    groups[static_cast<size_t>(i - 1)]});
     }
     compute.push_back(t);
     prev = t;
@@ -539,7 +548,8 @@ TEST_CASE("delta: a change late in a pipeline re-simulates only what follows it"
   c.groups = {groups[190]};
   c.tasks.push_back(make_task("op190'", dev[1], 2.0, groups[190]));
   c.edges = {{TaskRef::existing(compute[189]), TaskRef::added(0)}};
-  for (TaskId n : g.succs(compute[190])) c.edges.push_back({TaskRef::added(0), TaskRef::existing(n)});
+  for (TaskId n : g.succs(compute[190]))
+    c.edges.push_back({TaskRef::added(0), TaskRef::existing(n)});
   // op189's output is now read by op190' directly, on the other device.
   BufferId out189 = 0;
   while (g.buffer(out189).name != "out189") ++out189;
