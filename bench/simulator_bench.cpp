@@ -77,11 +77,13 @@ class SyntheticStep {
     for (int i = 0; i < num_ops_(); ++i) config_.push_back(random_config());
     compute_.resize(seconds_.size());
     outputs_.resize(seconds_.size());
+    empty_ = graph_;
 
-    std::vector<int> all_ops(seconds_.size()), all_edges(edges_.size());
-    for (size_t i = 0; i < all_ops.size(); ++i) all_ops[i] = static_cast<int>(i);
-    for (size_t e = 0; e < all_edges.size(); ++e) all_edges[e] = static_cast<int>(e);
-    Proposal initial = lower(all_ops, all_edges, config_);
+    all_ops_.resize(seconds_.size());
+    all_edges_.resize(edges_.size());
+    for (size_t i = 0; i < all_ops_.size(); ++i) all_ops_[i] = static_cast<int>(i);
+    for (size_t e = 0; e < all_edges_.size(); ++e) all_edges_[e] = static_cast<int>(e);
+    Proposal initial = lower(all_ops_, all_edges_, config_);
     auto applied = graph_.apply(initial.change);
     PLANNER_CHECK(applied.has_value(), "{}", applied.has_value() ? "" : applied.error().message());
     record({applied->new_tasks, applied->new_buffers}, initial);
@@ -108,6 +110,17 @@ class SyntheticStep {
     p.op = op;
     p.config = configs[static_cast<size_t>(op)];
     return p;
+  }
+
+  /// The task graph of the whole plan with `p` applied, lowered from scratch: what FlexFlow's
+  /// full simulation pays before Algorithm 1 (BUILD_TASK_GRAPH).
+  TaskGraph rebuild(const Proposal& p) {
+    std::vector<OpConfig> configs = config_;
+    configs[static_cast<size_t>(p.op)] = p.config;
+    TaskGraph graph = empty_;
+    auto applied = graph.apply(lower(all_ops_, all_edges_, configs).change);
+    PLANNER_CHECK(applied.has_value(), "rebuild failed");
+    return graph;
   }
 
   /// Records the ids an accepted proposal got.
@@ -245,6 +258,8 @@ class SyntheticStep {
   std::vector<std::pair<int, int>> edges_;
   std::vector<std::vector<int>> op_edges_;
   TaskGraph graph_;
+  TaskGraph empty_;  // resources and groups only
+  std::vector<int> all_ops_, all_edges_;
   std::vector<ResourceId> gpu_, link_;
   std::vector<GroupId> op_group_, edge_group_;
   std::vector<OpConfig> config_;
@@ -292,6 +307,19 @@ void BM_ProposeRejectFull(benchmark::State& state) {
   state.counters["tasks"] = graph.num_tasks();
 }
 
+/// A search step as FlexFlow's full simulation does it: lower the whole plan into a new task
+/// graph, simulate it.
+void BM_ProposeRejectRebuild(benchmark::State& state) {
+  SyntheticStep step(static_cast<int>(state.range(0)), kSeed);
+  auto props = proposals(step, 64);
+  size_t k = 0;
+  for (auto _ : state) {
+    TaskGraph graph = step.rebuild(props[k++ % props.size()]);
+    benchmark::DoNotOptimize(*simulate_step_time(graph));
+  }
+  state.counters["tasks"] = step.graph().num_tasks();
+}
+
 /// The same with delta simulation: apply, read the step time, revert.
 void BM_ProposeRejectDelta(benchmark::State& state) {
   SyntheticStep step(static_cast<int>(state.range(0)), kSeed);
@@ -337,6 +365,7 @@ void BM_ProposeAcceptHalfDelta(benchmark::State& state) {
 BENCHMARK(BM_FullSimulationStepTime)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FullSimulationTimeline)->Arg(1600)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ProposeRejectFull)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ProposeRejectRebuild)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ProposeRejectDelta)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ProposeAcceptHalfDelta)->Arg(1600)->Unit(benchmark::kMicrosecond);
 
