@@ -302,6 +302,103 @@ Expected<void> check_cycles(const TaskGraph& graph, const std::vector<int32_t>& 
   return ok();
 }
 
+/// K0 for `change` (see the file comment): the bound below which the current schedule stays.
+/// Requires `change` checked against `graph` and free of cycles, and `s` its current schedule.
+Key delta_cut(const TaskGraph& graph, const Schedule& s, const Change& change) {
+  // K0: the smallest old key among tasks the change touches directly.
+  Key k0{kInf, std::numeric_limits<int32_t>::max(), std::numeric_limits<TaskId>::max()};
+  auto lower = [&](const Key& k) { k0 = std::min(k0, k); };
+  for (GroupId g : change.groups)
+    for (TaskId t : graph.group_tasks(g)) lower(s.key(t));
+  for (const auto& d : change.durations) lower(s.key(d.first));
+  for (const ChangeEdge& e : change.edges)
+    if (!e.to.is_new) lower(s.key(e.to.index));
+  // Two kinds of task can end up with a key below every old key the change touches: new tasks,
+  // and orphans (kept tasks that lose a predecessor with the replaced groups), which may become
+  // ready earlier. For both, bound the ready time from below: a predecessor that keeps its times
+  // (old key below K0) by its end, one that is re-simulated by K0's ready time (every
+  // re-simulated task gets a key >= K0, by induction along the new schedule), a new predecessor
+  // by its own bound plus its duration (start >= ready, and rounding is monotone). Lowering K0
+  // moves predecessors from the first kind to the second, so iterate to a fixed point; K0 and
+  // the bounds only decrease.
+  std::vector<uint8_t> replaced(static_cast<size_t>(graph.num_groups()), 0);
+  for (GroupId g : change.groups) replaced[static_cast<size_t>(g)] = 1;
+  auto removed = [&](TaskId t) {
+    GroupId g = graph.task(t).group;
+    return g != kNoGroup && replaced[static_cast<size_t>(g)];
+  };
+  std::vector<TaskId> orphans;
+  for (GroupId g : change.groups)
+    for (TaskId t : graph.group_tasks(g))
+      for (TaskId n : graph.succs(t))
+        if (!removed(n)) orphans.push_back(n);
+  std::sort(orphans.begin(), orphans.end());
+  orphans.erase(std::unique(orphans.begin(), orphans.end()), orphans.end());
+  const size_t m = change.tasks.size();
+  if (m > 0 || !orphans.empty()) {
+    std::vector<std::vector<int32_t>> new_preds(m);
+    std::vector<std::vector<TaskId>> old_preds(m);
+    std::vector<std::pair<TaskId, int32_t>> new_into_old;  // (kept task, new predecessor)
+    std::vector<int32_t> indeg(m, 0);
+    for (const ChangeEdge& e : change.edges) {
+      if (!e.to.is_new) {
+        new_into_old.emplace_back(e.to.index, e.from.index);
+        continue;
+      }
+      auto to = static_cast<size_t>(e.to.index);
+      if (e.from.is_new) {
+        new_preds[to].push_back(e.from.index);
+        ++indeg[to];
+      } else {
+        old_preds[to].push_back(e.from.index);
+      }
+    }
+    std::sort(new_into_old.begin(), new_into_old.end());
+    // Topological order of the new tasks (check_cycles ruled out cycles).
+    std::vector<std::vector<int32_t>> new_succs(m);
+    for (size_t i = 0; i < m; ++i)
+      for (int32_t p : new_preds[i])
+        new_succs[static_cast<size_t>(p)].push_back(static_cast<int32_t>(i));
+    std::vector<int32_t> topo;
+    for (size_t i = 0; i < m; ++i)
+      if (indeg[i] == 0) topo.push_back(static_cast<int32_t>(i));
+    for (size_t head = 0; head < topo.size(); ++head)
+      for (int32_t n : new_succs[static_cast<size_t>(topo[head])])
+        if (--indeg[static_cast<size_t>(n)] == 0) topo.push_back(n);
+    PLANNER_CHECK(topo.size() == m, "new tasks form a cycle after check_cycles");
+    std::vector<double> end_bound(m, 0.0);
+    // An existing predecessor below K0 keeps its end; one at or above is re-simulated and (see
+    // the file comment) ends no earlier than K0's ready time.
+    auto end_bound_of = [&](TaskId p) {
+      return s.key(p) < k0 ? s.end[static_cast<size_t>(p)] : k0.ready;
+    };
+    while (true) {
+      Key before = k0;
+      for (int32_t i : topo) {
+        auto ii = static_cast<size_t>(i);
+        double b = 0.0;
+        for (TaskId p : old_preds[ii]) b = std::max(b, end_bound_of(p));
+        for (int32_t p : new_preds[ii]) b = std::max(b, end_bound[static_cast<size_t>(p)]);
+        end_bound[ii] = b + change.tasks[ii].duration;
+        lower(Key{b, -1, -1});
+      }
+      for (TaskId x : orphans) {
+        double b = 0.0;
+        for (TaskId p : graph.preds(x))
+          if (!removed(p)) b = std::max(b, end_bound_of(p));
+        auto it = std::lower_bound(new_into_old.begin(), new_into_old.end(),
+                                   std::pair<TaskId, int32_t>{x, -1});
+        for (; it != new_into_old.end() && it->first == x; ++it)
+          b = std::max(b, end_bound[static_cast<size_t>(it->second)]);
+        lower(Key{b, -1, -1});
+      }
+      if (!(k0 < before)) break;
+    }
+  }
+
+  return k0;
+}
+
 }  // namespace
 
 Expected<Timeline> simulate(const TaskGraph& graph) {
@@ -426,99 +523,12 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
   PLANNER_TRY(check_cycles(graph, schedule.level, change));
   Schedule& s = schedule;
 
-  // K0: the smallest old key among tasks the change touches directly.
-  Key k0{kInf, std::numeric_limits<int32_t>::max(), std::numeric_limits<TaskId>::max()};
-  auto lower = [&](const Key& k) { k0 = std::min(k0, k); };
-  for (GroupId g : change.groups)
-    for (TaskId t : graph.group_tasks(g)) lower(s.key(t));
-  for (const auto& d : change.durations) lower(s.key(d.first));
-  for (const ChangeEdge& e : change.edges)
-    if (!e.to.is_new) lower(s.key(e.to.index));
-  // Two kinds of task can end up with a key below every old key the change touches: new tasks,
-  // and orphans (kept tasks that lose a predecessor with the replaced groups), which may become
-  // ready earlier. For both, bound the ready time from below: a predecessor that keeps its times
-  // (old key below K0) by its end, one that is re-simulated by K0's ready time (every
-  // re-simulated task gets a key >= K0, by induction along the new schedule), a new predecessor
-  // by its own bound plus its duration (start >= ready, and rounding is monotone). Lowering K0
-  // moves predecessors from the first kind to the second, so iterate to a fixed point; K0 and
-  // the bounds only decrease.
-  std::vector<uint8_t> replaced(static_cast<size_t>(graph.num_groups()), 0);
-  for (GroupId g : change.groups) replaced[static_cast<size_t>(g)] = 1;
-  auto removed = [&](TaskId t) {
-    GroupId g = graph.task(t).group;
-    return g != kNoGroup && replaced[static_cast<size_t>(g)];
-  };
-  std::vector<TaskId> orphans;
-  for (GroupId g : change.groups)
-    for (TaskId t : graph.group_tasks(g))
-      for (TaskId n : graph.succs(t))
-        if (!removed(n)) orphans.push_back(n);
-  std::sort(orphans.begin(), orphans.end());
-  orphans.erase(std::unique(orphans.begin(), orphans.end()), orphans.end());
-  const size_t m = change.tasks.size();
-  if (m > 0 || !orphans.empty()) {
-    std::vector<std::vector<int32_t>> new_preds(m);
-    std::vector<std::vector<TaskId>> old_preds(m);
-    std::vector<std::pair<TaskId, int32_t>> new_into_old;  // (kept task, new predecessor)
-    std::vector<int32_t> indeg(m, 0);
-    for (const ChangeEdge& e : change.edges) {
-      if (!e.to.is_new) {
-        new_into_old.emplace_back(e.to.index, e.from.index);
-        continue;
-      }
-      auto to = static_cast<size_t>(e.to.index);
-      if (e.from.is_new) {
-        new_preds[to].push_back(e.from.index);
-        ++indeg[to];
-      } else {
-        old_preds[to].push_back(e.from.index);
-      }
-    }
-    std::sort(new_into_old.begin(), new_into_old.end());
-    // Topological order of the new tasks (check_cycles ruled out cycles).
-    std::vector<std::vector<int32_t>> new_succs(m);
-    for (size_t i = 0; i < m; ++i)
-      for (int32_t p : new_preds[i])
-        new_succs[static_cast<size_t>(p)].push_back(static_cast<int32_t>(i));
-    std::vector<int32_t> topo;
-    for (size_t i = 0; i < m; ++i)
-      if (indeg[i] == 0) topo.push_back(static_cast<int32_t>(i));
-    for (size_t head = 0; head < topo.size(); ++head)
-      for (int32_t n : new_succs[static_cast<size_t>(topo[head])])
-        if (--indeg[static_cast<size_t>(n)] == 0) topo.push_back(n);
-    PLANNER_CHECK(topo.size() == m, "new tasks form a cycle after check_cycles");
-    std::vector<double> end_bound(m, 0.0);
-    // An existing predecessor below K0 keeps its end; one at or above is re-simulated and (see
-    // the file comment) ends no earlier than K0's ready time.
-    auto end_bound_of = [&](TaskId p) {
-      return s.key(p) < k0 ? s.end[static_cast<size_t>(p)] : k0.ready;
-    };
-    while (true) {
-      Key before = k0;
-      for (int32_t i : topo) {
-        auto ii = static_cast<size_t>(i);
-        double b = 0.0;
-        for (TaskId p : old_preds[ii]) b = std::max(b, end_bound_of(p));
-        for (int32_t p : new_preds[ii]) b = std::max(b, end_bound[static_cast<size_t>(p)]);
-        end_bound[ii] = b + change.tasks[ii].duration;
-        lower(Key{b, -1, -1});
-      }
-      for (TaskId x : orphans) {
-        double b = 0.0;
-        for (TaskId p : graph.preds(x))
-          if (!removed(p)) b = std::max(b, end_bound_of(p));
-        auto it = std::lower_bound(new_into_old.begin(), new_into_old.end(),
-                                   std::pair<TaskId, int32_t>{x, -1});
-        for (; it != new_into_old.end() && it->first == x; ++it)
-          b = std::max(b, end_bound[static_cast<size_t>(it->second)]);
-        lower(Key{b, -1, -1});
-      }
-      if (!(k0 < before)) break;
-    }
-  }
+  const Key k0 = delta_cut(graph, s, change);
 
-  // Cut each resource's order at K0 (still under the old keys), then change the graph.
-  saved_orders.clear();
+  // Cut each resource's order at K0 (still under the old keys), then change the graph. Every
+  // resource is recorded, cut or not, as new tasks may land on any; the records keep their
+  // storage from one change to the next.
+  saved_orders.resize(static_cast<size_t>(graph.num_resources()));
   saved_tasks.clear();
   saved_peaks.clear();
   saved_step_time = step_time;
@@ -527,10 +537,11 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
     std::vector<TaskId>& o = s.order[static_cast<size_t>(r)];
     auto cut = std::lower_bound(o.begin(), o.end(), k0,
                                 [&](TaskId t, const Key& k) { return s.key(t) < k; });
-    // Every resource is recorded, cut or not: new tasks may land on any of them.
-    SavedOrder saved{r, static_cast<size_t>(cut - o.begin()), std::vector<TaskId>(cut, o.end())};
+    SavedOrder& saved = saved_orders[static_cast<size_t>(r)];
+    saved.resource = r;
+    saved.kept = static_cast<size_t>(cut - o.begin());
+    saved.suffix.assign(cut, o.end());
     o.erase(cut, o.end());
-    saved_orders.push_back(std::move(saved));
   }
   auto result = graph.apply(change);
   PLANNER_CHECK(result.has_value(), "a checked change failed to apply: {}",
