@@ -73,7 +73,7 @@ class Simulation {
 
   /// The graph as changed by the pending change, if any.
   const TaskGraph& graph() const;
-  /// The makespan of the current schedule. O(number of resources).
+  /// The makespan of the current schedule (kept up to date by apply() and revert(): O(1)).
   double step_time() const;
   /// Start and end of an alive task.
   double start(TaskId id) const;
