@@ -67,6 +67,7 @@ class Simulation {
   /// Runs a full simulation of `graph`. Errors as simulate().
   static Expected<Simulation> create(TaskGraph graph);
 
+  /// Movable, not copyable (it owns the graph and its schedule).
   Simulation(Simulation&&) noexcept;
   Simulation& operator=(Simulation&&) noexcept;
   ~Simulation();
@@ -75,8 +76,9 @@ class Simulation {
   const TaskGraph& graph() const;
   /// The makespan of the current schedule (kept up to date by apply() and revert(): O(1)).
   double step_time() const;
-  /// Start and end of an alive task.
+  /// Start of an alive task, in seconds from the start of the step.
   double start(TaskId id) const;
+  /// End of an alive task.
   double end(TaskId id) const;
   /// Peak live buffer bytes on a resource; recomputed on demand for resources a change touched.
   int64_t peak_memory(ResourceId id) const;

@@ -166,26 +166,35 @@ class TaskGraph {
   /// Undoes `applied`, which must be the last change applied (restores ids and free lists).
   void undo(const AppliedChange& applied);
 
+  /// Number of resources (ids 0 .. n-1).
   int num_resources() const { return static_cast<int>(resources_.size()); }
+  /// Number of groups (ids 0 .. n-1).
   int num_groups() const { return static_cast<int>(groups_.size()); }
   /// Number of task ids in use or free: arrays indexed by TaskId need this size.
   int task_capacity() const { return static_cast<int>(tasks_.size()); }
   /// Number of alive tasks.
   int num_tasks() const { return task_capacity() - static_cast<int>(free_tasks_.size()); }
+  /// Number of buffer ids in use or free: arrays indexed by BufferId need this size.
   int buffer_capacity() const { return static_cast<int>(buffers_.size()); }
 
+  /// The resource `id`.
   const Resource& resource(ResourceId id) const { return resources_.at(static_cast<size_t>(id)); }
+  /// The name given to add_group().
   const std::string& group_name(GroupId id) const { return groups_.at(static_cast<size_t>(id)); }
+  /// The task `id` (0 <= id < task_capacity(); a removed id keeps its last task).
   const Task& task(TaskId id) const { return tasks_[static_cast<size_t>(id)]; }
   /// False for ids of removed tasks (free for reuse).
   bool alive(TaskId id) const { return alive_[static_cast<size_t>(id)] != 0; }
+  /// Tasks that must end before `id` starts, and tasks waiting for `id`, in no particular order.
   const std::vector<TaskId>& preds(TaskId id) const { return preds_[static_cast<size_t>(id)]; }
   const std::vector<TaskId>& succs(TaskId id) const { return succs_[static_cast<size_t>(id)]; }
   /// Alive tasks of a group, in no particular order.
   const std::vector<TaskId>& group_tasks(GroupId id) const {
     return group_tasks_.at(static_cast<size_t>(id));
   }
+  /// The buffer `id` (0 <= id < buffer_capacity()).
   const Buffer& buffer(BufferId id) const { return buffers_[static_cast<size_t>(id)]; }
+  /// False for ids of removed buffers.
   bool buffer_alive(BufferId id) const { return buffer_alive_[static_cast<size_t>(id)] != 0; }
   /// Alive buffers a task allocates or releases (the ones its timing moves).
   const std::vector<BufferId>& task_buffers(TaskId id) const {
