@@ -286,6 +286,33 @@ void BM_FullSimulationTimeline(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 
+/// Building a graph with the builder API: N tasks on 16 devices, two dependencies and one buffer
+/// each.
+void BM_BuildTaskGraph(benchmark::State& state) {
+  const auto n = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    TaskGraph g;
+    for (int d = 0; d < kDevices; ++d) g.add_resource({"gpu" + std::to_string(d)});
+    GroupId group = g.add_group("all");
+    for (int i = 0; i < n; ++i) {
+      const auto r = static_cast<ResourceId>(i % kDevices);
+      Task t;
+      t.name = "t" + std::to_string(i);
+      t.resource = r;
+      t.duration = 1e-4;
+      t.group = group;
+      TaskId id = g.add_task(std::move(t));
+      if (i >= 1) g.add_edge(id - 1, id);
+      if (i >= 17) g.add_edge(id - 17, id);
+      g.add_buffer({"b" + std::to_string(i), r, 1024, id, {}, group});
+    }
+    benchmark::DoNotOptimize(g.num_tasks());
+  }
+  state.counters["tasks/s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
 /// Proposals are drawn in advance: every one is rejected, so the state they apply to is fixed.
 std::vector<SyntheticStep::Proposal> proposals(SyntheticStep& step, int n) {
   std::vector<SyntheticStep::Proposal> out;
@@ -362,6 +389,7 @@ void BM_ProposeAcceptHalfDelta(benchmark::State& state) {
 
 // The argument is the number of operators (half forward, half backward); 1600 operators lower to
 // about 48k tasks on the 16 GPUs and their links.
+BENCHMARK(BM_BuildTaskGraph)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FullSimulationStepTime)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FullSimulationTimeline)->Arg(1600)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ProposeRejectFull)->Arg(250)->Arg(1000)->Arg(1600)->Unit(benchmark::kMicrosecond);
