@@ -333,6 +333,28 @@ TEST_CASE("BatchNormalization (inference): splits along batch, channels and spac
   CHECK(region(s, c, "input_var", 1) == "[16..31]");
 }
 
+TEST_CASE("Expand broadcasts to more dimensions; Clip with or without bounds reads its input") {
+  ir::Graph g = GraphBuilder()
+                    .input("x", {8, 1})
+                    .input("hi", {})
+                    .constant("shape", {4, 8, 16})
+                    .op("expand", "Expand", {"x", "shape"}, {{"y", {4, 8, 16}}})
+                    .op("clip", "Clip", {"x"}, {{"c1", {8, 1}}})
+                    .op("clip_max", "Clip", {"x", "", "hi"}, {{"c2", {8, 1}}})
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& e = strategies_of(cache, g, "expand");
+  REQUIRE(e.analysis->output_vars.size() == 3);
+  CHECK(region(e, strategy(e, e.analysis->output_vars[0]), "input", 1) == "[0..7, 0..0]");
+  CHECK(region(e, strategy(e, e.analysis->output_vars[1]), "input", 1) == "[4..7, 0..0]");
+  const OpStrategies& c1 = strategies_of(cache, g, "clip");
+  CHECK(c1.analysis->elementwise);
+  const OpStrategies& c2 = strategies_of(cache, g, "clip_max");
+  const Strategy& rows = strategy(c2, c2.analysis->output_vars[0]);
+  CHECK(region(c2, rows, "input", 1) == "[4..7, 0..0]");
+  CHECK(region(c2, rows, "max", 1) == "[]");
+}
+
 TEST_CASE("an undescribed custom operator is replicated, with one warning per type") {
   ir::Graph g = GraphBuilder()
                     .input("x", {4, 8})
