@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -98,6 +99,7 @@ struct ShowFlags {
   std::string op;
   TdlFlags tdl;
   std::vector<std::string> sizes;  ///< NAME=V items (the option splits on commas)
+  std::vector<std::string> attrs;  ///< NAME=VALUE items (repeatable)
   int variant = 1;                 ///< 1-based
   Format format = Format::kTable;
 };
@@ -121,6 +123,52 @@ Expected<std::map<std::string, int64_t>> parse_sizes(const std::vector<std::stri
     sizes[item.substr(0, eq)] = v;
   }
   return sizes;
+}
+
+// --attr NAME=VALUE: an integer, a float, a list `[1,2]` of integers or floats, or a string.
+Expected<std::map<std::string, tdl::AttrValue>> parse_attrs(const std::vector<std::string>& items) {
+  std::map<std::string, tdl::AttrValue> attrs;
+  auto number = [](const std::string& text) -> std::optional<tdl::AttrValue> {
+    size_t used = 0;
+    try {
+      if (text.find_first_of(".eE") == std::string::npos) {
+        int64_t v = std::stoll(text, &used);
+        if (used == text.size()) return tdl::AttrValue(v);
+      } else {
+        double v = std::stod(text, &used);
+        if (used == text.size()) return tdl::AttrValue(v);
+      }
+    } catch (...) {
+    }
+    return std::nullopt;
+  };
+  for (const std::string& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) return make_error("--attr '{}': expected NAME=VALUE", item);
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+      std::vector<int64_t> ints;
+      std::vector<double> floats;
+      bool is_float = false;
+      std::stringstream list(value.substr(1, value.size() - 2));
+      std::string element;
+      while (std::getline(list, element, ',')) {
+        element.erase(0, element.find_first_not_of(' '));
+        element.erase(element.find_last_not_of(' ') + 1);
+        if (element.empty()) continue;
+        auto v = number(element);
+        if (!v) return make_error("--attr '{}': '{}' is not a number", item, element);
+        if (auto* f = std::get_if<double>(&*v)) is_float = true, floats.push_back(*f);
+        else floats.push_back(static_cast<double>(std::get<int64_t>(*v))), ints.push_back(std::get<int64_t>(*v));
+      }
+      attrs[name] = is_float ? tdl::AttrValue(floats) : tdl::AttrValue(ints);
+    } else if (auto v = number(value)) {
+      attrs[name] = *v;
+    } else {
+      attrs[name] = value;
+    }
+  }
+  return attrs;
 }
 
 // One bound as JSON: an integer when concrete and integral, else its symbolic text.
@@ -242,8 +290,10 @@ int run_show(const ShowFlags& flags) {
                              entry->variants.size(), entry->variants.size() == 1 ? "" : "s"));
   auto sizes = parse_sizes(flags.sizes);
   if (!sizes) return report(sizes.error());
+  auto attrs = parse_attrs(flags.attrs);
+  if (!attrs) return report(attrs.error());
   const tdl::OpDef& def = *entry->variants[static_cast<size_t>(flags.variant - 1)];
-  auto inst = tdl::instantiate_standalone(def, *sizes, {}, entry->source);
+  auto inst = tdl::instantiate_standalone(def, *sizes, *attrs, entry->source);
   if (!inst) return report(inst.error());
   for (const auto& [name, value] : *sizes) {
     bool known = std::find(inst->symbols.begin(), inst->symbols.end(), name) != inst->symbols.end();
@@ -347,6 +397,8 @@ void configure_tdl(CLI::App& app, std::function<int()>& run) {
   show_flags->tdl.add_to(*show);
   show->add_option("--sizes", show_flags->sizes, "concrete sizes, NAME=V,... (regions stay symbolic without)")
       ->delimiter(',');
+  show->add_option("--attr", show_flags->attrs,
+                   "attribute value, NAME=VALUE (an integer, float, [list] or string; repeatable)");
   show->add_option("--variant", show_flags->variant, "which of the operator's definitions to show (1-based)");
   add_format_flag(*show, show_flags->format);
 
