@@ -26,9 +26,12 @@ struct Access {
   const Expr* expr;
   bool is_output;  // reads one of the operator's own outputs (state)
   int tensor;      // index into the instance's inputs or outputs
+  int body;        // the output body the access is in
 };
 
 struct VarInfo {
+  // Reduction variables: their extent. Output variables: the extent in the first output that
+  // has them (outputs of a Split share names but not extents; see Analyzer::out_ext_).
   std::optional<Affine> extent;
   bool is_output = false;
   std::optional<Reducer> reducer;  // reduction variables
@@ -140,16 +143,16 @@ class Analyzer {
       PLANNER_TRY(walk(*inst_.bodies[o], static_cast<int>(o)));
     }
     // Extents from the node's output shapes or from explicit extents.
+    out_ext_.resize(inst_.outputs.size());
     for (size_t o = 0; o < inst_.outputs.size(); ++o) {
       const auto& out = inst_.outputs[o];
       for (size_t d = 0; d < out.vars.size(); ++d) {
-        VarInfo& info = vars_[out.vars[d]];
-        if (info.extent) continue;
+        std::optional<Affine>& extent = out_ext_[o][out.vars[d]];
         if (use_shapes_ && out.shape) {
-          info.extent = Affine((*out.shape)[d]);
+          extent = Affine((*out.shape)[d]);
         } else if (out.extents[d]) {
           PLANNER_TRY_ASSIGN(Affine a, size_affine(*out.extents[d]));
-          info.extent = a;
+          extent = a;
         }
       }
     }
@@ -160,11 +163,11 @@ class Analyzer {
     if (e.kind == ExprKind::kAccess) {
       int in = inst_.find_input(e.name);
       if (in >= 0) {
-        accesses_.push_back({&e, false, in});
+        accesses_.push_back({&e, false, in, body});
       } else {
         int out = inst_.find_output(e.name);
         if (out < 0) return fail(fmt::format("unknown tensor '{}'", e.name));
-        accesses_.push_back({&e, true, out});
+        accesses_.push_back({&e, true, out, body});
       }
     }
     if (e.kind == ExprKind::kReduce) {
@@ -187,6 +190,18 @@ class Analyzer {
   }
 
   bool is_var(const std::string& name) const { return vars_.count(name) > 0; }
+
+  // The extent of `v` as seen from output body `body`.
+  std::optional<Affine>& ext(int body, const std::string& v) {
+    auto& own = out_ext_[static_cast<size_t>(body)];
+    auto it = own.find(v);
+    return it != own.end() ? it->second : vars_[v].extent;
+  }
+  const Affine& ext(int body, const std::string& v) const {
+    const auto& own = out_ext_[static_cast<size_t>(body)];
+    auto it = own.find(v);
+    return it != own.end() ? *it->second : *vars_.at(v).extent;
+  }
 
   // The linear form of an index, or nullopt when it is not linear in index variables (it
   // uses / or %, or multiplies a variable by an unknown size).
@@ -240,8 +255,8 @@ class Analyzer {
       const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
       for (size_t d = 0; d < acc.expr->args.size() && d < dims.size(); ++d) {
         const Expr& index = *acc.expr->args[d];
-        if (index.kind == ExprKind::kName && is_var(index.name) && !vars_[index.name].extent)
-          vars_[index.name].extent = dims[d];
+        if (index.kind == ExprKind::kName && is_var(index.name) && !ext(acc.body, index.name))
+          ext(acc.body, index.name) = dims[d];
       }
     }
     for (bool changed = true; changed;) {
@@ -255,30 +270,38 @@ class Analyzer {
           std::string unknown;
           int unknown_count = 0;
           for (const auto& [v, c] : lin->coefs)
-            if (!(c == Rational(0)) && !vars_[v].extent) ++unknown_count, unknown = v;
+            if (!(c == Rational(0)) && !ext(acc.body, v)) ++unknown_count, unknown = v;
           if (unknown_count != 1) continue;
           Rational c = lin->coefs[unknown];
           if (c < Rational(0)) continue;
           Affine upper = lin->rest;
           for (const auto& [v, k] : lin->coefs)
-            if (v != unknown && Rational(0) < k) upper = upper + (*vars_[v].extent - Affine(1)) * k;
+            if (v != unknown && Rational(0) < k) upper = upper + (*ext(acc.body, v) - Affine(1)) * k;
           Affine room = dims[d] - Affine(1) - upper;
           Affine extent = room.is_constant() ? Affine((room.constant() / c).floor() + 1) : room / c + Affine(1);
-          vars_[unknown].extent = extent;
+          ext(acc.body, unknown) = extent;
           changed = true;
         }
       }
     }
     // An output variable no access determines (an opaque function's result, Tofu's
     // BatchCholesky `i, j`) gets the output's own size symbol, `out.d`, as its extent.
-    for (const auto& out : inst_.outputs) {
+    // A variable that only a sibling output determines takes its extent from there.
+    for (size_t o = 0; o < inst_.outputs.size(); ++o) {
+      const auto& out = inst_.outputs[o];
       for (size_t d = 0; d < out.vars.size(); ++d) {
-        VarInfo& info = vars_[out.vars[d]];
-        if (info.extent) continue;
-        info.extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
+        std::optional<Affine>& extent = out_ext_[o][out.vars[d]];
+        for (size_t p = 0; p < out_ext_.size() && !extent; ++p) {
+          auto it = out_ext_[p].find(out.vars[d]);
+          if (it != out_ext_[p].end() && it->second) extent = it->second;
+        }
+        if (extent) continue;
+        extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
         result_.symbolic = true;
       }
     }
+    for (size_t o = out_ext_.size(); o-- > 0;)
+      for (const auto& [v, extent] : out_ext_[o]) vars_[v].extent = extent;
     for (const auto& v : result_.reduction_vars)
       if (!vars_[v].extent)
         return fail(fmt::format("cannot infer the extent of reduction variable '{}'; bind it as '{} < extent'", v, v));
@@ -342,13 +365,15 @@ class Analyzer {
   }
 
   // The regions every access reads for one assignment of ranges to variables.
-  Expected<void> read_regions(const std::map<std::string, Interval>& ranges, std::vector<std::optional<Region>>& inputs,
+  Expected<void> read_regions(const std::vector<std::map<std::string, Interval>>& body_ranges,
+                              std::vector<std::optional<Region>>& inputs,
                               std::vector<std::optional<Region>>& outputs) const {
     for (const auto& acc : accesses_) {
+      const auto& ranges = body_ranges[static_cast<size_t>(acc.body)];
       std::vector<Interval> bounds;
       if (acc.is_output) {
         for (const auto& v : inst_.outputs[static_cast<size_t>(acc.tensor)].vars)
-          bounds.push_back(Interval::range(*vars_.at(v).extent));
+          bounds.push_back(Interval::range(ext(acc.tensor, v)));
       } else {
         for (const auto& d : access_dims_[static_cast<size_t>(acc.tensor)]) bounds.push_back(Interval::range(d));
       }
@@ -426,6 +451,12 @@ class Analyzer {
     return out;
   }
 
+  // Worker w's half of `var` in output body `body`.
+  Interval worker_half(size_t body, const std::string& var, Strategy::Kind kind, int w) const {
+    const Affine& extent = kind == Strategy::Kind::kOutput ? ext(static_cast<int>(body), var) : *vars_.at(var).extent;
+    return Interval::range(extent).halves()[static_cast<size_t>(w)];
+  }
+
   Expected<Strategy> strategy(const std::string& var, Strategy::Kind kind) const {
     Strategy s;
     s.var = var;
@@ -443,11 +474,17 @@ class Analyzer {
     s.output_regions.resize(n_out);
     s.state_regions.resize(n_out);
     for (int w = 0; w < 2; ++w) {
-      std::map<std::string, Interval> ranges;
-      for (const auto& [name, info] : vars_) ranges[name] = Interval::range(*info.extent);
-      ranges[var] = s.halves[static_cast<size_t>(w)];
+      // Each body sees its own output's extents (a Split's outputs differ in size).
+      std::vector<std::map<std::string, Interval>> body_ranges(n_out);
+      for (size_t o = 0; o < n_out; ++o) {
+        auto& ranges = body_ranges[o];
+        for (const auto& [name, info] : vars_)
+          if (!info.is_output) ranges[name] = Interval::range(*info.extent);
+        for (const auto& [name, extent] : out_ext_[o]) ranges[name] = Interval::range(*extent);
+        if (ranges.count(var)) ranges[var] = worker_half(o, var, kind, w);
+      }
       std::vector<std::optional<Region>> inputs(n_in), states(n_out);
-      PLANNER_TRY(read_regions(ranges, inputs, states));
+      PLANNER_TRY(read_regions(body_ranges, inputs, states));
       for (size_t i = 0; i < n_in; ++i) {
         Region view;
         if (inputs[i]) {
@@ -463,7 +500,7 @@ class Analyzer {
         Region region;
         for (const auto& v : inst_.outputs[o].vars) {
           bool split_here = kind == Strategy::Kind::kOutput && v == var;
-          region.dims.push_back(split_here ? s.halves[static_cast<size_t>(w)] : Interval::range(*vars_.at(v).extent));
+          region.dims.push_back(split_here ? worker_half(o, v, kind, w) : Interval::range(ext(static_cast<int>(o), v)));
         }
         s.output_regions[o][static_cast<size_t>(w)] = region;
         if (states[o]) {
@@ -504,10 +541,10 @@ class Analyzer {
       if (args.size() != vars.size() || dims.size() != args.size()) return false;
       for (size_t d = 0; d < args.size(); ++d) {
         const Expr& index = *args[d];
-        if (index.kind == ExprKind::kName && index.name == vars[d] && *vars_.at(vars[d]).extent == dims[d]) continue;
+        const Affine& extent = ext(acc.body, vars[d]);
+        if (index.kind == ExprKind::kName && index.name == vars[d] && extent == dims[d]) continue;
         // A size-1 dimension read at 0 under an output dimension of extent 1 is the identity too.
-        if (index.kind == ExprKind::kInt && index.int_value == 0 && dims[d] == Affine(1) &&
-            *vars_.at(vars[d]).extent == Affine(1))
+        if (index.kind == ExprKind::kInt && index.int_value == 0 && dims[d] == Affine(1) && extent == Affine(1))
           continue;
         return false;
       }
@@ -522,6 +559,8 @@ class Analyzer {
   std::vector<std::vector<Affine>> input_dims_;
   std::vector<std::vector<Affine>> access_dims_;
   std::map<std::string, VarInfo> vars_;
+  // Per output, the extent of each of its index variables.
+  std::vector<std::map<std::string, std::optional<Affine>>> out_ext_;
   std::set<std::pair<int, std::string>> top_level_;
   std::vector<Access> accesses_;
 };

@@ -244,6 +244,17 @@ TEST_CASE("reshape uses concrete strides; concat clips each input") {
   CHECK(input_regions(c, "e1", 1) == "[0..1, 0..0] | [0..1, 1..4]");
 }
 
+TEST_CASE("split outputs of different sizes each keep their own extents") {
+  OpAnalysis a = analyze_ok(for_node("op Split<axis = 0>(input[...]) -> outputs*[...] = split(input, axis)\n", "Split",
+                                     {{8, 10}}, {{8, 2}, {8, 3}, {8, 5}}, {{"axis", int64_t{1}}}));
+  CHECK(vars_of(a) == "e0 e1");
+  CHECK(input_regions(a, "e0", 0) == "[0..3, 0..9] | [4..7, 0..9]");
+  // Splitting the columns halves every output: worker 0 reads the first half of each part.
+  CHECK(input_regions(a, "e1", 0) == "[0..7, 0..7] | [0..7, 1..9]");
+  CHECK(output_regions(a, "e1", 2) == "[0..7, 0..2] | [0..7, 3..4]");
+  CHECK(output_regions(a, "e1", 0) == "[0..7, 0..0] | [0..7, 1..1]");
+}
+
 TEST_CASE("max and other reducers; reductions not at the top cannot be split") {
   OpAnalysis a = analyze_ok(standalone("op RowMax(A[M, N]) -> B[i] = max(j: A[i, j])\n", {{"M", 4}, {"N", 6}}));
   CHECK(a.find("j")->output_reduction == Reducer::kMax);
