@@ -214,9 +214,14 @@ ordered_json show_json(const tdl::OpEntry& entry, int variant, const tdl::Instan
     st["reduction"] = s.output_reduction ? ordered_json(analysis::reducer_name(*s.output_reduction)) : nullptr;
     st["inputs"] = ordered_json::array();
     for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i)
-      st["inputs"].push_back({{"name", inst.inputs[i].name},
-                              {"replicated", s.replicated[i]},
-                              {"workers", {region_json(s.input_regions[i][0]), region_json(s.input_regions[i][1])}}});
+    {
+      ordered_json in{{"name", inst.inputs[i].name},
+                      {"replicated", s.replicated[i]},
+                      {"workers", {region_json(s.input_regions[i][0]), region_json(s.input_regions[i][1])}}};
+      if (inst.inputs[i].has_view && i < s.input_view_regions.size())
+        in["view_workers"] = {region_json(s.input_view_regions[i][0]), region_json(s.input_view_regions[i][1])};
+      st["inputs"].push_back(in);
+    }
     st["outputs"] = ordered_json::array();
     for (size_t o = 0; o < inst.outputs.size() && o < s.output_regions.size(); ++o) {
       ordered_json out{{"name", inst.outputs[o].name},
@@ -263,10 +268,17 @@ void print_show_table(const tdl::OpEntry& entry, int variant, const tdl::Instanc
                 s.valid ? "" : fmt::format(": not usable, {}", s.invalid_reason).c_str());
     std::printf("   %-*s  %-*s  %s\n", static_cast<int>(name_width), "tensor", static_cast<int>(region_width),
                 "worker 0", "worker 1");
-    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i)
+    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i) {
       std::printf("   %-*s  %-*s  %s%s\n", static_cast<int>(name_width), inst.inputs[i].name.c_str(),
                   static_cast<int>(region_width), s.input_regions[i][0].to_string().c_str(),
                   s.input_regions[i][1].to_string().c_str(), s.replicated[i] ? "  (replicated)" : "");
+      // A view separates packed parts (an LSTM's gates from its hidden units): its regions are
+      // exact where the declared tensor's can only be a hull.
+      if (inst.inputs[i].has_view && i < s.input_view_regions.size())
+        std::printf("   %-*s  %-*s  %s  (in its view)\n", static_cast<int>(name_width), "",
+                    static_cast<int>(region_width), s.input_view_regions[i][0].to_string().c_str(),
+                    s.input_view_regions[i][1].to_string().c_str());
+    }
     for (size_t o = 0; o < inst.outputs.size() && o < s.output_regions.size(); ++o) {
       bool reduced = o < s.reduced_outputs.size() && s.reduced_outputs[o];
       std::printf("   %-*s  %-*s  %s%s\n", static_cast<int>(name_width), inst.outputs[o].name.c_str(),
