@@ -243,8 +243,24 @@ class OpChecker {
     return error(access.loc, fmt::format("unknown tensor '{}'", access.name));
   }
 
+  // For each declared dimension of `tensor` (its view for viewed inputs): is it a group?
+  std::vector<bool> declared_group_positions(const std::string& tensor) const {
+    std::vector<bool> result;
+    if (const InputDecl* input = op_.find_input(tensor)) {
+      for (const auto& d : input->has_view ? input->view : input->dims)
+        result.push_back(d.kind == DimDecl::Kind::kGroup);
+    } else if (const OutputDecl* output = op_.find_output(tensor)) {
+      for (const auto& d : output->dims) result.push_back(d.is_group);
+    }
+    return result;
+  }
+
   Expected<void> check_access(const Expr& e, const std::vector<std::string>& scope) {
     PLANNER_TRY_ASSIGN(DeclShape shape, decl_shape(e));
+    if (const InputDecl* input = op_.find_input(e.name); input && input->variadic)
+      return error(e.loc,
+                   fmt::format("variadic input '{}' can only be read through concat({}, axis)",
+                               e.name, e.name));
     int fixed = 0;
     std::vector<std::string> groups;
     for (const auto& index : e.args) {
@@ -276,6 +292,17 @@ class OpChecker {
                                        groups.size(), groups.size() == 1 ? "" : "s");
       return error(e.loc,
                    fmt::format("'{}' has {} but is indexed with {}", e.name, declared, used));
+    }
+    if (!broadcast_read) {
+      // Groups must sit where the declaration has them, so each index meets its dimension.
+      std::vector<bool> decl_is_group = declared_group_positions(e.name);
+      for (size_t k = 0; k < e.args.size() && k < decl_is_group.size(); ++k) {
+        if ((e.args[k]->kind == ExprKind::kGroup) != decl_is_group[k])
+          return error(e.args[k]->loc,
+                       fmt::format("index {} of '{}' is {} but the declaration has {} there", k + 1,
+                                   e.name, decl_is_group[k] ? "not a group" : "a group",
+                                   decl_is_group[k] ? "a group" : "a dimension"));
+      }
     }
     return ok();
   }

@@ -155,6 +155,14 @@ TEST_CASE("semantic errors are located with a caret") {
             .find("unknown attribute 'b' in guard") != std::string::npos);
   CHECK(error_of("op F(A[N]) -> B[i] = A[..q]\n").find("unknown group '..q'") != std::string::npos);
   CHECK(error_of("op F(A[n]) -> B[i] = A[i]\n").find("must be a size") != std::string::npos);
+  CHECK(error_of("op F(A[..., N]) -> B[..., i] = A[i, ...]\n") ==
+        "t.tdl:1:34: error: operator 'F': index 1 of 'A' is not a group but the declaration has a "
+        "group there\n"
+        "op F(A[..., N]) -> B[..., i] = A[i, ...]\n"
+        "                                 ^");
+  CHECK(error_of("op F(X*[N]) -> B[i] = X[i]\n")
+            .find("variadic input 'X' can only be read through concat(X, axis)") !=
+        std::string::npos);
 }
 
 TEST_CASE("hostile input gives errors, not crashes") {
