@@ -72,7 +72,7 @@ struct ListFlags {
 
 int run_list(const ListFlags& flags) {
   auto library = flags.tdl.load();
-  if (!library) return report(library.error());
+  if (!library) return report_tdl_error(library.error());
   auto entries = library->entries();
   if (flags.format == Format::kJson) {
     ordered_json j = ordered_json::array();
@@ -311,7 +311,7 @@ void print_show_table(const tdl::OpEntry& entry, int variant, const tdl::Instanc
 
 int run_show(const ShowFlags& flags) {
   auto library = flags.tdl.load();
-  if (!library) return report(library.error());
+  if (!library) return report_tdl_error(library.error());
   const tdl::OpEntry* entry = library->find_by_name(flags.op);
   if (!entry)
     return report(make_error("no description of operator '{}' (see 'planner tdl list')", flags.op));
