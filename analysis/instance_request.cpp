@@ -33,8 +33,10 @@ std::optional<tdl::AttrValue> to_attr_value(const ir::Attribute& a) {
   return std::visit(
       [](const auto& v) -> std::optional<tdl::AttrValue> {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::shared_ptr<const ir::Tensor>>) return std::nullopt;
-        else return tdl::AttrValue(v);
+        if constexpr (std::is_same_v<T, std::shared_ptr<const ir::Tensor>>)
+          return std::nullopt;
+        else
+          return tdl::AttrValue(v);
       },
       a.value);
 }
@@ -56,15 +58,18 @@ class RequestBuilder {
       } else {
         const ir::Tensor& tensor = graph_.tensor(t);
         in.shape = tensor.shape;
-        if (tensor.has_data() && is_integer(tensor.dtype) && tensor.num_elements() <= kMaxConstantElements)
+        if (tensor.has_data() && is_integer(tensor.dtype) &&
+            tensor.num_elements() <= kMaxConstantElements)
           in.values = tensor.int_values();
       }
       req_.inputs.push_back(std::move(in));
     }
     for (ir::TensorId t : op_.outputs) {
       tdl::InstanceOutput out;
-      if (t == ir::kNoTensor) out.present = false;
-      else out.shape = graph_.tensor(t).shape;
+      if (t == ir::kNoTensor)
+        out.present = false;
+      else
+        out.shape = graph_.tensor(t).shape;
       req_.outputs.push_back(std::move(out));
     }
     PLANNER_TRY(normalise());
@@ -75,7 +80,9 @@ class RequestBuilder {
   Error fail(const std::string& message) const { return Error(node_label(op_) + ": " + message); }
 
   int input_rank(size_t i) const {
-    return i < req_.inputs.size() && req_.inputs[i].present ? static_cast<int>(req_.inputs[i].shape.size()) : -1;
+    return i < req_.inputs.size() && req_.inputs[i].present
+               ? static_cast<int>(req_.inputs[i].shape.size())
+               : -1;
   }
 
   const int64_t* int_attr(const std::string& name) const {
@@ -89,7 +96,8 @@ class RequestBuilder {
 
   // Makes `axis` non-negative for a tensor of rank `rank`; `allow_end` admits axis == rank
   // (Flatten's axis may point past the last dimension).
-  Expected<int64_t> normal_axis(int64_t axis, int64_t rank, const char* what, bool allow_end = false) const {
+  Expected<int64_t> normal_axis(int64_t axis, int64_t rank, const char* what,
+                                bool allow_end = false) const {
     int64_t upper = allow_end ? rank : rank - 1;
     if (axis < -rank || axis > upper)
       return fail(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
@@ -104,8 +112,9 @@ class RequestBuilder {
     if (type == "Conv" || type == "MaxPool" || type == "AveragePool" || type == "LpPool")
       return normalise_window();
     static const std::set<std::string> kAxisOps = {
-        "Softmax", "LogSoftmax", "Hardmax",   "LpNormalization", "LayerNormalization", "Gather",
-        "GatherElements", "Concat", "Split", "Flatten", "ArgMax", "ArgMin", "CumSum"};
+        "Softmax", "LogSoftmax",     "Hardmax", "LpNormalization", "LayerNormalization",
+        "Gather",  "GatherElements", "Concat",  "Split",           "Flatten",
+        "ArgMax",  "ArgMin",         "CumSum"};
     if (type == "CumSum" && input_rank(1) >= 0) {
       if (!req_.inputs[1].values || req_.inputs[1].values->size() != 1)
         return fail("input 'axis' is not a constant scalar");
@@ -156,13 +165,15 @@ class RequestBuilder {
     const std::vector<int64_t>& in_shape = req_.inputs[0].shape;
 
     std::vector<int64_t> kernel;
-    if (const auto* k = ints_attr("kernel_shape")) kernel = *k;
+    if (const auto* k = ints_attr("kernel_shape"))
+      kernel = *k;
     else if (op_.op_type == "Conv" && input_rank(1) == rank)
       kernel.assign(req_.inputs[1].shape.begin() + 2, req_.inputs[1].shape.end());
     else
       return fail("attribute 'kernel_shape' is required");
     if (kernel.size() != spatial)
-      return fail(fmt::format("attribute 'kernel_shape' has {} values, expected {}", kernel.size(), spatial));
+      return fail(fmt::format("attribute 'kernel_shape' has {} values, expected {}", kernel.size(),
+                              spatial));
 
     auto list = [&](const char* name, size_t n, int64_t fill) -> Expected<std::vector<int64_t>> {
       if (const auto* v = ints_attr(name)) {
@@ -191,7 +202,8 @@ class RequestBuilder {
       for (size_t d = 0; d < spatial; ++d) {
         int64_t in = in_shape[d + 2];
         int64_t out = (in + strides[d] - 1) / strides[d];
-        int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in);
+        int64_t total =
+            std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in);
         int64_t small = total / 2, large = total - total / 2;
         pads[d] = auto_pad == "SAME_UPPER" ? small : large;
         pads[d + spatial] = auto_pad == "SAME_UPPER" ? large : small;
@@ -225,7 +237,8 @@ void append_shape(std::string& out, const std::vector<int64_t>& shape) {
 
 std::string node_label(const ir::Op& op) {
   bool default_domain = op.domain.empty() || op.domain == "ai.onnx";
-  return fmt::format("node '{}' ({}{})", op.name, default_domain ? "" : op.domain + ".", op.op_type);
+  return fmt::format("node '{}' ({}{})", op.name, default_domain ? "" : op.domain + ".",
+                     op.op_type);
 }
 
 Expected<tdl::InstanceRequest> make_instance_request(const ir::Graph& graph, ir::OpId op) {
@@ -234,7 +247,8 @@ Expected<tdl::InstanceRequest> make_instance_request(const ir::Graph& graph, ir:
 
 std::string request_key(const tdl::InstanceRequest& request) {
   std::string key = request.domain + '|' + request.op_type + '|';
-  for (const auto& [name, value] : request.attributes) key += name + '=' + tdl::attr_to_string(value) + ';';
+  for (const auto& [name, value] : request.attributes)
+    key += name + '=' + tdl::attr_to_string(value) + ';';
   key += "|in";
   for (const tdl::InstanceInput& in : request.inputs) {
     key += ' ';
@@ -251,8 +265,10 @@ std::string request_key(const tdl::InstanceRequest& request) {
   key += "|out";
   for (const tdl::InstanceOutput& out : request.outputs) {
     key += ' ';
-    if (out.present) append_shape(key, out.shape);
-    else key += '-';
+    if (out.present)
+      append_shape(key, out.shape);
+    else
+      key += '-';
   }
   return key;
 }

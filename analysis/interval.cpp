@@ -36,8 +36,12 @@ Rational make_rational(__int128 num, __int128 den) {
 
 }  // namespace
 
-bool rational_overflowed() { return g_overflowed; }
-void clear_rational_overflow() { g_overflowed = false; }
+bool rational_overflowed() {
+  return g_overflowed;
+}
+void clear_rational_overflow() {
+  g_overflowed = false;
+}
 
 Rational::Rational(int64_t num, int64_t den) : num_(num), den_(den) {
   PLANNER_CHECK(den != 0, "zero denominator");
@@ -57,15 +61,20 @@ int64_t Rational::ceil() const {
 }
 
 Rational operator+(Rational a, Rational b) {
-  return make_rational(static_cast<__int128>(a.num_) * b.den_ + static_cast<__int128>(b.num_) * a.den_,
+  return make_rational(
+      static_cast<__int128>(a.num_) * b.den_ + static_cast<__int128>(b.num_) * a.den_,
+      static_cast<__int128>(a.den_) * b.den_);
+}
+Rational operator-(Rational a, Rational b) {
+  return a + (-b);
+}
+Rational operator*(Rational a, Rational b) {
+  return make_rational(static_cast<__int128>(a.num_) * b.num_,
                        static_cast<__int128>(a.den_) * b.den_);
 }
-Rational operator-(Rational a, Rational b) { return a + (-b); }
-Rational operator*(Rational a, Rational b) {
-  return make_rational(static_cast<__int128>(a.num_) * b.num_, static_cast<__int128>(a.den_) * b.den_);
-}
 Rational operator/(Rational a, Rational b) {
-  return make_rational(static_cast<__int128>(a.num_) * b.den_, static_cast<__int128>(a.den_) * b.num_);
+  return make_rational(static_cast<__int128>(a.num_) * b.den_,
+                       static_cast<__int128>(a.den_) * b.num_);
 }
 bool operator<(Rational a, Rational b) {
   return static_cast<__int128>(a.num_) * b.den_ < static_cast<__int128>(b.num_) * a.den_;
@@ -112,7 +121,9 @@ Affine Affine::operator-() const {
   return r;
 }
 
-Affine operator-(const Affine& a, const Affine& b) { return a + (-b); }
+Affine operator-(const Affine& a, const Affine& b) {
+  return a + (-b);
+}
 
 Affine operator*(const Affine& a, Rational k) {
   if (k == Rational(0)) return Affine(0);
@@ -122,7 +133,9 @@ Affine operator*(const Affine& a, Rational k) {
   return r;
 }
 
-Affine operator/(const Affine& a, Rational k) { return a * (Rational(1) / k); }
+Affine operator/(const Affine& a, Rational k) {
+  return a * (Rational(1) / k);
+}
 
 bool operator==(const Affine& a, const Affine& b) {
   Affine d = a - b;
@@ -160,19 +173,27 @@ std::string Affine::to_string() const {
     bool negative = c < Rational(0);
     Rational m = negative ? -c : c;
     std::string term;
-    if (m.num() == 1) term = name;
-    else term = fmt::format("{}*{}", m.num(), name);
+    if (m.num() == 1)
+      term = name;
+    else
+      term = fmt::format("{}*{}", m.num(), name);
     if (m.den() != 1) term += fmt::format("/{}", m.den());
-    if (out.empty()) out = negative ? "-" + term : term;
-    else out += (negative ? " - " : " + ") + term;
+    if (out.empty())
+      out = negative ? "-" + term : term;
+    else
+      out += (negative ? " - " : " + ") + term;
   }
   if (out.empty()) return constant_.to_string();
-  if (constant_ < Rational(0)) out += " - " + (-constant_).to_string();
-  else if (Rational(0) < constant_) out += " + " + constant_.to_string();
+  if (constant_ < Rational(0))
+    out += " - " + (-constant_).to_string();
+  else if (Rational(0) < constant_)
+    out += " + " + constant_.to_string();
   return out;
 }
 
-bool Interval::is_empty() const { return is_concrete() && hi_.constant() < lo_.constant(); }
+bool Interval::is_empty() const {
+  return is_concrete() && hi_.constant() < lo_.constant();
+}
 
 std::array<Interval, 2> Interval::halves() const {
   Affine n = size();
@@ -184,8 +205,12 @@ std::array<Interval, 2> Interval::halves() const {
   return {Interval(lo_, mid - Affine(1)), Interval(mid, hi_)};
 }
 
-Interval operator+(const Interval& a, const Interval& b) { return Interval(a.lo_ + b.lo_, a.hi_ + b.hi_); }
-Interval operator-(const Interval& a, const Interval& b) { return Interval(a.lo_ - b.hi_, a.hi_ - b.lo_); }
+Interval operator+(const Interval& a, const Interval& b) {
+  return Interval(a.lo_ + b.lo_, a.hi_ + b.hi_);
+}
+Interval operator-(const Interval& a, const Interval& b) {
+  return Interval(a.lo_ - b.hi_, a.hi_ - b.lo_);
+}
 Interval operator*(const Interval& a, Rational k) {
   if (k < Rational(0)) return Interval(a.hi_ * k, a.lo_ * k);
   return Interval(a.lo_ * k, a.hi_ * k);
@@ -194,8 +219,10 @@ Interval operator*(const Interval& a, Rational k) {
 Interval Interval::floor_div(int64_t k) const {
   PLANNER_CHECK(k > 0, "floor_div by {}", k);
   // floor(x / k) >= (x - (k - 1)) / k: conservative where the bound is symbolic.
-  Affine lo = lo_.is_constant() ? Affine((lo_.constant() / Rational(k)).floor()) : (lo_ - Affine(k - 1)) / Rational(k);
-  Affine hi = hi_.is_constant() ? Affine((hi_.constant() / Rational(k)).floor()) : hi_ / Rational(k);
+  Affine lo = lo_.is_constant() ? Affine((lo_.constant() / Rational(k)).floor())
+                                : (lo_ - Affine(k - 1)) / Rational(k);
+  Affine hi =
+      hi_.is_constant() ? Affine((hi_.constant() / Rational(k)).floor()) : hi_ / Rational(k);
   return Interval(lo, hi);
 }
 
@@ -208,13 +235,18 @@ Interval Interval::mod(int64_t k) const {
   return Interval(Affine(0), Affine(k - 1));
 }
 
-std::string Interval::to_string() const { return fmt::format("[{}, {}]", lo_.to_string(), hi_.to_string()); }
-std::string Interval::to_range_string() const { return fmt::format("{}..{}", lo_.to_string(), hi_.to_string()); }
+std::string Interval::to_string() const {
+  return fmt::format("[{}, {}]", lo_.to_string(), hi_.to_string());
+}
+std::string Interval::to_range_string() const {
+  return fmt::format("{}..{}", lo_.to_string(), hi_.to_string());
+}
 
 Expected<Interval> multiply(const Interval& a, const Interval& b) {
   if (b.is_constant_point()) return a * b.lo().constant();
   if (a.is_constant_point()) return b * a.lo().constant();
-  return make_error("product of two intervals {} and {} is not affine", a.to_string(), b.to_string());
+  return make_error("product of two intervals {} and {} is not affine", a.to_string(),
+                    b.to_string());
 }
 
 Interval hull(const Interval& a, const Interval& b, const Interval& fallback) {

@@ -127,7 +127,9 @@ class Interval {
   Interval operator-() const { return Interval(-hi_, -lo_); }
   /// × a constant (bounds swap for a negative one).
   friend Interval operator*(const Interval& a, Rational k);
-  friend bool operator==(const Interval& a, const Interval& b) { return a.lo_ == b.lo_ && a.hi_ == b.hi_; }
+  friend bool operator==(const Interval& a, const Interval& b) {
+    return a.lo_ == b.lo_ && a.hi_ == b.hi_;
+  }
 
   /// Floor division by a positive constant; conservative for symbolic bounds.
   Interval floor_div(int64_t k) const;

@@ -26,9 +26,12 @@ struct Access {
   const Expr* expr;
   bool is_output;  // reads one of the operator's own outputs (state)
   int tensor;      // index into the instance's inputs or outputs
+  int body;        // the output body the access is in
 };
 
 struct VarInfo {
+  // Reduction variables: their extent. Output variables: the extent in the first output that
+  // has them (outputs of a Split share names but not extents; see Analyzer::out_ext_).
   std::optional<Affine> extent;
   bool is_output = false;
   std::optional<Reducer> reducer;  // reduction variables
@@ -45,7 +48,9 @@ struct Linear {
 class Analyzer {
  public:
   Analyzer(const tdl::Instance& inst, bool use_sizes)
-      : inst_(inst), sizes_(use_sizes ? inst.sizes : std::map<std::string, int64_t>{}), use_shapes_(use_sizes) {}
+      : inst_(inst),
+        sizes_(use_sizes ? inst.sizes : std::map<std::string, int64_t>{}),
+        use_shapes_(use_sizes) {}
 
   Expected<OpAnalysis> run() {
     result_.label = inst_.label();
@@ -85,11 +90,14 @@ class Analyzer {
   }
 
  private:
-  Error fail(const std::string& message) const { return Error(fmt::format("{}: {}", inst_.label(), message)); }
+  Error fail(const std::string& message) const {
+    return Error(fmt::format("{}: {}", inst_.label(), message));
+  }
 
   Expected<Affine> size_affine(const Expr& e) const {
     switch (e.kind) {
-      case ExprKind::kInt: return Affine(e.int_value);
+      case ExprKind::kInt:
+        return Affine(e.int_value);
       case ExprKind::kName: {
         auto it = sizes_.find(e.name);
         if (it != sizes_.end()) return Affine(it->second);
@@ -113,9 +121,11 @@ class Analyzer {
           if (a.is_constant()) return Affine((a.constant() / b.constant()).floor());
           return a / b.constant();
         }
-        return fail(fmt::format("size expression '{}' is not affine in the sizes", tdl::to_string(e)));
+        return fail(
+            fmt::format("size expression '{}' is not affine in the sizes", tdl::to_string(e)));
       }
-      default: break;
+      default:
+        break;
     }
     return fail(fmt::format("cannot evaluate size expression '{}'", tdl::to_string(e)));
   }
@@ -132,7 +142,8 @@ class Analyzer {
       // with an output reduction.
       const Expr* top = inst_.bodies[o].get();
       std::optional<Reducer> top_reducer;
-      while (top->kind == ExprKind::kReduce && (!top_reducer || reducer_of(top->name) == top_reducer)) {
+      while (top->kind == ExprKind::kReduce &&
+             (!top_reducer || reducer_of(top->name) == top_reducer)) {
         top_reducer = reducer_of(top->name);
         for (const auto& v : top->vars) top_level_.insert({static_cast<int>(o), v});
         top = top->args[0].get();
@@ -140,16 +151,16 @@ class Analyzer {
       PLANNER_TRY(walk(*inst_.bodies[o], static_cast<int>(o)));
     }
     // Extents from the node's output shapes or from explicit extents.
+    out_ext_.resize(inst_.outputs.size());
     for (size_t o = 0; o < inst_.outputs.size(); ++o) {
       const auto& out = inst_.outputs[o];
       for (size_t d = 0; d < out.vars.size(); ++d) {
-        VarInfo& info = vars_[out.vars[d]];
-        if (info.extent) continue;
+        std::optional<Affine>& extent = out_ext_[o][out.vars[d]];
         if (use_shapes_ && out.shape) {
-          info.extent = Affine((*out.shape)[d]);
+          extent = Affine((*out.shape)[d]);
         } else if (out.extents[d]) {
           PLANNER_TRY_ASSIGN(Affine a, size_affine(*out.extents[d]));
-          info.extent = a;
+          extent = a;
         }
       }
     }
@@ -160,11 +171,11 @@ class Analyzer {
     if (e.kind == ExprKind::kAccess) {
       int in = inst_.find_input(e.name);
       if (in >= 0) {
-        accesses_.push_back({&e, false, in});
+        accesses_.push_back({&e, false, in, body});
       } else {
         int out = inst_.find_output(e.name);
         if (out < 0) return fail(fmt::format("unknown tensor '{}'", e.name));
-        accesses_.push_back({&e, true, out});
+        accesses_.push_back({&e, true, out, body});
       }
     }
     if (e.kind == ExprKind::kReduce) {
@@ -188,11 +199,24 @@ class Analyzer {
 
   bool is_var(const std::string& name) const { return vars_.count(name) > 0; }
 
+  // The extent of `v` as seen from output body `body`.
+  std::optional<Affine>& ext(int body, const std::string& v) {
+    auto& own = out_ext_[static_cast<size_t>(body)];
+    auto it = own.find(v);
+    return it != own.end() ? it->second : vars_[v].extent;
+  }
+  const Affine& ext(int body, const std::string& v) const {
+    const auto& own = out_ext_[static_cast<size_t>(body)];
+    auto it = own.find(v);
+    return it != own.end() ? *it->second : *vars_.at(v).extent;
+  }
+
   // The linear form of an index, or nullopt when it is not linear in index variables (it
   // uses / or %, or multiplies a variable by an unknown size).
   std::optional<Linear> linear(const Expr& e) const {
     switch (e.kind) {
-      case ExprKind::kInt: return Linear{{}, Affine(e.int_value)};
+      case ExprKind::kInt:
+        return Linear{{}, Affine(e.int_value)};
       case ExprKind::kName: {
         if (is_var(e.name)) return Linear{{{e.name, Rational(1)}}, Affine(0)};
         auto a = size_affine(e);
@@ -227,7 +251,8 @@ class Analyzer {
         }
         return std::nullopt;
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -240,8 +265,8 @@ class Analyzer {
       const auto& dims = access_dims_[static_cast<size_t>(acc.tensor)];
       for (size_t d = 0; d < acc.expr->args.size() && d < dims.size(); ++d) {
         const Expr& index = *acc.expr->args[d];
-        if (index.kind == ExprKind::kName && is_var(index.name) && !vars_[index.name].extent)
-          vars_[index.name].extent = dims[d];
+        if (index.kind == ExprKind::kName && is_var(index.name) && !ext(acc.body, index.name))
+          ext(acc.body, index.name) = dims[d];
       }
     }
     for (bool changed = true; changed;) {
@@ -255,45 +280,59 @@ class Analyzer {
           std::string unknown;
           int unknown_count = 0;
           for (const auto& [v, c] : lin->coefs)
-            if (!(c == Rational(0)) && !vars_[v].extent) ++unknown_count, unknown = v;
+            if (!(c == Rational(0)) && !ext(acc.body, v)) ++unknown_count, unknown = v;
           if (unknown_count != 1) continue;
           Rational c = lin->coefs[unknown];
           if (c < Rational(0)) continue;
           Affine upper = lin->rest;
           for (const auto& [v, k] : lin->coefs)
-            if (v != unknown && Rational(0) < k) upper = upper + (*vars_[v].extent - Affine(1)) * k;
+            if (v != unknown && Rational(0) < k)
+              upper = upper + (*ext(acc.body, v) - Affine(1)) * k;
           Affine room = dims[d] - Affine(1) - upper;
-          Affine extent = room.is_constant() ? Affine((room.constant() / c).floor() + 1) : room / c + Affine(1);
-          vars_[unknown].extent = extent;
+          Affine extent =
+              room.is_constant() ? Affine((room.constant() / c).floor() + 1) : room / c + Affine(1);
+          ext(acc.body, unknown) = extent;
           changed = true;
         }
       }
     }
     // An output variable no access determines (an opaque function's result, Tofu's
     // BatchCholesky `i, j`) gets the output's own size symbol, `out.d`, as its extent.
-    for (const auto& out : inst_.outputs) {
+    // A variable that only a sibling output determines takes its extent from there.
+    for (size_t o = 0; o < inst_.outputs.size(); ++o) {
+      const auto& out = inst_.outputs[o];
       for (size_t d = 0; d < out.vars.size(); ++d) {
-        VarInfo& info = vars_[out.vars[d]];
-        if (info.extent) continue;
-        info.extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
+        std::optional<Affine>& extent = out_ext_[o][out.vars[d]];
+        for (size_t p = 0; p < out_ext_.size() && !extent; ++p) {
+          auto it = out_ext_[p].find(out.vars[d]);
+          if (it != out_ext_[p].end() && it->second) extent = it->second;
+        }
+        if (extent) continue;
+        extent = Affine::symbol(fmt::format("{}.{}", out.name, d));
         result_.symbolic = true;
       }
     }
+    for (size_t o = out_ext_.size(); o-- > 0;)
+      for (const auto& [v, extent] : out_ext_[o]) vars_[v].extent = extent;
     for (const auto& v : result_.reduction_vars)
       if (!vars_[v].extent)
-        return fail(fmt::format("cannot infer the extent of reduction variable '{}'; bind it as '{} < extent'", v, v));
+        return fail(fmt::format(
+            "cannot infer the extent of reduction variable '{}'; bind it as '{} < extent'", v, v));
     return ok();
   }
 
   // The interval of an index; nullopt where it cannot be bounded symbolically (a division by
   // a size whose value is unknown), which callers widen to the whole dimension.
-  Expected<std::optional<Interval>> eval_index(const Expr& e, const std::map<std::string, Interval>& ranges,
+  Expected<std::optional<Interval>> eval_index(const Expr& e,
+                                               const std::map<std::string, Interval>& ranges,
                                                const Expr& access) const {
     auto fail_index = [&](const std::string& why) {
-      return fail(fmt::format("cannot analyse index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access), why));
+      return fail(fmt::format("cannot analyse index '{}' of '{}': {}", tdl::to_string(e),
+                              tdl::to_string(access), why));
     };
     switch (e.kind) {
-      case ExprKind::kInt: return std::optional<Interval>(Interval::point(Affine(e.int_value)));
+      case ExprKind::kInt:
+        return std::optional<Interval>(Interval::point(Affine(e.int_value)));
       case ExprKind::kName: {
         auto it = ranges.find(e.name);
         if (it != ranges.end()) return std::optional<Interval>(it->second);
@@ -320,41 +359,48 @@ class Analyzer {
         if (op == "*") {
           auto p = multiply(a, b);
           if (!p)
-            return fail(fmt::format("operator '*' in index '{}' of '{}': {}", tdl::to_string(e), tdl::to_string(access),
-                                    p.error().message()));
+            return fail(fmt::format("operator '*' in index '{}' of '{}': {}", tdl::to_string(e),
+                                    tdl::to_string(access), p.error().message()));
           return std::optional<Interval>(*p);
         }
         if (op == "/" || op == "%") {
           // A divisor that is a size of unknown value (`co / CO` in a grouped convolution)
           // cannot be bounded affinely: the caller takes the whole dimension instead.
           if (b.lo() == b.hi() && !b.is_concrete()) return std::optional<Interval>();
-          if (!b.is_constant_point() || !b.lo().constant().is_integer() || b.lo().constant().num() <= 0)
-            return fail(fmt::format("operator '{}' in index '{}' of '{}': divisor {} is not a positive constant", op,
-                                    tdl::to_string(e), tdl::to_string(access), b.to_string()));
+          if (!b.is_constant_point() || !b.lo().constant().is_integer() ||
+              b.lo().constant().num() <= 0)
+            return fail(fmt::format(
+                "operator '{}' in index '{}' of '{}': divisor {} is not a positive constant", op,
+                tdl::to_string(e), tdl::to_string(access), b.to_string()));
           int64_t k = b.lo().constant().num();
           return std::optional<Interval>(op == "/" ? a.floor_div(k) : a.mod(k));
         }
-        return fail(fmt::format("operator '{}' in index '{}' of '{}': comparison of two intervals {} and {}", op,
-                                tdl::to_string(e), tdl::to_string(access), a.to_string(), b.to_string()));
+        return fail(fmt::format(
+            "operator '{}' in index '{}' of '{}': comparison of two intervals {} and {}", op,
+            tdl::to_string(e), tdl::to_string(access), a.to_string(), b.to_string()));
       }
-      default: return fail_index("not an affine expression");
+      default:
+        return fail_index("not an affine expression");
     }
   }
 
   // The regions every access reads for one assignment of ranges to variables.
-  Expected<void> read_regions(const std::map<std::string, Interval>& ranges, std::vector<std::optional<Region>>& inputs,
+  Expected<void> read_regions(const std::vector<std::map<std::string, Interval>>& body_ranges,
+                              std::vector<std::optional<Region>>& inputs,
                               std::vector<std::optional<Region>>& outputs) const {
     for (const auto& acc : accesses_) {
+      const auto& ranges = body_ranges[static_cast<size_t>(acc.body)];
       std::vector<Interval> bounds;
       if (acc.is_output) {
         for (const auto& v : inst_.outputs[static_cast<size_t>(acc.tensor)].vars)
-          bounds.push_back(Interval::range(*vars_.at(v).extent));
+          bounds.push_back(Interval::range(ext(acc.tensor, v)));
       } else {
-        for (const auto& d : access_dims_[static_cast<size_t>(acc.tensor)]) bounds.push_back(Interval::range(d));
+        for (const auto& d : access_dims_[static_cast<size_t>(acc.tensor)])
+          bounds.push_back(Interval::range(d));
       }
       if (acc.expr->args.size() != bounds.size())
-        return fail(fmt::format("'{}' has {} indices for {} dimensions", tdl::to_string(*acc.expr), acc.expr->args.size(),
-                                bounds.size()));
+        return fail(fmt::format("'{}' has {} indices for {} dimensions", tdl::to_string(*acc.expr),
+                                acc.expr->args.size(), bounds.size()));
       Region region;
       for (size_t d = 0; d < bounds.size(); ++d) {
         const Expr& index = *acc.expr->args[d];
@@ -370,7 +416,8 @@ class Analyzer {
       if (!slot) {
         slot = region;
       } else {
-        for (size_t d = 0; d < bounds.size(); ++d) slot->dims[d] = hull(slot->dims[d], region.dims[d], bounds[d]);
+        for (size_t d = 0; d < bounds.size(); ++d)
+          slot->dims[d] = hull(slot->dims[d], region.dims[d], bounds[d]);
       }
     }
     return ok();
@@ -386,7 +433,8 @@ class Analyzer {
     if (!inst_.inputs[input].has_view) return view_region;
     if (view_region.is_empty()) {
       Region empty;
-      for (size_t d = 0; d < dims.size(); ++d) empty.dims.push_back(Interval(Affine(0), Affine(-1)));
+      for (size_t d = 0; d < dims.size(); ++d)
+        empty.dims.push_back(Interval(Affine(0), Affine(-1)));
       return empty;
     }
     auto times = [](const Affine& a, const Affine& b) -> std::optional<Affine> {
@@ -426,6 +474,13 @@ class Analyzer {
     return out;
   }
 
+  // Worker w's half of `var` in output body `body`.
+  Interval worker_half(size_t body, const std::string& var, Strategy::Kind kind, int w) const {
+    const Affine& extent =
+        kind == Strategy::Kind::kOutput ? ext(static_cast<int>(body), var) : *vars_.at(var).extent;
+    return Interval::range(extent).halves()[static_cast<size_t>(w)];
+  }
+
   Expected<Strategy> strategy(const std::string& var, Strategy::Kind kind) const {
     Strategy s;
     s.var = var;
@@ -443,18 +498,25 @@ class Analyzer {
     s.output_regions.resize(n_out);
     s.state_regions.resize(n_out);
     for (int w = 0; w < 2; ++w) {
-      std::map<std::string, Interval> ranges;
-      for (const auto& [name, info] : vars_) ranges[name] = Interval::range(*info.extent);
-      ranges[var] = s.halves[static_cast<size_t>(w)];
+      // Each body sees its own output's extents (a Split's outputs differ in size).
+      std::vector<std::map<std::string, Interval>> body_ranges(n_out);
+      for (size_t o = 0; o < n_out; ++o) {
+        auto& ranges = body_ranges[o];
+        for (const auto& [name, info] : vars_)
+          if (!info.is_output) ranges[name] = Interval::range(*info.extent);
+        for (const auto& [name, extent] : out_ext_[o]) ranges[name] = Interval::range(*extent);
+        if (ranges.count(var)) ranges[var] = worker_half(o, var, kind, w);
+      }
       std::vector<std::optional<Region>> inputs(n_in), states(n_out);
-      PLANNER_TRY(read_regions(ranges, inputs, states));
+      PLANNER_TRY(read_regions(body_ranges, inputs, states));
       for (size_t i = 0; i < n_in; ++i) {
         Region view;
         if (inputs[i]) {
           view = *inputs[i];
         } else {
           // Not read by any body (a shape input): the worker needs none of it.
-          for (size_t d = 0; d < access_dims_[i].size(); ++d) view.dims.push_back(Interval(Affine(0), Affine(-1)));
+          for (size_t d = 0; d < access_dims_[i].size(); ++d)
+            view.dims.push_back(Interval(Affine(0), Affine(-1)));
         }
         s.input_view_regions[i][static_cast<size_t>(w)] = view;
         s.input_regions[i][static_cast<size_t>(w)] = to_declared(i, view);
@@ -463,7 +525,8 @@ class Analyzer {
         Region region;
         for (const auto& v : inst_.outputs[o].vars) {
           bool split_here = kind == Strategy::Kind::kOutput && v == var;
-          region.dims.push_back(split_here ? s.halves[static_cast<size_t>(w)] : Interval::range(*vars_.at(v).extent));
+          region.dims.push_back(split_here ? worker_half(o, v, kind, w)
+                                           : Interval::range(ext(static_cast<int>(o), v)));
         }
         s.output_regions[o][static_cast<size_t>(w)] = region;
         if (states[o]) {
@@ -496,7 +559,8 @@ class Analyzer {
     for (const auto& out : inst_.outputs)
       if (out.vars != vars) return false;
     for (const auto& body : inst_.bodies)
-      if (has_node(*body, ExprKind::kCall, "opaque") || has_node(*body, ExprKind::kCall, "concat")) return false;
+      if (has_node(*body, ExprKind::kCall, "opaque") || has_node(*body, ExprKind::kCall, "concat"))
+        return false;
     for (const auto& acc : accesses_) {
       if (acc.is_output) return false;
       const auto& args = acc.expr->args;
@@ -504,10 +568,11 @@ class Analyzer {
       if (args.size() != vars.size() || dims.size() != args.size()) return false;
       for (size_t d = 0; d < args.size(); ++d) {
         const Expr& index = *args[d];
-        if (index.kind == ExprKind::kName && index.name == vars[d] && *vars_.at(vars[d]).extent == dims[d]) continue;
+        const Affine& extent = ext(acc.body, vars[d]);
+        if (index.kind == ExprKind::kName && index.name == vars[d] && extent == dims[d]) continue;
         // A size-1 dimension read at 0 under an output dimension of extent 1 is the identity too.
         if (index.kind == ExprKind::kInt && index.int_value == 0 && dims[d] == Affine(1) &&
-            *vars_.at(vars[d]).extent == Affine(1))
+            extent == Affine(1))
           continue;
         return false;
       }
@@ -522,6 +587,8 @@ class Analyzer {
   std::vector<std::vector<Affine>> input_dims_;
   std::vector<std::vector<Affine>> access_dims_;
   std::map<std::string, VarInfo> vars_;
+  // Per output, the extent of each of its index variables.
+  std::vector<std::map<std::string, std::optional<Affine>>> out_ext_;
   std::set<std::pair<int, std::string>> top_level_;
   std::vector<Access> accesses_;
 };
@@ -530,10 +597,14 @@ class Analyzer {
 
 std::string_view reducer_name(Reducer reducer) {
   switch (reducer) {
-    case Reducer::kSum: return "sum";
-    case Reducer::kMax: return "max";
-    case Reducer::kMin: return "min";
-    case Reducer::kProd: return "prod";
+    case Reducer::kSum:
+      return "sum";
+    case Reducer::kMax:
+      return "max";
+    case Reducer::kMin:
+      return "min";
+    case Reducer::kProd:
+      return "prod";
   }
   return "?";
 }
@@ -558,40 +629,51 @@ Expected<OpAnalysis> run_checked(const tdl::Instance& instance, bool use_sizes) 
   auto result = Analyzer(instance, use_sizes).run();
   if (rational_overflowed()) {
     clear_rational_overflow();
-    return make_error("{}: arithmetic overflow in the interval analysis (sizes or constants too large)",
-                      instance.label());
+    return make_error(
+        "{}: arithmetic overflow in the interval analysis (sizes or constants too large)",
+        instance.label());
   }
   return result;
 }
 
 }  // namespace
 
-Expected<OpAnalysis> analyze(const tdl::Instance& instance) { return run_checked(instance, true); }
+Expected<OpAnalysis> analyze(const tdl::Instance& instance) {
+  return run_checked(instance, true);
+}
 
-Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance) { return run_checked(instance, false); }
+Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance) {
+  return run_checked(instance, false);
+}
 
 std::string to_string(const OpAnalysis& analysis, const tdl::Instance& instance) {
   std::string out;
   std::vector<std::string> extents;
-  for (const auto& [v, e] : analysis.extents) extents.push_back(fmt::format("{} = {}", v, e.to_string()));
+  for (const auto& [v, e] : analysis.extents)
+    extents.push_back(fmt::format("{} = {}", v, e.to_string()));
   out += fmt::format("extents: {}\n", fmt::join(extents, ", "));
   if (analysis.elementwise) out += "element-wise\n";
   for (const auto& s : analysis.strategies) {
-    std::string kind = s.kind == Strategy::Kind::kOutput
-                           ? "output"
-                           : fmt::format("reduction, {} of partial outputs", reducer_name(*s.output_reduction));
+    std::string kind =
+        s.kind == Strategy::Kind::kOutput
+            ? "output"
+            : fmt::format("reduction, {} of partial outputs", reducer_name(*s.output_reduction));
     out += fmt::format("split {} ({}): {} | {}{}\n", s.var, kind, s.halves[0].to_range_string(),
-                       s.halves[1].to_range_string(), s.valid ? "" : fmt::format(" (invalid: {})", s.invalid_reason));
+                       s.halves[1].to_range_string(),
+                       s.valid ? "" : fmt::format(" (invalid: {})", s.invalid_reason));
     for (size_t i = 0; i < s.input_regions.size(); ++i) {
-      out += fmt::format("  {}: {} | {}{}\n", instance.inputs[i].name, s.input_regions[i][0].to_string(),
-                         s.input_regions[i][1].to_string(), s.replicated[i] ? " (replicated)" : "");
+      out += fmt::format("  {}: {} | {}{}\n", instance.inputs[i].name,
+                         s.input_regions[i][0].to_string(), s.input_regions[i][1].to_string(),
+                         s.replicated[i] ? " (replicated)" : "");
     }
     for (size_t o = 0; o < s.output_regions.size(); ++o) {
-      out += fmt::format("  -> {}: {} | {}{}\n", instance.outputs[o].name, s.output_regions[o][0].to_string(),
-                         s.output_regions[o][1].to_string(), s.reduced_outputs[o] ? " (partial)" : "");
+      out += fmt::format("  -> {}: {} | {}{}\n", instance.outputs[o].name,
+                         s.output_regions[o][0].to_string(), s.output_regions[o][1].to_string(),
+                         s.reduced_outputs[o] ? " (partial)" : "");
       if (s.state_regions[o])
-        out += fmt::format("  state {}: {} | {}\n", instance.outputs[o].name, (*s.state_regions[o])[0].to_string(),
-                           (*s.state_regions[o])[1].to_string());
+        out +=
+            fmt::format("  state {}: {} | {}\n", instance.outputs[o].name,
+                        (*s.state_regions[o])[0].to_string(), (*s.state_regions[o])[1].to_string());
     }
   }
   return out;

@@ -41,14 +41,14 @@ struct Strategy {
   /// output over the whole output region; the partials are reduced).
   enum class Kind { kOutput, kReduction };
 
-  std::string var;              ///< the split index variable (as named in the Instance)
+  std::string var;  ///< the split index variable (as named in the Instance)
   Kind kind = Kind::kOutput;
-  Interval range;               ///< the variable's whole range [0, extent - 1]
+  Interval range;                  ///< the variable's whole range [0, extent - 1]
   std::array<Interval, 2> halves;  ///< its range on each worker (worker 0 gets ceil(n/2))
   /// False when the split is degenerate: a concrete extent below 2 (a worker would get
   /// nothing). Symbolic extents are assumed splittable.
   bool valid = true;
-  std::string invalid_reason;   ///< why not valid ("extent 1"), empty when valid
+  std::string invalid_reason;  ///< why not valid ("extent 1"), empty when valid
 
   /// Per instance input, the region each worker reads, in the input's declared coordinates,
   /// clipped to its bounds (padding), halos included (conv's dx overlap). An empty region
@@ -75,7 +75,7 @@ struct Strategy {
 
 /// The analysis of one operator instance.
 struct OpAnalysis {
-  std::string label;   ///< the instance's label, for messages
+  std::string label;      ///< the instance's label, for messages
   bool symbolic = false;  ///< some size is unknown: bounds are affine in size symbols
   /// Extent of every index variable: output variables first, then reduction variables.
   std::vector<std::pair<std::string, Affine>> extents;
@@ -83,7 +83,7 @@ struct OpAnalysis {
   std::vector<std::string> reduction_vars;  ///< every reduction variable
   /// Per instance input, its whole region ([0, D - 1] per declared dimension).
   std::vector<Region> input_bounds;
-  std::vector<Strategy> strategies;         ///< see the file comment for the order
+  std::vector<Strategy> strategies;  ///< see the file comment for the order
   /// Every output reads each input at exactly its own index (no reductions, no halos, no
   /// broadcasting, no opaque functions): regions are identical in and out, so a chain of such
   /// operators can be coarsened into one (Tofu, section 5).

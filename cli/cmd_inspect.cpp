@@ -100,7 +100,7 @@ int run_inspect(const InspectFlags& flags) {
     return 0;
   }
   auto library = flags.tdl.load();
-  if (!library) return report(library.error());
+  if (!library) return report_tdl_error(library.error());
   if (flags.strategies) return print_strategies(*graph, *library, flags);
   ir::GraphStats stats = ir::graph_stats(*graph);
   auto counts = sorted_counts(stats.op_counts);

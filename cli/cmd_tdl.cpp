@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,7 +42,8 @@ std::string dump_compact(const ordered_json& j) {
         size_t pos = 0;
         while (pos < inner.size()) {
           size_t comma = inner.find(',', pos);
-          std::string_view item = inner.substr(pos, comma == std::string_view::npos ? inner.size() - pos : comma - pos);
+          std::string_view item =
+              inner.substr(pos, comma == std::string_view::npos ? inner.size() - pos : comma - pos);
           size_t b = item.find_first_not_of(" \n"), e = item.find_last_not_of(" \n");
           if (b != std::string_view::npos) {
             out += first ? "" : ", ";
@@ -70,7 +72,7 @@ struct ListFlags {
 
 int run_list(const ListFlags& flags) {
   auto library = flags.tdl.load();
-  if (!library) return report(library.error());
+  if (!library) return report_tdl_error(library.error());
   auto entries = library->entries();
   if (flags.format == Format::kJson) {
     ordered_json j = ordered_json::array();
@@ -98,6 +100,7 @@ struct ShowFlags {
   std::string op;
   TdlFlags tdl;
   std::vector<std::string> sizes;  ///< NAME=V items (the option splits on commas)
+  std::vector<std::string> attrs;  ///< NAME=VALUE items (repeatable)
   int variant = 1;                 ///< 1-based
   Format format = Format::kTable;
 };
@@ -123,6 +126,56 @@ Expected<std::map<std::string, int64_t>> parse_sizes(const std::vector<std::stri
   return sizes;
 }
 
+// --attr NAME=VALUE: an integer, a float, a list `[1,2]` of integers or floats, or a string.
+Expected<std::map<std::string, tdl::AttrValue>> parse_attrs(const std::vector<std::string>& items) {
+  std::map<std::string, tdl::AttrValue> attrs;
+  auto number = [](const std::string& text) -> std::optional<tdl::AttrValue> {
+    size_t used = 0;
+    try {
+      if (text.find_first_of(".eE") == std::string::npos) {
+        int64_t v = std::stoll(text, &used);
+        if (used == text.size()) return tdl::AttrValue(v);
+      } else {
+        double v = std::stod(text, &used);
+        if (used == text.size()) return tdl::AttrValue(v);
+      }
+    } catch (...) {
+    }
+    return std::nullopt;
+  };
+  for (const std::string& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return make_error("--attr '{}': expected NAME=VALUE", item);
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+      std::vector<int64_t> ints;
+      std::vector<double> floats;
+      bool is_float = false;
+      std::stringstream list(value.substr(1, value.size() - 2));
+      std::string element;
+      while (std::getline(list, element, ',')) {
+        element.erase(0, element.find_first_not_of(' '));
+        element.erase(element.find_last_not_of(' ') + 1);
+        if (element.empty()) continue;
+        auto v = number(element);
+        if (!v) return make_error("--attr '{}': '{}' is not a number", item, element);
+        if (auto* f = std::get_if<double>(&*v))
+          is_float = true, floats.push_back(*f);
+        else
+          floats.push_back(static_cast<double>(std::get<int64_t>(*v))),
+              ints.push_back(std::get<int64_t>(*v));
+      }
+      attrs[name] = is_float ? tdl::AttrValue(floats) : tdl::AttrValue(ints);
+    } else if (auto v = number(value)) {
+      attrs[name] = *v;
+    } else {
+      attrs[name] = value;
+    }
+  }
+  return attrs;
+}
+
 // One bound as JSON: an integer when concrete and integral, else its symbolic text.
 ordered_json bound_json(const analysis::Affine& a) {
   if (a.is_constant() && a.constant().is_integer()) return a.constant().num();
@@ -133,7 +186,8 @@ ordered_json bound_json(const analysis::Affine& a) {
 ordered_json region_json(const analysis::Region& r) {
   if (r.is_empty()) return nullptr;
   ordered_json dims = ordered_json::array();
-  for (const analysis::Interval& i : r.dims) dims.push_back({bound_json(i.lo()), bound_json(i.hi())});
+  for (const analysis::Interval& i : r.dims)
+    dims.push_back({bound_json(i.lo()), bound_json(i.hi())});
   return dims;
 }
 
@@ -163,19 +217,28 @@ ordered_json show_json(const tdl::OpEntry& entry, int variant, const tdl::Instan
     st["kind"] = kind_name(s);
     st["valid"] = s.valid;
     if (!s.valid) st["invalid_reason"] = s.invalid_reason;
-    st["reduction"] = s.output_reduction ? ordered_json(analysis::reducer_name(*s.output_reduction)) : nullptr;
+    st["reduction"] =
+        s.output_reduction ? ordered_json(analysis::reducer_name(*s.output_reduction)) : nullptr;
     st["inputs"] = ordered_json::array();
-    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i)
-      st["inputs"].push_back({{"name", inst.inputs[i].name},
-                              {"replicated", s.replicated[i]},
-                              {"workers", {region_json(s.input_regions[i][0]), region_json(s.input_regions[i][1])}}});
+    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i) {
+      ordered_json in{
+          {"name", inst.inputs[i].name},
+          {"replicated", s.replicated[i]},
+          {"workers", {region_json(s.input_regions[i][0]), region_json(s.input_regions[i][1])}}};
+      if (inst.inputs[i].has_view && i < s.input_view_regions.size())
+        in["view_workers"] = {region_json(s.input_view_regions[i][0]),
+                              region_json(s.input_view_regions[i][1])};
+      st["inputs"].push_back(in);
+    }
     st["outputs"] = ordered_json::array();
     for (size_t o = 0; o < inst.outputs.size() && o < s.output_regions.size(); ++o) {
-      ordered_json out{{"name", inst.outputs[o].name},
-                       {"reduced", o < s.reduced_outputs.size() && s.reduced_outputs[o]},
-                       {"workers", {region_json(s.output_regions[o][0]), region_json(s.output_regions[o][1])}}};
+      ordered_json out{
+          {"name", inst.outputs[o].name},
+          {"reduced", o < s.reduced_outputs.size() && s.reduced_outputs[o]},
+          {"workers", {region_json(s.output_regions[o][0]), region_json(s.output_regions[o][1])}}};
       if (o < s.state_regions.size() && s.state_regions[o])
-        out["state"] = {region_json((*s.state_regions[o])[0]), region_json((*s.state_regions[o])[1])};
+        out["state"] = {region_json((*s.state_regions[o])[0]),
+                        region_json((*s.state_regions[o])[1])};
       st["outputs"].push_back(out);
     }
     j["strategies"].push_back(st);
@@ -203,27 +266,41 @@ void print_show_table(const tdl::OpEntry& entry, int variant, const tdl::Instanc
   for (const auto& out : inst.outputs) name_width = std::max(name_width, out.name.size());
   size_t region_width = 8;
   for (const analysis::Strategy& s : a.strategies) {
-    for (const auto& r : s.input_regions) region_width = std::max(region_width, r[0].to_string().size());
-    for (const auto& r : s.output_regions) region_width = std::max(region_width, r[0].to_string().size());
+    for (const auto& r : s.input_regions)
+      region_width = std::max(region_width, r[0].to_string().size());
+    for (const auto& r : s.output_regions)
+      region_width = std::max(region_width, r[0].to_string().size());
   }
   int n = 0;
   for (const analysis::Strategy& s : a.strategies) {
-    std::string reduction = s.output_reduction ? fmt::format(", partial outputs combined with {}",
-                                                             analysis::reducer_name(*s.output_reduction))
-                                               : "";
-    std::printf("\n%d. split %s (%s%s)%s\n", ++n, s.var.c_str(), kind_name(s).c_str(), reduction.c_str(),
+    std::string reduction = s.output_reduction
+                                ? fmt::format(", partial outputs combined with {}",
+                                              analysis::reducer_name(*s.output_reduction))
+                                : "";
+    std::printf("\n%d. split %s (%s%s)%s\n", ++n, s.var.c_str(), kind_name(s).c_str(),
+                reduction.c_str(),
                 s.valid ? "" : fmt::format(": not usable, {}", s.invalid_reason).c_str());
-    std::printf("   %-*s  %-*s  %s\n", static_cast<int>(name_width), "tensor", static_cast<int>(region_width),
-                "worker 0", "worker 1");
-    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i)
-      std::printf("   %-*s  %-*s  %s%s\n", static_cast<int>(name_width), inst.inputs[i].name.c_str(),
-                  static_cast<int>(region_width), s.input_regions[i][0].to_string().c_str(),
-                  s.input_regions[i][1].to_string().c_str(), s.replicated[i] ? "  (replicated)" : "");
+    std::printf("   %-*s  %-*s  %s\n", static_cast<int>(name_width), "tensor",
+                static_cast<int>(region_width), "worker 0", "worker 1");
+    for (size_t i = 0; i < inst.inputs.size() && i < s.input_regions.size(); ++i) {
+      std::printf(
+          "   %-*s  %-*s  %s%s\n", static_cast<int>(name_width), inst.inputs[i].name.c_str(),
+          static_cast<int>(region_width), s.input_regions[i][0].to_string().c_str(),
+          s.input_regions[i][1].to_string().c_str(), s.replicated[i] ? "  (replicated)" : "");
+      // A view separates packed parts (an LSTM's gates from its hidden units): its regions are
+      // exact where the declared tensor's can only be a hull.
+      if (inst.inputs[i].has_view && i < s.input_view_regions.size())
+        std::printf("   %-*s  %-*s  %s  (in its view)\n", static_cast<int>(name_width), "",
+                    static_cast<int>(region_width), s.input_view_regions[i][0].to_string().c_str(),
+                    s.input_view_regions[i][1].to_string().c_str());
+    }
     for (size_t o = 0; o < inst.outputs.size() && o < s.output_regions.size(); ++o) {
       bool reduced = o < s.reduced_outputs.size() && s.reduced_outputs[o];
-      std::printf("   %-*s  %-*s  %s%s\n", static_cast<int>(name_width), inst.outputs[o].name.c_str(),
-                  static_cast<int>(region_width), s.output_regions[o][0].to_string().c_str(),
-                  s.output_regions[o][1].to_string().c_str(), reduced ? "  (partial: reduced)" : "  (output)");
+      std::printf("   %-*s  %-*s  %s%s\n", static_cast<int>(name_width),
+                  inst.outputs[o].name.c_str(), static_cast<int>(region_width),
+                  s.output_regions[o][0].to_string().c_str(),
+                  s.output_regions[o][1].to_string().c_str(),
+                  reduced ? "  (partial: reduced)" : "  (output)");
       if (o < s.state_regions.size() && s.state_regions[o])
         std::printf("   %-*s  %-*s  %s  (state read back)\n", static_cast<int>(name_width), "",
                     static_cast<int>(region_width), (*s.state_regions[o])[0].to_string().c_str(),
@@ -234,16 +311,19 @@ void print_show_table(const tdl::OpEntry& entry, int variant, const tdl::Instanc
 
 int run_show(const ShowFlags& flags) {
   auto library = flags.tdl.load();
-  if (!library) return report(library.error());
+  if (!library) return report_tdl_error(library.error());
   const tdl::OpEntry* entry = library->find_by_name(flags.op);
-  if (!entry) return report(make_error("no description of operator '{}' (see 'planner tdl list')", flags.op));
+  if (!entry)
+    return report(make_error("no description of operator '{}' (see 'planner tdl list')", flags.op));
   if (flags.variant < 1 || static_cast<size_t>(flags.variant) > entry->variants.size())
     return report(make_error("--variant {}: '{}' has {} variant{}", flags.variant, flags.op,
                              entry->variants.size(), entry->variants.size() == 1 ? "" : "s"));
   auto sizes = parse_sizes(flags.sizes);
   if (!sizes) return report(sizes.error());
+  auto attrs = parse_attrs(flags.attrs);
+  if (!attrs) return report(attrs.error());
   const tdl::OpDef& def = *entry->variants[static_cast<size_t>(flags.variant - 1)];
-  auto inst = tdl::instantiate_standalone(def, *sizes, {}, entry->source);
+  auto inst = tdl::instantiate_standalone(def, *sizes, *attrs, entry->source);
   if (!inst) return report(inst.error());
   for (const auto& [name, value] : *sizes) {
     bool known = std::find(inst->symbols.begin(), inst->symbols.end(), name) != inst->symbols.end();
@@ -285,7 +365,8 @@ int run_check(const CheckFlags& flags) {
     std::fprintf(stderr, "%s\n", file.error().message().c_str());
     return 1;
   }
-  std::printf("%s: %zu definition%s\n", flags.file.c_str(), file->ops.size(), file->ops.size() == 1 ? "" : "s");
+  std::printf("%s: %zu definition%s\n", flags.file.c_str(), file->ops.size(),
+              file->ops.size() == 1 ? "" : "s");
   for (const tdl::OpDef& def : file->ops) {
     // Descriptions that need a node (remaps, required attributes, output extents only a node's
     // shapes give) cannot be analysed alone; that is not a mistake in the file, so they are
@@ -308,9 +389,11 @@ int run_check(const CheckFlags& flags) {
       std::map<std::string, int64_t> sample;
       for (const std::string& symbol : inst->symbols) sample[symbol] = kSampleSize;
       auto concrete = tdl::instantiate_standalone(def, sample, {}, file->source.get());
-      auto retry = concrete ? analysis::analyze(*concrete) : Expected<analysis::OpAnalysis>(concrete.error());
+      auto retry = concrete ? analysis::analyze(*concrete)
+                            : Expected<analysis::OpAnalysis>(concrete.error());
       if (retry) {
-        note = fmt::format(" (with every size {}: symbolically, {})", kSampleSize, first_line(a.error()));
+        note = fmt::format(" (with every size {}: symbolically, {})", kSampleSize,
+                           first_line(a.error()));
         a = std::move(retry);
       } else if (first_line(retry.error()).find("cannot infer the extent") != std::string::npos) {
         std::printf("  %-22s line %-4d not analysed alone: %s\n", def.name.c_str(), def.loc.line,
@@ -318,7 +401,8 @@ int run_check(const CheckFlags& flags) {
         continue;
       } else {
         std::fflush(stdout);
-        std::fprintf(stderr, "%s:%d: error: %s\n", flags.file.c_str(), def.loc.line, retry.error().message().c_str());
+        std::fprintf(stderr, "%s:%d: error: %s\n", flags.file.c_str(), def.loc.line,
+                     retry.error().message().c_str());
         return 1;
       }
     }
@@ -337,21 +421,29 @@ void configure_tdl(CLI::App& app, std::function<int()>& run) {
   app.require_subcommand(1);
 
   auto list_flags = std::make_shared<ListFlags>();
-  CLI::App* list = app.add_subcommand("list", "list the described operators: op, domain, variants, file:line");
+  CLI::App* list =
+      app.add_subcommand("list", "list the described operators: op, domain, variants, file:line");
   list_flags->tdl.add_to(*list);
   add_format_flag(*list, list_flags->format);
 
   auto show_flags = std::make_shared<ShowFlags>();
-  CLI::App* show = app.add_subcommand("show", "an operator's partition strategies and the regions each worker reads");
-  show->add_option("op", show_flags->op, "operator: MatMul, Conv1d, com.example.MyOp, ...")->required();
+  CLI::App* show = app.add_subcommand(
+      "show", "an operator's partition strategies and the regions each worker reads");
+  show->add_option("op", show_flags->op, "operator: MatMul, Conv1d, com.example.MyOp, ...")
+      ->required();
   show_flags->tdl.add_to(*show);
-  show->add_option("--sizes", show_flags->sizes, "concrete sizes, NAME=V,... (regions stay symbolic without)")
+  show->add_option("--sizes", show_flags->sizes,
+                   "concrete sizes, NAME=V,... (regions stay symbolic without)")
       ->delimiter(',');
-  show->add_option("--variant", show_flags->variant, "which of the operator's definitions to show (1-based)");
+  show->add_option("--attr", show_flags->attrs,
+                   "attribute value, NAME=VALUE (an integer, float, [list] or string; repeatable)");
+  show->add_option("--variant", show_flags->variant,
+                   "which of the operator's definitions to show (1-based)");
   add_format_flag(*show, show_flags->format);
 
   auto check_flags = std::make_shared<CheckFlags>();
-  CLI::App* check = app.add_subcommand("check", "parse and analyse a file of descriptions; located errors, exit 1");
+  CLI::App* check = app.add_subcommand(
+      "check", "parse and analyse a file of descriptions; located errors, exit 1");
   check->add_option("file", check_flags->file, "TDL file")->required();
 
   run = [list, list_flags, show, show_flags, check, check_flags] {

@@ -1,6 +1,7 @@
 // The --tdl FILE option shared by the commands that use operator descriptions.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,20 @@ struct TdlFlags {
   /// The shipped library plus the files; a bad file is a located error.
   Expected<tdl::Library> load() const { return tdl::Library::load(files); }
 };
+
+/// Prints a library or parse error and returns exit code 1: a located diagnostic
+/// (`file:line:col: error: ...`, its line and a caret) as it is, anything else as
+/// `error: <message>` like every other command error.
+inline int report_tdl_error(const Error& error) {
+  const std::string& m = error.message();
+  auto first_line = m.substr(0, m.find('\n'));
+  if (first_line.find(": error: ") != std::string::npos) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", m.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "error: %s\n", m.c_str());
+  return 1;
+}
 
 }  // namespace planner::cli

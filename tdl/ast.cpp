@@ -49,12 +49,24 @@ void print_list(const std::vector<ExprPtr>& args, std::string& out) {
 
 void print(const Expr& e, std::string& out) {
   switch (e.kind) {
-    case ExprKind::kInt: out += std::to_string(e.int_value); return;
-    case ExprKind::kFloat: out += format_double(e.float_value); return;
-    case ExprKind::kString: out += "\"" + e.name + "\""; return;
-    case ExprKind::kName: out += e.name; return;
-    case ExprKind::kWhole: out += ":"; return;
-    case ExprKind::kGroup: out += e.name.empty() ? "..." : ".." + e.name; return;
+    case ExprKind::kInt:
+      out += std::to_string(e.int_value);
+      return;
+    case ExprKind::kFloat:
+      out += format_double(e.float_value);
+      return;
+    case ExprKind::kString:
+      out += "\"" + e.name + "\"";
+      return;
+    case ExprKind::kName:
+      out += e.name;
+      return;
+    case ExprKind::kWhole:
+      out += ":";
+      return;
+    case ExprKind::kGroup:
+      out += e.name.empty() ? "..." : ".." + e.name;
+      return;
     case ExprKind::kAccess:
       out += e.name + "[";
       print_list(e.args, out);
@@ -74,7 +86,8 @@ void print(const Expr& e, std::string& out) {
       out += e.name + "(";
       for (size_t i = 0; i < e.vars.size(); ++i) {
         out += (i ? ", " : "") + e.vars[i];
-        if (i < e.var_extents.size() && e.var_extents[i]) out += " < " + to_string(*e.var_extents[i]);
+        if (i < e.var_extents.size() && e.var_extents[i])
+          out += " < " + to_string(*e.var_extents[i]);
       }
       out += ": ";
       print(*e.args[0], out);
@@ -102,7 +115,9 @@ std::string attr_to_string(const AttrValue& value) {
     std::string operator()(int64_t v) const { return std::to_string(v); }
     std::string operator()(double v) const { return format_double(v); }
     std::string operator()(const std::string& v) const { return "\"" + v + "\""; }
-    std::string operator()(const std::vector<int64_t>& v) const { return fmt::format("[{}]", fmt::join(v, ", ")); }
+    std::string operator()(const std::vector<int64_t>& v) const {
+      return fmt::format("[{}]", fmt::join(v, ", "));
+    }
     std::string operator()(const std::vector<double>& v) const {
       std::vector<std::string> parts;
       for (double d : v) parts.push_back(format_double(d));

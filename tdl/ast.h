@@ -47,12 +47,12 @@ using ExprPtr = std::shared_ptr<const Expr>;
 /// One expression node. Only the fields its kind uses are meaningful.
 struct Expr {
   ExprKind kind = ExprKind::kInt;
-  SourceLoc loc;                  ///< where the node starts (operator position for binaries)
-  int64_t int_value = 0;          ///< kInt
-  double float_value = 0;         ///< kFloat
-  std::string name;               ///< identifier, tensor, function, reducer, operator, string text or group
-  std::vector<ExprPtr> args;      ///< operands, indices or call arguments
-  std::vector<std::string> vars;  ///< kReduce: the index variables it binds
+  SourceLoc loc;           ///< where the node starts (operator position for binaries)
+  int64_t int_value = 0;   ///< kInt
+  double float_value = 0;  ///< kFloat
+  std::string name;  ///< identifier, tensor, function, reducer, operator, string text or group
+  std::vector<ExprPtr> args;        ///< operands, indices or call arguments
+  std::vector<std::string> vars;    ///< kReduce: the index variables it binds
   std::vector<SourceLoc> var_locs;  ///< kReduce: where each bound variable is written
   /// kReduce: the explicit extent of each variable (`ky < kernel_shape[0]`), null when the
   /// extent follows from the accesses.
@@ -70,7 +70,9 @@ ExprPtr make_call(std::string function, std::vector<ExprPtr> args, SourceLoc loc
 
 /// Prints an expression in TDL syntax with minimal parentheses, e.g. `data[b, ci, x + dx]`.
 std::string to_string(const Expr& expr);
-inline std::string to_string(const ExprPtr& expr) { return expr ? to_string(*expr) : "<null>"; }
+inline std::string to_string(const ExprPtr& expr) {
+  return expr ? to_string(*expr) : "<null>";
+}
 
 /// True for identifiers that name sizes (an upper-case first letter).
 bool is_size_name(std::string_view name);
@@ -94,11 +96,11 @@ struct DimDecl {
 /// One input declaration `name['*'][dims] ['as' [dims]] ['?']`.
 struct InputDecl {
   std::string name;
-  bool variadic = false;            ///< `X*[...]`: takes all remaining node inputs
-  bool optional = false;            ///< `X[...]?`: the node may omit it
+  bool variadic = false;  ///< `X*[...]`: takes all remaining node inputs
+  bool optional = false;  ///< `X[...]?`: the node may omit it
   std::vector<DimDecl> dims;
-  bool has_view = false;            ///< `as [...]` present
-  std::vector<DimDecl> view;        ///< the view's dimensions (sizes or expressions of sizes)
+  bool has_view = false;      ///< `as [...]` present
+  std::vector<DimDecl> view;  ///< the view's dimensions (sizes or expressions of sizes)
   SourceLoc loc;
 };
 
@@ -131,7 +133,7 @@ struct OpDef {
   std::string domain;   ///< everything before the last dot ("" for the default domain)
   std::string op_type;  ///< after the last dot
   std::vector<AttrDecl> attrs;
-  ExprPtr guard;        ///< `when` condition, or null
+  ExprPtr guard;  ///< `when` condition, or null
   std::vector<InputDecl> inputs;
   std::vector<OutputDecl> outputs;
   std::vector<ExprPtr> bodies;  ///< one per output

@@ -12,12 +12,13 @@ namespace planner::tdl {
 namespace {
 
 constexpr const char* kUnaryFunctions[] = {
-    "exp",  "log",   "tanh",  "sigmoid", "sqrt",  "rsqrt", "erf",      "abs",   "neg",
-    "relu", "sin",   "cos",   "tan",     "floor", "ceil",  "round",    "sign",  "reciprocal",
-    "asin", "acos",  "atan",  "sinh",    "cosh",  "asinh", "acosh",    "atanh", "softplus",
-    "softsign", "gelu", "cast", "isnan", "isinf", "not_", "identity"};
+    "exp",      "log",  "tanh", "sigmoid", "sqrt",  "rsqrt", "erf",     "abs",   "neg",
+    "relu",     "sin",  "cos",  "tan",     "floor", "ceil",  "round",   "sign",  "reciprocal",
+    "asin",     "acos", "atan", "sinh",    "cosh",  "asinh", "acosh",   "atanh", "softplus",
+    "softsign", "gelu", "cast", "isnan",   "isinf", "not_",  "identity"};
 constexpr const char* kBinaryFunctions[] = {"pow", "max2", "min2", "mod", "atan2"};
-constexpr const char* kRemapFunctions[] = {"reshape", "concat", "split", "slice", "pad", "transpose"};
+constexpr const char* kRemapFunctions[] = {"reshape", "concat", "split",
+                                           "slice",   "pad",    "transpose"};
 
 template <size_t N>
 bool in(const char* const (&table)[N], std::string_view name) {
@@ -60,9 +61,12 @@ class OpChecker {
         // A group only in the output is allowed: its size comes from the node's output.
         if (dim.is_group) continue;
         if (is_size_name(dim.name))
-          return error(dim.loc, fmt::format("index variable '{}' must start with a lower-case letter", dim.name));
+          return error(
+              dim.loc,
+              fmt::format("index variable '{}' must start with a lower-case letter", dim.name));
         if (attrs_.count(dim.name))
-          return error(dim.loc, fmt::format("index variable '{}' has the name of an attribute", dim.name));
+          return error(dim.loc,
+                       fmt::format("index variable '{}' has the name of an attribute", dim.name));
         if (!vars.insert(dim.name).second)
           return error(dim.loc, fmt::format("index variable '{}' is bound twice", dim.name));
         if (dim.extent) PLANNER_TRY(check_constant(*dim.extent, "an output extent"));
@@ -90,7 +94,8 @@ class OpChecker {
     return located_error(source_, loc, fmt::format("operator '{}': {}", op_.name, message));
   }
 
-  Expected<void> check_dims(const std::vector<DimDecl>& dims, const std::string& input, bool allow_groups) {
+  Expected<void> check_dims(const std::vector<DimDecl>& dims, const std::string& input,
+                            bool allow_groups) {
     std::set<std::string> local_groups;
     for (const auto& dim : dims) {
       switch (dim.kind) {
@@ -103,8 +108,10 @@ class OpChecker {
           break;
         case DimDecl::Kind::kSize:
           if (!is_size_name(dim.name))
-            return error(dim.loc, fmt::format("dimension '{}' of input '{}' must be a size (an upper-case name)",
-                                              dim.name, input));
+            return error(
+                dim.loc,
+                fmt::format("dimension '{}' of input '{}' must be a size (an upper-case name)",
+                            dim.name, input));
           sizes_.insert(dim.name);
           if (!dim.axis_attr.empty() && !attrs_.count(dim.axis_attr))
             return error(dim.loc, fmt::format("unknown attribute '{}' after '@'", dim.axis_attr));
@@ -112,7 +119,8 @@ class OpChecker {
         case DimDecl::Kind::kInt:
           if (dim.value < 0) return error(dim.loc, "a dimension size cannot be negative");
           break;
-        case DimDecl::Kind::kExpr: break;  // checked once every size is known
+        case DimDecl::Kind::kExpr:
+          break;  // checked once every size is known
       }
     }
     return ok();
@@ -128,14 +136,16 @@ class OpChecker {
   Expected<void> check_constant(const Expr& e, std::string_view what) {
     switch (e.kind) {
       case ExprKind::kInt:
-      case ExprKind::kFloat: return ok();
+      case ExprKind::kFloat:
+        return ok();
       case ExprKind::kName:
         if (attrs_.count(e.name)) return ok();
         if (is_size_name(e.name)) {
           if (sizes_.count(e.name)) return ok();
           return error(e.loc, fmt::format("unknown size '{}'", e.name));
         }
-        return error(e.loc, fmt::format("'{}' is not a size or an attribute; {} may use only those", e.name, what));
+        return error(e.loc, fmt::format("'{}' is not a size or an attribute; {} may use only those",
+                                        e.name, what));
       case ExprKind::kAccess:
         if (attrs_.count(e.name)) {
           for (const auto& a : e.args) PLANNER_TRY(check_constant(*a, what));
@@ -153,7 +163,8 @@ class OpChecker {
       case ExprKind::kBinary:
         for (const auto& a : e.args) PLANNER_TRY(check_constant(*a, what));
         return ok();
-      default: return error(e.loc, fmt::format("unexpected '{}' in {}", to_string(e), what));
+      default:
+        return error(e.loc, fmt::format("unexpected '{}' in {}", to_string(e), what));
     }
   }
 
@@ -172,12 +183,14 @@ class OpChecker {
     switch (e.kind) {
       case ExprKind::kInt:
       case ExprKind::kFloat:
-      case ExprKind::kString: return ok();
+      case ExprKind::kString:
+        return ok();
       case ExprKind::kName:
         if (attrs_.count(e.name)) return ok();
         return error(e.loc, fmt::format("unknown attribute '{}' in guard", e.name));
       case ExprKind::kAccess:
-        if (!attrs_.count(e.name)) return error(e.loc, fmt::format("unknown attribute '{}' in guard", e.name));
+        if (!attrs_.count(e.name))
+          return error(e.loc, fmt::format("unknown attribute '{}' in guard", e.name));
         for (const auto& a : e.args) PLANNER_TRY(check_guard(*a));
         return ok();
       case ExprKind::kCall:
@@ -188,7 +201,8 @@ class OpChecker {
       case ExprKind::kList:
         for (const auto& a : e.args) PLANNER_TRY(check_guard(*a));
         return ok();
-      default: return error(e.loc, fmt::format("unexpected '{}' in guard", to_string(e)));
+      default:
+        return error(e.loc, fmt::format("unexpected '{}' in guard", to_string(e)));
     }
   }
 
@@ -229,15 +243,32 @@ class OpChecker {
     return error(access.loc, fmt::format("unknown tensor '{}'", access.name));
   }
 
+  // For each declared dimension of `tensor` (its view for viewed inputs): is it a group?
+  std::vector<bool> declared_group_positions(const std::string& tensor) const {
+    std::vector<bool> result;
+    if (const InputDecl* input = op_.find_input(tensor)) {
+      for (const auto& d : input->has_view ? input->view : input->dims)
+        result.push_back(d.kind == DimDecl::Kind::kGroup);
+    } else if (const OutputDecl* output = op_.find_output(tensor)) {
+      for (const auto& d : output->dims) result.push_back(d.is_group);
+    }
+    return result;
+  }
+
   Expected<void> check_access(const Expr& e, const std::vector<std::string>& scope) {
     PLANNER_TRY_ASSIGN(DeclShape shape, decl_shape(e));
+    if (const InputDecl* input = op_.find_input(e.name); input && input->variadic)
+      return error(e.loc,
+                   fmt::format("variadic input '{}' can only be read through concat({}, axis)",
+                               e.name, e.name));
     int fixed = 0;
     std::vector<std::string> groups;
     for (const auto& index : e.args) {
       if (index->kind == ExprKind::kGroup) {
         groups.push_back(index->name);
         if (!out_groups_.count(index->name) && !groups_.count(index->name))
-          return error(index->loc, fmt::format("unknown group '{}'", index->name.empty() ? "..." : ".." + index->name));
+          return error(index->loc, fmt::format("unknown group '{}'",
+                                               index->name.empty() ? "..." : ".." + index->name));
         continue;
       }
       ++fixed;
@@ -249,34 +280,53 @@ class OpChecker {
     // access is right-aligned to the input's actual rank, numpy style (Gemm's bias).
     bool broadcast_read = shape.fixed == 0 && shape.groups.size() == 1 && groups.empty();
     if (!broadcast_read && (fixed != shape.fixed || groups.size() != shape.groups.size())) {
-      std::string declared = shape.groups.empty()
-                                 ? fmt::format("{} dimension{}", shape.fixed, shape.fixed == 1 ? "" : "s")
-                                 : fmt::format("{} dimension{} and {} group{}", shape.fixed, shape.fixed == 1 ? "" : "s",
-                                               shape.groups.size(), shape.groups.size() == 1 ? "" : "s");
-      std::string used = groups.empty()
-                             ? fmt::format("{} ind{}", fixed, fixed == 1 ? "ex" : "ices")
-                             : fmt::format("{} ind{} and {} group{}", fixed, fixed == 1 ? "ex" : "ices", groups.size(),
-                                           groups.size() == 1 ? "" : "s");
-      return error(e.loc, fmt::format("'{}' has {} but is indexed with {}", e.name, declared, used));
+      std::string declared =
+          shape.groups.empty()
+              ? fmt::format("{} dimension{}", shape.fixed, shape.fixed == 1 ? "" : "s")
+              : fmt::format("{} dimension{} and {} group{}", shape.fixed,
+                            shape.fixed == 1 ? "" : "s", shape.groups.size(),
+                            shape.groups.size() == 1 ? "" : "s");
+      std::string used =
+          groups.empty() ? fmt::format("{} ind{}", fixed, fixed == 1 ? "ex" : "ices")
+                         : fmt::format("{} ind{} and {} group{}", fixed, fixed == 1 ? "ex" : "ices",
+                                       groups.size(), groups.size() == 1 ? "" : "s");
+      return error(e.loc,
+                   fmt::format("'{}' has {} but is indexed with {}", e.name, declared, used));
+    }
+    if (!broadcast_read) {
+      // Groups must sit where the declaration has them, so each index meets its dimension.
+      std::vector<bool> decl_is_group = declared_group_positions(e.name);
+      for (size_t k = 0; k < e.args.size() && k < decl_is_group.size(); ++k) {
+        if ((e.args[k]->kind == ExprKind::kGroup) != decl_is_group[k])
+          return error(e.args[k]->loc,
+                       fmt::format("index {} of '{}' is {} but the declaration has {} there", k + 1,
+                                   e.name, decl_is_group[k] ? "not a group" : "a group",
+                                   decl_is_group[k] ? "a group" : "a dimension"));
+      }
     }
     return ok();
   }
 
   // Returns whether `e` depends on an index variable; errors for non-affine forms.
-  Expected<bool> check_affine(const Expr& e, const Expr& index, const std::vector<std::string>& scope) {
+  Expected<bool> check_affine(const Expr& e, const Expr& index,
+                              const std::vector<std::string>& scope) {
     auto non_affine = [&](std::string_view why) {
-      return error(start_loc(index), fmt::format("non-affine index '{}': {}", to_string(index), why));
+      return error(start_loc(index),
+                   fmt::format("non-affine index '{}': {}", to_string(index), why));
     };
     switch (e.kind) {
-      case ExprKind::kInt: return false;
-      case ExprKind::kFloat: return non_affine("indices are integers");
+      case ExprKind::kInt:
+        return false;
+      case ExprKind::kFloat:
+        return non_affine("indices are integers");
       case ExprKind::kName:
         if (is_var(scope, e.name)) return true;
         if (attrs_.count(e.name) || sizes_.count(e.name)) return false;
         return unknown_name(e);
       case ExprKind::kAccess:
         if (attrs_.count(e.name)) return false;
-        if (op_.find_input(e.name) || op_.find_output(e.name)) return non_affine("an index cannot read a tensor");
+        if (op_.find_input(e.name) || op_.find_output(e.name))
+          return non_affine("an index cannot read a tensor");
         return error(e.loc, fmt::format("unknown tensor '{}'", e.name));
       case ExprKind::kUnary: {
         if (e.name != "-") return non_affine(fmt::format("'{}' of an index", e.name));
@@ -308,7 +358,8 @@ class OpChecker {
         }
         return false;
       }
-      default: return non_affine("not an arithmetic expression");
+      default:
+        return non_affine("not an arithmetic expression");
     }
   }
 
@@ -316,7 +367,8 @@ class OpChecker {
     switch (e.kind) {
       case ExprKind::kInt:
       case ExprKind::kFloat:
-      case ExprKind::kString: return ok();
+      case ExprKind::kString:
+        return ok();
       case ExprKind::kName:
         if (is_var(scope, e.name) || attrs_.count(e.name) || sizes_.count(e.name)) return ok();
         return unknown_name(e);
@@ -335,14 +387,19 @@ class OpChecker {
       case ExprKind::kBinary:
         for (const auto& a : e.args) PLANNER_TRY(check_value(*a, scope));
         return ok();
-      case ExprKind::kCall: return check_call(e, scope);
+      case ExprKind::kCall:
+        return check_call(e, scope);
       case ExprKind::kReduce: {
         size_t old_size = scope.size();
         for (size_t i = 0; i < e.vars.size(); ++i) {
           const std::string& var = e.vars[i];
-          if (is_var(scope, var)) return error(e.var_locs[i], fmt::format("index variable '{}' is bound twice", var));
+          if (is_var(scope, var))
+            return error(e.var_locs[i], fmt::format("index variable '{}' is bound twice", var));
           if (is_size_name(var) || attrs_.count(var))
-            return error(e.var_locs[i], fmt::format("'{}' cannot be a reduction variable (it names a size or an attribute)", var));
+            return error(
+                e.var_locs[i],
+                fmt::format("'{}' cannot be a reduction variable (it names a size or an attribute)",
+                            var));
           if (i < e.var_extents.size() && e.var_extents[i])
             PLANNER_TRY(check_constant(*e.var_extents[i], "a reduction extent"));
           scope.push_back(var);
@@ -350,7 +407,8 @@ class OpChecker {
         PLANNER_TRY(check_value(*e.args[0], scope));
         for (size_t i = 0; i < e.vars.size(); ++i) {
           if (!uses_name(*e.args[0], e.vars[i]))
-            return error(e.var_locs[i], fmt::format("reduction variable '{}' is not used", e.vars[i]));
+            return error(e.var_locs[i],
+                         fmt::format("reduction variable '{}' is not used", e.vars[i]));
         }
         scope.resize(old_size);
         return ok();
@@ -369,22 +427,29 @@ class OpChecker {
   Expected<void> check_call(const Expr& e, std::vector<std::string>& scope) {
     auto arity = [&](size_t n) -> Expected<void> {
       if (e.args.size() == n) return ok();
-      return error(e.loc, fmt::format("function '{}' takes {} argument{}, got {}", e.name, n, n == 1 ? "" : "s",
-                                      e.args.size()));
+      return error(e.loc, fmt::format("function '{}' takes {} argument{}, got {}", e.name, n,
+                                      n == 1 ? "" : "s", e.args.size()));
     };
-    if (in(kUnaryFunctions, e.name)) PLANNER_TRY(arity(1));
-    else if (in(kBinaryFunctions, e.name)) PLANNER_TRY(arity(2));
-    else if (e.name == "select") PLANNER_TRY(arity(3));
-    else if (e.name == "len" || e.name == "rank") return check_query(e);
+    if (in(kUnaryFunctions, e.name))
+      PLANNER_TRY(arity(1));
+    else if (in(kBinaryFunctions, e.name))
+      PLANNER_TRY(arity(2));
+    else if (e.name == "select")
+      PLANNER_TRY(arity(3));
+    else if (e.name == "len" || e.name == "rank")
+      return check_query(e);
     else if (in(kRemapFunctions, e.name)) {
       if (e.args.empty() || e.args[0]->kind != ExprKind::kName || !op_.find_input(e.args[0]->name))
-        return error(e.loc, fmt::format("'{}' takes an input tensor name as its first argument", e.name));
-      for (size_t i = 1; i < e.args.size(); ++i) PLANNER_TRY(check_constant(*e.args[i], fmt::format("'{}'", e.name)));
+        return error(e.loc,
+                     fmt::format("'{}' takes an input tensor name as its first argument", e.name));
+      for (size_t i = 1; i < e.args.size(); ++i)
+        PLANNER_TRY(check_constant(*e.args[i], fmt::format("'{}'", e.name)));
       return ok();
     } else if (e.name == "opaque") {
       if (e.args.empty()) return error(e.loc, "'opaque' needs at least one argument");
     } else if (e.name == "sum" || e.name == "max" || e.name == "min" || e.name == "prod") {
-      return error(e.loc, fmt::format("reduction '{}' needs its variables: {}(k: ...)", e.name, e.name));
+      return error(e.loc,
+                   fmt::format("reduction '{}' needs its variables: {}(k: ...)", e.name, e.name));
     } else {
       return error(e.loc, fmt::format("unknown function '{}'", e.name));
     }
@@ -402,8 +467,12 @@ class OpChecker {
 
 }  // namespace
 
-bool is_unary_function(std::string_view name) { return in(kUnaryFunctions, name); }
-bool is_remap_function(std::string_view name) { return in(kRemapFunctions, name); }
+bool is_unary_function(std::string_view name) {
+  return in(kUnaryFunctions, name);
+}
+bool is_remap_function(std::string_view name) {
+  return in(kRemapFunctions, name);
+}
 
 SourceLoc start_loc(const Expr& expr) {
   if ((expr.kind == ExprKind::kBinary) && !expr.args.empty()) return start_loc(*expr.args[0]);

@@ -14,7 +14,9 @@ namespace {
 
 constexpr const char* kAbsent = "<absent>";
 
-bool is_absent(const ExprPtr& e) { return e->kind == ExprKind::kName && e->name == kAbsent; }
+bool is_absent(const ExprPtr& e) {
+  return e->kind == ExprKind::kName && e->name == kAbsent;
+}
 
 // Integer arithmetic folding, so that instantiated indices read `x - 1`, not `x * 1 + 0 - 1`.
 ExprPtr fold_binary(const std::string& op, ExprPtr a, ExprPtr b, SourceLoc loc) {
@@ -25,7 +27,8 @@ ExprPtr fold_binary(const std::string& op, ExprPtr a, ExprPtr b, SourceLoc loc) 
     if (op == "-") return make_int(x - y, loc);
     if (op == "*") return make_int(x * y, loc);
     // Floor division and modulo, as everywhere in index arithmetic.
-    if (op == "/" && y != 0) return make_int(x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0), loc);
+    if (op == "/" && y != 0)
+      return make_int(x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0), loc);
     if (op == "%" && y != 0) return make_int(((x % y) + y) % y, loc);
   }
   if (op == "+" && bi && b->int_value < 0) return fold_binary("-", a, make_int(-b->int_value), loc);
@@ -59,7 +62,9 @@ struct LiteralVisitor {
   }
 };
 
-ExprPtr attr_literal(const AttrValue& value, SourceLoc loc) { return std::visit(LiteralVisitor{loc}, value); }
+ExprPtr attr_literal(const AttrValue& value, SourceLoc loc) {
+  return std::visit(LiteralVisitor{loc}, value);
+}
 
 std::optional<std::vector<int64_t>> as_ints(const AttrValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return std::vector<int64_t>{*i};
@@ -71,7 +76,9 @@ std::optional<std::vector<int64_t>> as_ints(const AttrValue& v) {
 using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
                            std::vector<std::string>>;
 
-std::string group_label(const std::string& g) { return g.empty() ? "..." : ".." + g; }
+std::string group_label(const std::string& g) {
+  return g.empty() ? "..." : ".." + g;
+}
 
 class Instantiator {
  public:
@@ -82,7 +89,9 @@ class Instantiator {
     if (request_) return fmt::format("node '{}' ({})", request_->node_name, op_.name);
     return fmt::format("operator '{}'", op_.name);
   }
-  Error fail(std::string_view message) const { return Error(fmt::format("{}: {}", where(), message)); }
+  Error fail(std::string_view message) const {
+    return Error(fmt::format("{}: {}", where(), message));
+  }
 
   // Step 1: attributes with defaults; a required one missing is an error.
   Expected<void> bind_attributes(const std::map<std::string, AttrValue>& given) {
@@ -95,7 +104,8 @@ class Instantiator {
       } else if (decl.default_value) {
         attrs_[decl.name] = *decl.default_value;
       } else {
-        return fail(fmt::format("attribute '{}' is required by the description but not set", decl.name));
+        return fail(
+            fmt::format("attribute '{}' is required by the description but not set", decl.name));
       }
     }
     return ok();
@@ -106,7 +116,8 @@ class Instantiator {
     const auto& inputs = request_->inputs;
     size_t n = inputs.size();
     size_t decl_count = op_.inputs.size();
-    bool has_variadic = std::any_of(op_.inputs.begin(), op_.inputs.end(), [](const InputDecl& d) { return d.variadic; });
+    bool has_variadic = std::any_of(op_.inputs.begin(), op_.inputs.end(),
+                                    [](const InputDecl& d) { return d.variadic; });
     if (!has_variadic && n > decl_count) {
       *why = fmt::format("{} inputs, the description declares {}", n, decl_count);
       return false;
@@ -155,16 +166,20 @@ class Instantiator {
         nodes = {n - 1 - after};
       }
       for (int i : nodes)
-        if (i >= 0 && i < n && request_->inputs[static_cast<size_t>(i)].present) result[static_cast<size_t>(d)].push_back(i);
+        if (i >= 0 && i < n && request_->inputs[static_cast<size_t>(i)].present)
+          result[static_cast<size_t>(d)].push_back(i);
     }
     return result;
   }
 
   Expected<Value> eval(const Expr& e) const {
     switch (e.kind) {
-      case ExprKind::kInt: return Value(e.int_value);
-      case ExprKind::kFloat: return Value(e.float_value);
-      case ExprKind::kString: return Value(e.name);
+      case ExprKind::kInt:
+        return Value(e.int_value);
+      case ExprKind::kFloat:
+        return Value(e.float_value);
+      case ExprKind::kString:
+        return Value(e.name);
       case ExprKind::kName: {
         auto it = attrs_.find(e.name);
         if (it != attrs_.end()) return Value(it->second);
@@ -174,21 +189,25 @@ class Instantiator {
       }
       case ExprKind::kAccess: {
         auto it = attrs_.find(e.name);
-        if (it == attrs_.end() || e.args.size() != 1) return fail(fmt::format("cannot evaluate '{}'", to_string(e)));
+        if (it == attrs_.end() || e.args.size() != 1)
+          return fail(fmt::format("cannot evaluate '{}'", to_string(e)));
         PLANNER_TRY_ASSIGN(Value index, eval(*e.args[0]));
         auto* i = std::get_if<int64_t>(&index);
         if (!i) return fail(fmt::format("'{}': index is not an integer", to_string(e)));
         return std::visit(
             [&](const auto& list) -> Expected<Value> {
               using T = std::decay_t<decltype(list)>;
-              if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>> ||
+              if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                            std::is_same_v<T, std::vector<double>> ||
                             std::is_same_v<T, std::vector<std::string>>) {
                 int64_t k = *i < 0 ? *i + static_cast<int64_t>(list.size()) : *i;
                 if (k < 0 || k >= static_cast<int64_t>(list.size()))
-                  return fail(fmt::format("'{}': attribute '{}' has {} elements", to_string(e), e.name, list.size()));
+                  return fail(fmt::format("'{}': attribute '{}' has {} elements", to_string(e),
+                                          e.name, list.size()));
                 return Value(list[static_cast<size_t>(k)]);
               } else {
-                return fail(fmt::format("'{}': attribute '{}' is not a list", to_string(e), e.name));
+                return fail(
+                    fmt::format("'{}': attribute '{}' is not a list", to_string(e), e.name));
               }
             },
             it->second);
@@ -199,7 +218,8 @@ class Instantiator {
           return std::visit(
               [](const auto& x) -> Value {
                 using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, std::string>)
+                if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                              std::is_same_v<T, std::string>)
                   return int64_t{1};
                 else
                   return static_cast<int64_t>(x.size());
@@ -251,7 +271,8 @@ class Instantiator {
           if (op == "+") return Value(p + q);
           if (op == "-") return Value(p - q);
           if (op == "*") return Value(p * q);
-          if ((op == "/" || op == "%") && q == 0) return fail(fmt::format("division by zero in '{}'", to_string(e)));
+          if ((op == "/" || op == "%") && q == 0)
+            return fail(fmt::format("division by zero in '{}'", to_string(e)));
           if (op == "/") return Value(p / q - ((p % q != 0) && ((p < 0) != (q < 0)) ? 1 : 0));
           if (op == "%") return Value(((p % q) + q) % q);
           if (op == "<") return Value(int64_t{p < q});
@@ -277,7 +298,8 @@ class Instantiator {
         }
         return fail(fmt::format("cannot evaluate '{}'", to_string(e)));
       }
-      default: return fail(fmt::format("cannot evaluate '{}'", to_string(e)));
+      default:
+        return fail(fmt::format("cannot evaluate '{}'", to_string(e)));
     }
   }
 
@@ -366,15 +388,17 @@ class Instantiator {
             t.dims.push_back(make_name(dim.name + suffix));
           } else if (dim.kind == DimDecl::Kind::kInt) {
             if (shape && actual != dim.value)
-              return fail(fmt::format("input '{}' has size {} in dimension {}, the description wants {}", t.name,
-                                      actual, pos, dim.value));
+              return fail(
+                  fmt::format("input '{}' has size {} in dimension {}, the description wants {}",
+                              t.name, actual, pos, dim.value));
             t.dims.push_back(make_int(dim.value));
           } else {
             ExprPtr e = rename_sizes(dim.expr, suffix);
             std::set<std::string> names;
             collect_names(*e, names);
             for (const auto& n : names)
-              if (std::find(inst_.symbols.begin(), inst_.symbols.end(), n) == inst_.symbols.end()) inst_.symbols.push_back(n);
+              if (std::find(inst_.symbols.begin(), inst_.symbols.end(), n) == inst_.symbols.end())
+                inst_.symbols.push_back(n);
             t.dims.push_back(e);
             if (shape) pending_.push_back({e, actual, t.name});
           }
@@ -435,16 +459,20 @@ class Instantiator {
         if (j > i) (group ? (after.push_back(j), fixed_after) : ++fixed_after, 0);
       }
       if (before.size() > 1 || after.size() > 1)
-        return fail(fmt::format("input '{}': at most one group on each side of '@ {}'", decl.name, dim.axis_attr));
+        return fail(fmt::format("input '{}': at most one group on each side of '@ {}'", decl.name,
+                                dim.axis_attr));
       int len_before = static_cast<int>(axis) - fixed_before;
       int len_after = rank - static_cast<int>(axis) - 1 - fixed_after;
-      if (len_before < 0 || len_after < 0 || (before.empty() && len_before) || (after.empty() && len_after))
-        return fail(fmt::format("input '{}': axis {} does not fit its rank {}", decl.name, axis, rank));
+      if (len_before < 0 || len_after < 0 || (before.empty() && len_before) ||
+          (after.empty() && len_after))
+        return fail(
+            fmt::format("input '{}': axis {} does not fit its rank {}", decl.name, axis, rank));
       if (!before.empty()) spans[before[0]] = len_before;
       if (!after.empty()) spans[after[0]] = len_after;
       return spans;
     }
-    return fail(fmt::format("input '{}' has several groups and no '@' dimension to place them", decl.name));
+    return fail(
+        fmt::format("input '{}' has several groups and no '@' dimension to place them", decl.name));
   }
 
   Expected<int64_t> axis_value(const std::string& attr, int rank) const {
@@ -452,7 +480,8 @@ class Instantiator {
     if (it == attrs_.end()) return fail(fmt::format("unknown attribute '{}'", attr));
     auto ints = as_ints(it->second);
     if (!ints || ints->size() != 1)
-      return fail(fmt::format("attribute '{}' = {} does not name one axis", attr, attr_to_string(it->second)));
+      return fail(fmt::format("attribute '{}' = {} does not name one axis", attr,
+                              attr_to_string(it->second)));
     int64_t axis = (*ints)[0];
     if (axis < -rank || axis >= rank)
       return fail(fmt::format("attribute '{}' = {} is out of range for rank {}", attr, axis, rank));
@@ -460,7 +489,8 @@ class Instantiator {
   }
 
   Expected<void> bind_size(const std::string& sym, int64_t value, const std::string& input) {
-    if (std::find(inst_.symbols.begin(), inst_.symbols.end(), sym) == inst_.symbols.end()) inst_.symbols.push_back(sym);
+    if (std::find(inst_.symbols.begin(), inst_.symbols.end(), sym) == inst_.symbols.end())
+      inst_.symbols.push_back(sym);
     if (value < 0) {
       auto given = standalone_sizes_.find(sym);
       if (given != standalone_sizes_.end()) sizes_[sym] = given->second;
@@ -468,14 +498,16 @@ class Instantiator {
     }
     auto [it, inserted] = sizes_.emplace(sym, value);
     if (!inserted && it->second != value)
-      return fail(fmt::format("size '{}' is {} in input '{}' but {} elsewhere", sym, value, input, it->second));
+      return fail(fmt::format("size '{}' is {} in input '{}' but {} elsewhere", sym, value, input,
+                              it->second));
     return ok();
   }
 
   ExprPtr rename_sizes(const ExprPtr& e, const std::string& suffix) const {
     if (!e) return e;
     if (suffix.empty()) return e;
-    if (e->kind == ExprKind::kName && is_size_name(e->name)) return make_name(e->name + suffix, e->loc);
+    if (e->kind == ExprKind::kName && is_size_name(e->name))
+      return make_name(e->name + suffix, e->loc);
     if (e->args.empty()) return e;
     auto copy = std::make_shared<Expr>(*e);
     for (auto& a : copy->args) a = rename_sizes(a, suffix);
@@ -495,26 +527,29 @@ class Instantiator {
     for (const auto& n : names)
       if (!sizes_.count(n)) unknown.push_back(n);
     if (unknown.size() > 1)
-      return fail(fmt::format("input '{}': cannot infer both '{}' and '{}' from '{}'", p.input, unknown[0], unknown[1],
-                              to_string(p.expr)));
+      return fail(fmt::format("input '{}': cannot infer both '{}' and '{}' from '{}'", p.input,
+                              unknown[0], unknown[1], to_string(p.expr)));
     if (unknown.size() == 1) {
       sizes_[unknown[0]] = 0;
       auto at0 = eval(*p.expr);
       sizes_[unknown[0]] = 1;
       auto at1 = eval(*p.expr);
       sizes_.erase(unknown[0]);
-      if (!at0 || !at1 || !std::holds_alternative<int64_t>(*at0) || !std::holds_alternative<int64_t>(*at1))
+      if (!at0 || !at1 || !std::holds_alternative<int64_t>(*at0) ||
+          !std::holds_alternative<int64_t>(*at1))
         return fail(fmt::format("input '{}': cannot evaluate '{}'", p.input, to_string(p.expr)));
       int64_t b = std::get<int64_t>(*at0), a = std::get<int64_t>(*at1) - b;
       if (a == 0 || (p.actual - b) % a != 0 || (p.actual - b) / a < 0)
-        return fail(fmt::format("input '{}': size {} does not fit '{}'", p.input, p.actual, to_string(p.expr)));
+        return fail(fmt::format("input '{}': size {} does not fit '{}'", p.input, p.actual,
+                                to_string(p.expr)));
       sizes_[unknown[0]] = (p.actual - b) / a;
       if (std::find(inst_.symbols.begin(), inst_.symbols.end(), unknown[0]) == inst_.symbols.end())
         inst_.symbols.push_back(unknown[0]);
     }
     PLANNER_TRY_ASSIGN(Value v, eval(*p.expr));
     if (!std::holds_alternative<int64_t>(v) || std::get<int64_t>(v) != p.actual)
-      return fail(fmt::format("input '{}': size {} does not match '{}'", p.input, p.actual, to_string(p.expr)));
+      return fail(fmt::format("input '{}': size {} does not match '{}'", p.input, p.actual,
+                              to_string(p.expr)));
     return ok();
   }
 
@@ -551,16 +586,21 @@ class Instantiator {
         int fixed = 0;
         std::vector<std::string> unknown_groups;
         for (const auto& d : out.dims) {
-          if (!d.is_group) ++fixed;
-          else if (!group_len_.count(d.name)) unknown_groups.push_back(d.name);
+          if (!d.is_group)
+            ++fixed;
+          else if (!group_len_.count(d.name))
+            unknown_groups.push_back(d.name);
         }
         if (!unknown_groups.empty()) {
-          if (unknown_groups.size() > 1) return fail(fmt::format("output '{}': cannot size two new groups", out.name));
+          if (unknown_groups.size() > 1)
+            return fail(fmt::format("output '{}': cannot size two new groups", out.name));
           int known = 0;
           for (const auto& d : out.dims)
             if (d.is_group && group_len_.count(d.name)) known += group_len_[d.name];
           int len = t.shape ? static_cast<int>(t.shape->size()) - fixed - known : 0;
-          if (len < 0) return fail(fmt::format("output '{}' has rank {}, too small for the description", t.name, t.shape->size()));
+          if (len < 0)
+            return fail(fmt::format("output '{}' has rank {}, too small for the description",
+                                    t.name, t.shape->size()));
           group_len_[unknown_groups[0]] = len;
         }
         for (const auto& d : out.dims) {
@@ -579,8 +619,8 @@ class Instantiator {
           }
         }
         if (t.shape && t.shape->size() != t.vars.size())
-          return fail(fmt::format("output '{}' has rank {}, the description gives it {}", t.name, t.shape->size(),
-                                  t.vars.size()));
+          return fail(fmt::format("output '{}' has rank {}, the description gives it {}", t.name,
+                                  t.shape->size(), t.vars.size()));
         out_decl_of_.push_back(&out);
         inst_.outputs.push_back(std::move(t));
       }
@@ -615,7 +655,8 @@ class Instantiator {
     switch (e->kind) {
       case ExprKind::kInt:
       case ExprKind::kFloat:
-      case ExprKind::kString: return e;
+      case ExprKind::kString:
+        return e;
       case ExprKind::kName: {
         auto r = renames_.find(e->name);
         if (r != renames_.end()) return make_name(r->second, e->loc);
@@ -624,7 +665,8 @@ class Instantiator {
         return e;
       }
       case ExprKind::kWhole:
-      case ExprKind::kGroup: return fail(fmt::format("unexpected '{}'", to_string(*e)));
+      case ExprKind::kGroup:
+        return fail(fmt::format("unexpected '{}'", to_string(*e)));
       case ExprKind::kList: {
         auto copy = std::make_shared<Expr>(*e);
         for (auto& a : copy->args) {
@@ -632,15 +674,18 @@ class Instantiator {
         }
         return ExprPtr(copy);
       }
-      case ExprKind::kAccess: return transform_access(e, output);
-      case ExprKind::kCall: return transform_call(e, output);
+      case ExprKind::kAccess:
+        return transform_access(e, output);
+      case ExprKind::kCall:
+        return transform_call(e, output);
       case ExprKind::kReduce: {
         auto copy = std::make_shared<Expr>(*e);
         std::map<std::string, std::string> saved = renames_;
         for (size_t i = 0; i < copy->vars.size(); ++i) {
           std::string name = copy->vars[i];
           std::string unique = name;
-          for (int n = 2; used_vars_.count(unique) || (declared_vars_.count(unique) && unique != name); ++n)
+          for (int n = 2;
+               used_vars_.count(unique) || (declared_vars_.count(unique) && unique != name); ++n)
             unique = fmt::format("{}_{}", name, n);
           used_vars_.insert(unique);
           renames_[name] = unique;
@@ -688,11 +733,13 @@ class Instantiator {
     if (out_index < 0 && op_.find_output(e->name)) out_index = -2;
     if (out_index != -1) {
       // A read of one of the operator's own outputs (a recurrence or a sibling output).
-      if (out_index < 0) return fail(fmt::format("output '{}' is variadic and cannot be read", e->name));
+      if (out_index < 0)
+        return fail(fmt::format("output '{}' is variadic and cannot be read", e->name));
       std::vector<ExprPtr> indices;
       for (const auto& index : e->args) {
         if (index->kind == ExprKind::kGroup) {
-          for (const auto& v : group_vars_of_output(output, index->name)) indices.push_back(make_name(v));
+          for (const auto& v : group_vars_of_output(output, index->name))
+            indices.push_back(make_name(v));
         } else if (index->kind == ExprKind::kWhole) {
           indices.push_back(index);
         } else {
@@ -709,7 +756,8 @@ class Instantiator {
     const InputDecl& decl = op_.inputs[d];
     if (decl_instances_[d].empty()) return make_name(kAbsent);
     if (decl.variadic)
-      return fail(fmt::format("variadic input '{}' can only be used through concat(...)", decl.name));
+      return fail(
+          fmt::format("variadic input '{}' can only be used through concat(...)", decl.name));
     const auto& [inst_index, lay] = decl_instances_[d][0];
     const InstanceTensor& t = inst_.inputs[static_cast<size_t>(inst_index)];
     bool concrete = request_ != nullptr;
@@ -720,14 +768,17 @@ class Instantiator {
       return concrete && size->kind == ExprKind::kName && it != sizes_.end() && it->second == 1;
     };
     std::vector<ExprPtr> indices;
-    bool bare_group = decl.dims.size() == 1 && decl.dims[0].kind == DimDecl::Kind::kGroup && !decl.has_view;
-    bool access_has_group =
-        std::any_of(e->args.begin(), e->args.end(), [](const ExprPtr& i) { return i->kind == ExprKind::kGroup; });
+    bool bare_group =
+        decl.dims.size() == 1 && decl.dims[0].kind == DimDecl::Kind::kGroup && !decl.has_view;
+    bool access_has_group = std::any_of(e->args.begin(), e->args.end(), [](const ExprPtr& i) {
+      return i->kind == ExprKind::kGroup;
+    });
     if (bare_group && !access_has_group) {
       // Right-aligned read of a lower-rank input: its dimensions meet the last indices.
       size_t rank = t.dims.size();
       if (rank > e->args.size())
-        return fail(fmt::format("input '{}' has rank {} but is read with {} indices", t.name, rank, e->args.size()));
+        return fail(fmt::format("input '{}' has rank {} but is read with {} indices", t.name, rank,
+                                e->args.size()));
       for (size_t k = e->args.size() - rank, dim = 0; k < e->args.size(); ++k, ++dim) {
         if (size_is_one(dim)) {
           indices.push_back(make_int(0));
@@ -740,27 +791,30 @@ class Instantiator {
     }
     const std::vector<DimDecl>& dims = decl.has_view ? decl.view : decl.dims;
     if (e->args.size() != dims.size())
-      return fail(fmt::format("'{}' is read with {} indices for {} declared dimensions", decl.name, e->args.size(),
-                              dims.size()));
+      return fail(fmt::format("'{}' is read with {} indices for {} declared dimensions", decl.name,
+                              e->args.size(), dims.size()));
     size_t dim = 0;
     for (size_t k = 0; k < e->args.size(); ++k) {
       const ExprPtr& index = e->args[k];
       if ((index->kind == ExprKind::kGroup) != (dims[k].kind == DimDecl::Kind::kGroup))
-        return fail(fmt::format("'{}': index {} is {} but the declaration has {} there", to_string(*e), k + 1,
+        return fail(fmt::format("'{}': index {} is {} but the declaration has {} there",
+                                to_string(*e), k + 1,
                                 index->kind == ExprKind::kGroup ? "a group" : "not a group",
                                 dims[k].kind == DimDecl::Kind::kGroup ? "a group" : "a dimension"));
       if (index->kind == ExprKind::kGroup) {
         int len = decl.has_view ? 0 : lay.spans[k];
         const auto& vars = group_vars_of_output(output, index->name);
         if (static_cast<int>(vars.size()) < len)
-          return fail(fmt::format("group '{}' of input '{}' has {} dimensions, more than the output's {}",
-                                  group_label(index->name), t.name, len, vars.size()));
+          return fail(
+              fmt::format("group '{}' of input '{}' has {} dimensions, more than the output's {}",
+                          group_label(index->name), t.name, len, vars.size()));
         // Numpy broadcasting: right-aligned, size-1 dimensions read at 0.
         for (int j = 0; j < len; ++j, ++dim) {
           if (size_is_one(dim))
             indices.push_back(make_int(0));
           else
-            indices.push_back(make_name(vars[vars.size() - static_cast<size_t>(len) + static_cast<size_t>(j)]));
+            indices.push_back(
+                make_name(vars[vars.size() - static_cast<size_t>(len) + static_cast<size_t>(j)]));
         }
         continue;
       }
@@ -803,7 +857,8 @@ class Instantiator {
   };
 
   Expected<std::vector<RemapInput>> remap_inputs(const ExprPtr& e) {
-    if (!request_) return fail(fmt::format("'{}' needs a node (concrete shapes) to instantiate", e->name));
+    if (!request_)
+      return fail(fmt::format("'{}' needs a node (concrete shapes) to instantiate", e->name));
     const std::string& name = e->args[0]->name;
     size_t d = 0;
     while (d < op_.inputs.size() && op_.inputs[d].name != name) ++d;
@@ -812,7 +867,8 @@ class Instantiator {
       const InstanceTensor& t = inst_.inputs[static_cast<size_t>(inst_index)];
       result.push_back({&t, request_->inputs[static_cast<size_t>(t.node_index)].shape});
     }
-    if (result.empty()) return fail(fmt::format("'{}' reads input '{}', which the node omits", e->name, name));
+    if (result.empty())
+      return fail(fmt::format("'{}' reads input '{}', which the node omits", e->name, name));
     return result;
   }
 
@@ -824,7 +880,8 @@ class Instantiator {
 
   std::vector<ExprPtr> out_vars(int output) const {
     std::vector<ExprPtr> v;
-    for (const auto& name : inst_.outputs[static_cast<size_t>(output)].vars) v.push_back(make_name(name));
+    for (const auto& name : inst_.outputs[static_cast<size_t>(output)].vars)
+      v.push_back(make_name(name));
     return v;
   }
 
@@ -857,7 +914,8 @@ class Instantiator {
     };
     auto normalize = [&](int64_t axis, size_t rank) -> Expected<size_t> {
       int64_t r = static_cast<int64_t>(rank);
-      if (axis < -r || axis >= r) return fail(fmt::format("'{}': axis {} is out of range for rank {}", fn, axis, rank));
+      if (axis < -r || axis >= r)
+        return fail(fmt::format("'{}': axis {} is out of range for rank {}", fn, axis, rank));
       return static_cast<size_t>(axis < 0 ? axis + r : axis);
     };
     const InstanceTensor& x = *ins[0].tensor;
@@ -865,15 +923,17 @@ class Instantiator {
     if (fn == "reshape") return expand_reshape(x, ishape, oshape, v);
     for (const auto& in : ins)
       if (in.shape.size() != oshape.size() || v.size() != oshape.size())
-        return fail(fmt::format("'{}': input '{}' has rank {} but the output has rank {}", fn, in.tensor->name,
-                                in.shape.size(), oshape.size()));
+        return fail(fmt::format("'{}': input '{}' has rank {} but the output has rank {}", fn,
+                                in.tensor->name, in.shape.size(), oshape.size()));
     if (fn == "transpose") {
       std::vector<int64_t> perm;
       if (auto p = constant_list("perm")) perm = *p;
       if (perm.empty())
-        for (size_t i = 0; i < ishape.size(); ++i) perm.push_back(static_cast<int64_t>(ishape.size() - 1 - i));
+        for (size_t i = 0; i < ishape.size(); ++i)
+          perm.push_back(static_cast<int64_t>(ishape.size() - 1 - i));
       if (perm.size() != ishape.size() || v.size() != ishape.size())
-        return fail(fmt::format("transpose: perm has {} entries for rank {}", perm.size(), ishape.size()));
+        return fail(
+            fmt::format("transpose: perm has {} entries for rank {}", perm.size(), ishape.size()));
       std::vector<ExprPtr> idx(ishape.size());
       for (size_t j = 0; j < perm.size(); ++j) {
         PLANNER_TRY_ASSIGN(size_t a, normalize(perm[j], ishape.size()));
@@ -889,7 +949,8 @@ class Instantiator {
       std::vector<ExprPtr> parts;
       int64_t offset = 0;
       for (const auto& in : ins) {
-        if (in.shape.size() != oshape.size()) return fail("concat: inputs and output differ in rank");
+        if (in.shape.size() != oshape.size())
+          return fail("concat: inputs and output differ in rank");
         std::vector<ExprPtr> idx = v;
         idx[axis] = fold_binary("-", v[axis], make_int(offset), {});
         parts.push_back(make_access(in.tensor->name, idx, e->loc));
@@ -932,7 +993,8 @@ class Instantiator {
         int64_t dim = ishape[a], step = steps[i], start = (*starts)[i];
         if (step == 0) return fail("slice: a step is 0");
         if (start < 0) start += dim;
-        start = step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
+        start =
+            step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
         ExprPtr scaled = fold_binary("*", v[a], make_int(step), {});
         idx[a] = fold_binary("+", make_int(start), scaled, {});
         if (start != 0) idx[a] = fold_binary("+", scaled, make_int(start), {});
@@ -941,9 +1003,11 @@ class Instantiator {
     }
     if (fn == "pad") {
       auto pads = constant_list("pads");
-      if (!pads || pads->size() != 2 * ishape.size()) return fail("pad: pads must be a constant of twice the rank");
+      if (!pads || pads->size() != 2 * ishape.size())
+        return fail("pad: pads must be a constant of twice the rank");
       std::vector<ExprPtr> idx = v;
-      for (size_t a = 0; a < ishape.size(); ++a) idx[a] = fold_binary("-", v[a], make_int((*pads)[a]), {});
+      for (size_t a = 0; a < ishape.size(); ++a)
+        idx[a] = fold_binary("-", v[a], make_int((*pads)[a]), {});
       // Reads outside the input are padding; the analysis clips them to the input's bounds.
       return make_access(x.name, idx, e->loc);
     }
@@ -951,7 +1015,8 @@ class Instantiator {
   }
 
   Expected<ExprPtr> expand_reshape(const InstanceTensor& x, const std::vector<int64_t>& ishape,
-                                   const std::vector<int64_t>& oshape, const std::vector<ExprPtr>& v) {
+                                   const std::vector<int64_t>& oshape,
+                                   const std::vector<ExprPtr>& v) {
     auto product = [](const std::vector<int64_t>& s) {
       return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
     };
@@ -961,8 +1026,10 @@ class Instantiator {
     // Size-1 dimensions are read at 0 and ignored when grouping.
     std::vector<size_t> in_dims, out_dims;
     for (size_t i = 0; i < ishape.size(); ++i) {
-      if (ishape[i] == 1) idx[i] = make_int(0);
-      else in_dims.push_back(i);
+      if (ishape[i] == 1)
+        idx[i] = make_int(0);
+      else
+        in_dims.push_back(i);
     }
     for (size_t j = 0; j < oshape.size(); ++j)
       if (oshape[j] != 1) out_dims.push_back(j);
@@ -1075,8 +1142,8 @@ int Instance::find_output(std::string_view name) const {
   return -1;
 }
 
-Expected<Instance> instantiate(const std::vector<const OpDef*>& variants, const InstanceRequest& request,
-                               const Source* source) {
+Expected<Instance> instantiate(const std::vector<const OpDef*>& variants,
+                               const InstanceRequest& request, const Source* source) {
   std::vector<std::string> reasons;
   for (const OpDef* op : variants) {
     Instantiator inst(*op, &request, source);
@@ -1095,19 +1162,24 @@ Expected<Instance> instantiate(const std::vector<const OpDef*>& variants, const 
     inst.set_ranks();
     PLANNER_TRY_ASSIGN(bool holds, inst.guard_holds());
     if (!holds) {
-      reasons.push_back(fmt::format("line {}: guard '{}' is false", op->loc.line, to_string(op->guard)));
+      reasons.push_back(
+          fmt::format("line {}: guard '{}' is false", op->loc.line, to_string(op->guard)));
       continue;
     }
     return inst.run_request();
   }
-  std::string name = request.domain.empty() ? request.op_type : request.domain + "." + request.op_type;
-  if (variants.empty()) return make_error("node '{}' ({}): no description", request.node_name, name);
-  return make_error("node '{}' ({}): no variant of the description matches ({})", request.node_name, name,
-                    fmt::join(reasons, "; "));
+  std::string name =
+      request.domain.empty() ? request.op_type : request.domain + "." + request.op_type;
+  if (variants.empty())
+    return make_error("node '{}' ({}): no description", request.node_name, name);
+  return make_error("node '{}' ({}): no variant of the description matches ({})", request.node_name,
+                    name, fmt::join(reasons, "; "));
 }
 
-Expected<Instance> instantiate_standalone(const OpDef& op, const std::map<std::string, int64_t>& sizes,
-                                          const std::map<std::string, AttrValue>& attributes, const Source* source) {
+Expected<Instance> instantiate_standalone(const OpDef& op,
+                                          const std::map<std::string, int64_t>& sizes,
+                                          const std::map<std::string, AttrValue>& attributes,
+                                          const Source* source) {
   Instantiator inst(op, nullptr, source);
   return inst.run_standalone(sizes, attributes);
 }
@@ -1130,14 +1202,19 @@ std::string to_string(const Instance& instance) {
     const auto& out = instance.outputs[o];
     std::vector<std::string> vars;
     for (size_t k = 0; k < out.vars.size(); ++k)
-      vars.push_back(out.extents[k] ? out.vars[k] + " : " + to_string(out.extents[k]) : out.vars[k]);
-    outs.push_back(fmt::format("{}[{}]{}", out.name, fmt::join(vars, ", "), out.present ? "" : " (absent)"));
+      vars.push_back(out.extents[k] ? out.vars[k] + " : " + to_string(out.extents[k])
+                                    : out.vars[k]);
+    outs.push_back(
+        fmt::format("{}[{}]{}", out.name, fmt::join(vars, ", "), out.present ? "" : " (absent)"));
     bodies.push_back(to_string(instance.bodies[o]));
   }
-  std::string name = instance.domain.empty() ? instance.op_type : instance.domain + "." + instance.op_type;
-  std::string text = outs.size() == 1 ? fmt::format("op {}({}) -> {} = {}", name, fmt::join(ins, ", "), outs[0], bodies[0])
-                                      : fmt::format("op {}({}) -> ({}) = ({})", name, fmt::join(ins, ", "),
-                                                    fmt::join(outs, ", "), fmt::join(bodies, ", "));
+  std::string name =
+      instance.domain.empty() ? instance.op_type : instance.domain + "." + instance.op_type;
+  std::string text =
+      outs.size() == 1
+          ? fmt::format("op {}({}) -> {} = {}", name, fmt::join(ins, ", "), outs[0], bodies[0])
+          : fmt::format("op {}({}) -> ({}) = ({})", name, fmt::join(ins, ", "),
+                        fmt::join(outs, ", "), fmt::join(bodies, ", "));
   std::vector<std::string> sizes;
   for (const auto& s : instance.symbols) {
     auto it = instance.sizes.find(s);

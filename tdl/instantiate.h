@@ -25,53 +25,56 @@ namespace planner::tdl {
 
 /// One input of the operator to instantiate for.
 struct InstanceInput {
-  bool present = true;          ///< false: an omitted optional input
-  std::vector<int64_t> shape;   ///< static shape; {} is a scalar
+  bool present = true;                         ///< false: an omitted optional input
+  std::vector<int64_t> shape;                  ///< static shape; {} is a scalar
   std::optional<std::vector<int64_t>> values;  ///< integer contents of a constant input, when known
 };
 
 /// One output of the operator to instantiate for.
 struct InstanceOutput {
-  bool present = true;          ///< false: an omitted optional output
+  bool present = true;  ///< false: an omitted optional output
   std::vector<int64_t> shape;
 };
 
 /// A concrete operator, described without the graph IR (analysis/op_strategies builds it).
 struct InstanceRequest {
-  std::string op_type;    ///< e.g. "Conv"
-  std::string domain;     ///< "" for the default ONNX domain
-  std::string node_name;  ///< used in messages
+  std::string op_type;                          ///< e.g. "Conv"
+  std::string domain;                           ///< "" for the default ONNX domain
+  std::string node_name;                        ///< used in messages
   std::map<std::string, AttrValue> attributes;  ///< the node's attributes (defaults are filled in)
-  std::vector<InstanceInput> inputs;    ///< in node order
-  std::vector<InstanceOutput> outputs;  ///< in node order
+  std::vector<InstanceInput> inputs;            ///< in node order
+  std::vector<InstanceOutput> outputs;          ///< in node order
 };
 
 /// An input of an Instance.
 struct InstanceTensor {
-  std::string name;       ///< unique within the instance (variadic inputs: `inputs_0`, `inputs_1`, ...)
-  int node_index = 0;     ///< position in the node's inputs (in the description for standalone instances)
+  std::string name;  ///< unique within the instance (variadic inputs: `inputs_0`, `inputs_1`, ...)
+  int node_index =
+      0;  ///< position in the node's inputs (in the description for standalone instances)
   std::vector<ExprPtr> dims;  ///< declared sizes: size symbols, integers or expressions of sizes
   bool has_view = false;      ///< accesses index `view` instead of `dims`
-  std::vector<ExprPtr> view;  ///< the view's sizes; their product per run equals the dims (row-major)
+  std::vector<ExprPtr>
+      view;  ///< the view's sizes; their product per run equals the dims (row-major)
   const std::vector<ExprPtr>& access_dims() const { return has_view ? view : dims; }
 };
 
 /// An output of an Instance.
 struct InstanceOutputTensor {
-  std::string name;        ///< unique within the instance (variadic outputs: `outputs_0`, ...)
-  int node_index = 0;      ///< position in the node's outputs
-  bool present = true;     ///< false: the node omits this output (it may still be read as state)
-  std::vector<std::string> vars;   ///< index variables, one per dimension
-  std::vector<ExprPtr> extents;    ///< explicit extent per dimension (null: follows from the body)
-  std::optional<std::vector<int64_t>> shape;  ///< the node's output shape, when instantiated for a node
+  std::string name;     ///< unique within the instance (variadic outputs: `outputs_0`, ...)
+  int node_index = 0;   ///< position in the node's outputs
+  bool present = true;  ///< false: the node omits this output (it may still be read as state)
+  std::vector<std::string> vars;  ///< index variables, one per dimension
+  std::vector<ExprPtr> extents;   ///< explicit extent per dimension (null: follows from the body)
+  std::optional<std::vector<int64_t>>
+      shape;  ///< the node's output shape, when instantiated for a node
 };
 
 /// A fixed-rank core description (see the file comment for its invariants).
 struct Instance {
   std::string op_type;
   std::string domain;
-  std::string node_name;     ///< empty for standalone instances
-  std::string variant;       ///< where the chosen definition is: `file:line`
+  std::string node_name;                      ///< empty for standalone instances
+  std::string variant;                        ///< where the chosen definition is: `file:line`
   std::vector<InstanceTensor> inputs;         ///< present inputs only
   std::vector<InstanceOutputTensor> outputs;  ///< every output, with `present`
   std::vector<ExprPtr> bodies;                ///< one per output
@@ -91,13 +94,14 @@ struct Instance {
 /// attribute defaults, expands groups, placements, broadcasting and remaps, and binds sizes.
 /// `variants` are the definitions sharing the op's name, in file order. `source` names the
 /// file the variants come from (for `variant`); may be null.
-Expected<Instance> instantiate(const std::vector<const OpDef*>& variants, const InstanceRequest& request,
-                               const Source* source = nullptr);
+Expected<Instance> instantiate(const std::vector<const OpDef*>& variants,
+                               const InstanceRequest& request, const Source* source = nullptr);
 
 /// Instantiates one definition without a node: ellipsis groups are empty, attributes take
 /// their defaults (overridden by `attributes`; a required one missing is an error), and the
 /// sizes in `sizes` are bound (the rest stay symbolic). Remaps need a node and fail here.
-Expected<Instance> instantiate_standalone(const OpDef& op, const std::map<std::string, int64_t>& sizes = {},
+Expected<Instance> instantiate_standalone(const OpDef& op,
+                                          const std::map<std::string, int64_t>& sizes = {},
                                           const std::map<std::string, AttrValue>& attributes = {},
                                           const Source* source = nullptr);
 

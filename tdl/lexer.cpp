@@ -10,20 +10,31 @@
 namespace planner::tdl {
 namespace {
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 }  // namespace
 
 std::string describe(const Token& token) {
   switch (token.kind) {
-    case TokenKind::kIdent: return fmt::format("identifier '{}'", token.text);
+    case TokenKind::kIdent:
+      return fmt::format("identifier '{}'", token.text);
     case TokenKind::kInt:
-    case TokenKind::kFloat: return fmt::format("number '{}'", token.text);
-    case TokenKind::kString: return fmt::format("string \"{}\"", token.text);
-    case TokenKind::kPunct: return fmt::format("'{}'", token.text);
-    case TokenKind::kEnd: return "end of input";
+    case TokenKind::kFloat:
+      return fmt::format("number '{}'", token.text);
+    case TokenKind::kString:
+      return fmt::format("string \"{}\"", token.text);
+    case TokenKind::kPunct:
+      return fmt::format("'{}'", token.text);
+    case TokenKind::kEnd:
+      return "end of input";
   }
   return "token";
 }
@@ -36,9 +47,9 @@ Expected<std::vector<Token>> tokenize(const Source& source) {
   size_t line_start = 0;
   auto loc_at = [&](size_t pos) { return SourceLoc{line, static_cast<int>(pos - line_start) + 1}; };
   // Longest operators first so that "..." wins over ".." and "->" over "-".
-  static const char* const kPuncts[] = {"...", "..", "->", "==", "!=", "<=", ">=", "(", ")", "[",
-                                        "]",   "<",  ">",  ",",  ":",  "=",  "+",  "-",  "*", "/",
-                                        "%",   "@",  "?",  ".",  "!"};
+  static const char* const kPuncts[] = {"...", "..", "->", "==", "!=", "<=", ">=", "(", ")",
+                                        "[",   "]",  "<",  ">",  ",",  ":",  "=",  "+", "-",
+                                        "*",   "/",  "%",  "@",  "?",  ".",  "!"};
   while (i < s.size()) {
     char c = s[i];
     if (c == '\n') {
@@ -95,10 +106,12 @@ Expected<std::vector<Token>> tokenize(const Source& source) {
         tok.kind = TokenKind::kInt;
         errno = 0;
         tok.int_value = std::strtoll(tok.text.c_str(), nullptr, 10);
-        if (errno == ERANGE) return located_error(source, tok.loc, fmt::format("integer '{}' is too large", tok.text));
+        if (errno == ERANGE)
+          return located_error(source, tok.loc, fmt::format("integer '{}' is too large", tok.text));
       }
       if (i < s.size() && is_ident_start(s[i])) {
-        return located_error(source, loc_at(i), fmt::format("unexpected character '{}' after number", s[i]));
+        return located_error(source, loc_at(i),
+                             fmt::format("unexpected character '{}' after number", s[i]));
       }
       tokens.push_back(std::move(tok));
       continue;
@@ -106,7 +119,8 @@ Expected<std::vector<Token>> tokenize(const Source& source) {
     if (c == '"') {
       size_t start = ++i;
       while (i < s.size() && s[i] != '"' && s[i] != '\n') ++i;
-      if (i >= s.size() || s[i] != '"') return located_error(source, tok.loc, "unterminated string");
+      if (i >= s.size() || s[i] != '"')
+        return located_error(source, tok.loc, "unterminated string");
       tok.kind = TokenKind::kString;
       tok.text = s.substr(start, i - start);
       ++i;
@@ -126,10 +140,11 @@ Expected<std::vector<Token>> tokenize(const Source& source) {
       }
     }
     if (!matched) {
-      return located_error(source, tok.loc,
-                           std::isprint(static_cast<unsigned char>(c))
-                               ? fmt::format("unexpected character '{}'", c)
-                               : fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(c)));
+      return located_error(
+          source, tok.loc,
+          std::isprint(static_cast<unsigned char>(c))
+              ? fmt::format("unexpected character '{}'", c)
+              : fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(c)));
     }
   }
   Token end;

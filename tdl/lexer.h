@@ -16,12 +16,12 @@ namespace planner::tdl {
 
 /// What a token is.
 enum class TokenKind {
-  kIdent,     ///< letters, digits, '_' (not starting with a digit)
-  kInt,       ///< decimal integer literal
-  kFloat,     ///< literal with '.' or an exponent
-  kString,    ///< "..." (text holds the contents, without quotes)
-  kPunct,     ///< operator or punctuation; text holds it ("->", "...", "==", "(", ...)
-  kEnd,       ///< end of input
+  kIdent,   ///< letters, digits, '_' (not starting with a digit)
+  kInt,     ///< decimal integer literal
+  kFloat,   ///< literal with '.' or an exponent
+  kString,  ///< "..." (text holds the contents, without quotes)
+  kPunct,   ///< operator or punctuation; text holds it ("->", "...", "==", "(", ...)
+  kEnd,     ///< end of input
 };
 
 /// One token: kind, its text (for kPunct the operator itself) and where it starts.

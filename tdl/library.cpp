@@ -44,8 +44,8 @@ Expected<void> Library::add_source(std::string_view text, std::string source_nam
     auto key = std::make_pair(def.domain, def.op_type);
     auto it = index_.find(key);
     if (it == index_.end()) {
-      OpEntry entry{def.domain, def.op_type, {&def}, file->source.get(), file->source->name,
-                    def.loc.line, from_user};
+      OpEntry entry{def.domain,         def.op_type,  {&def},   file->source.get(),
+                    file->source->name, def.loc.line, from_user};
       index_.emplace(key, entries_.size());
       defined_here.push_back(entries_.size());
       entries_.push_back(std::move(entry));
@@ -62,8 +62,8 @@ Expected<void> Library::add_source(std::string_view text, std::string source_nam
                                        entry.source_name, entry.line));
     // A user file replaces the whole description: mixing its variants with the built-in ones
     // would make the variant order (and so the chosen variant) depend on both files.
-    entry = OpEntry{def.domain, def.op_type, {&def}, file->source.get(), file->source->name,
-                    def.loc.line, true};
+    entry = OpEntry{def.domain,         def.op_type,  {&def}, file->source.get(),
+                    file->source->name, def.loc.line, true};
     defined_here.push_back(it->second);
   }
   files_.push_back(std::move(file));

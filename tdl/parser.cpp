@@ -19,12 +19,14 @@ bool is_comparison(const Token& t) {
 
 class Parser {
  public:
-  Parser(const Source& source, std::vector<Token> tokens) : source_(source), tokens_(std::move(tokens)) {}
+  Parser(const Source& source, std::vector<Token> tokens)
+      : source_(source), tokens_(std::move(tokens)) {}
 
   Expected<std::vector<OpDef>> parse_ops() {
     std::vector<OpDef> ops;
     while (peek().kind != TokenKind::kEnd) {
-      if (!peek().is_ident("op")) return error_here(fmt::format("expected 'op', got {}", describe(peek())));
+      if (!peek().is_ident("op"))
+        return error_here(fmt::format("expected 'op', got {}", describe(peek())));
       PLANNER_TRY_ASSIGN(OpDef op, parse_op());
       ops.push_back(std::move(op));
     }
@@ -46,14 +48,17 @@ class Parser {
     next();
     return true;
   }
-  Error error_at(SourceLoc loc, std::string_view message) const { return located_error(source_, loc, message); }
+  Error error_at(SourceLoc loc, std::string_view message) const {
+    return located_error(source_, loc, message);
+  }
   Error error_here(std::string_view message) const { return error_at(peek().loc, message); }
   Expected<void> expect(std::string_view punct, std::string_view context) {
     if (accept(punct)) return ok();
     return error_here(fmt::format("expected '{}' {}, got {}", punct, context, describe(peek())));
   }
   Expected<Token> expect_ident(std::string_view what) {
-    if (peek().kind != TokenKind::kIdent) return error_here(fmt::format("expected {}, got {}", what, describe(peek())));
+    if (peek().kind != TokenKind::kIdent)
+      return error_here(fmt::format("expected {}, got {}", what, describe(peek())));
     return next();
   }
 
@@ -114,7 +119,8 @@ class Parser {
     PLANNER_TRY(expect("=", "before the body"));
     if (op.outputs.size() > 1) {
       SourceLoc open = peek().loc;
-      PLANNER_TRY(expect("(", fmt::format("before the {} bodies of the outputs", op.outputs.size())));
+      PLANNER_TRY(
+          expect("(", fmt::format("before the {} bodies of the outputs", op.outputs.size())));
       do {
         PLANNER_TRY_ASSIGN(ExprPtr body, parse_expr());
         op.bodies.push_back(std::move(body));
@@ -146,7 +152,8 @@ class Parser {
       bool all_int = true, all_number = true, all_string = true;
       for (const auto& item : items) {
         all_int = all_int && std::holds_alternative<int64_t>(item);
-        all_number = all_number && (std::holds_alternative<int64_t>(item) || std::holds_alternative<double>(item));
+        all_number = all_number && (std::holds_alternative<int64_t>(item) ||
+                                    std::holds_alternative<double>(item));
         all_string = all_string && std::holds_alternative<std::string>(item);
       }
       if (all_int) {
@@ -157,8 +164,9 @@ class Parser {
       if (all_number) {
         std::vector<double> v;
         for (const auto& item : items)
-          v.push_back(std::holds_alternative<double>(item) ? std::get<double>(item)
-                                                           : static_cast<double>(std::get<int64_t>(item)));
+          v.push_back(std::holds_alternative<double>(item)
+                          ? std::get<double>(item)
+                          : static_cast<double>(std::get<int64_t>(item)));
         return AttrValue(v);
       }
       if (all_string) {
@@ -177,7 +185,8 @@ class Parser {
     if (v.kind == TokenKind::kInt) return AttrValue(negative ? -v.int_value : v.int_value);
     if (v.kind == TokenKind::kFloat) return AttrValue(negative ? -v.float_value : v.float_value);
     if (v.kind == TokenKind::kString && !negative) return AttrValue(v.text);
-    return error_at(v.loc, fmt::format("expected a literal (number, string or list), got {}", describe(v)));
+    return error_at(
+        v.loc, fmt::format("expected a literal (number, string or list), got {}", describe(v)));
   }
 
   Expected<DimDecl> parse_dim_decl() {
@@ -389,8 +398,12 @@ class Parser {
     const Token& t = peek();
     SourceLoc loc = t.loc;
     switch (t.kind) {
-      case TokenKind::kInt: next(); return make_int(t.int_value, loc);
-      case TokenKind::kFloat: next(); return make_float(t.float_value, loc);
+      case TokenKind::kInt:
+        next();
+        return make_int(t.int_value, loc);
+      case TokenKind::kFloat:
+        next();
+        return make_float(t.float_value, loc);
       case TokenKind::kString: {
         auto e = std::make_shared<Expr>();
         e->kind = ExprKind::kString;
@@ -398,9 +411,12 @@ class Parser {
         e->loc = loc;
         return ExprPtr(e);
       }
-      case TokenKind::kEnd: return error_here("expected an expression, got end of input");
-      case TokenKind::kPunct: break;
-      case TokenKind::kIdent: return parse_identifier();
+      case TokenKind::kEnd:
+        return error_here("expected an expression, got end of input");
+      case TokenKind::kPunct:
+        break;
+      case TokenKind::kIdent:
+        return parse_identifier();
     }
     if (accept("(")) {
       PLANNER_TRY_ASSIGN(ExprPtr inner, parse_expr());
@@ -429,7 +445,8 @@ class Parser {
     SourceLoc loc = t.loc;
     static const char* const kKeywords[] = {"op", "when", "as", "and", "or", "not"};
     for (const char* k : kKeywords)
-      if (name == k) return error_at(loc, fmt::format("expected an expression, got keyword '{}'", name));
+      if (name == k)
+        return error_at(loc, fmt::format("expected an expression, got keyword '{}'", name));
     if (peek().is("(") && is_reducer(name) && peek(1).kind == TokenKind::kIdent &&
         (peek(2).is(":") || peek(2).is(",") || peek(2).is("<"))) {
       next();  // '('

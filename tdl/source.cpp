@@ -14,7 +14,8 @@ std::string_view source_line(std::string_view text, int line) {
     start = nl + 1;
   }
   size_t end = text.find('\n', start);
-  std::string_view result = text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
+  std::string_view result =
+      text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
   if (!result.empty() && result.back() == '\r') result.remove_suffix(1);
   return result;
 }
@@ -28,7 +29,8 @@ std::string format_diagnostic(const Source& source, SourceLoc loc, std::string_v
   out += "\n";
   // Keep tabs in the caret's indentation so the caret lines up however tabs are rendered.
   for (int i = 0; i + 1 < loc.col; ++i) {
-    out += (static_cast<size_t>(i) < line.size() && line[static_cast<size_t>(i)] == '\t') ? '\t' : ' ';
+    out +=
+        (static_cast<size_t>(i) < line.size() && line[static_cast<size_t>(i)] == '\t') ? '\t' : ' ';
   }
   out += "^";
   return out;

@@ -36,7 +36,8 @@ class GraphBuilder {
   /// named "" is an omitted optional input.
   GraphBuilder& op(const std::string& name, const std::string& type, std::vector<std::string> ins,
                    std::vector<std::pair<std::string, std::vector<int64_t>>> outs,
-                   std::map<std::string, ir::Attribute> attrs = {}, const std::string& domain = "") {
+                   std::map<std::string, ir::Attribute> attrs = {},
+                   const std::string& domain = "") {
     ir::Op op;
     op.name = name;
     op.op_type = type;
@@ -88,8 +89,14 @@ class GraphBuilder {
 };
 
 /// Attribute helpers.
-inline ir::Attribute attr(int64_t v) { return ir::Attribute{v}; }
-inline ir::Attribute attr(std::vector<int64_t> v) { return ir::Attribute{std::move(v)}; }
-inline ir::Attribute attr(const char* v) { return ir::Attribute{std::string(v)}; }
+inline ir::Attribute attr(int64_t v) {
+  return ir::Attribute{v};
+}
+inline ir::Attribute attr(std::vector<int64_t> v) {
+  return ir::Attribute{std::move(v)};
+}
+inline ir::Attribute attr(const char* v) {
+  return ir::Attribute{std::string(v)};
+}
 
 }  // namespace planner::testing

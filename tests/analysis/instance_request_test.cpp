@@ -36,7 +36,8 @@ TEST_CASE("Conv: auto_pad SAME_UPPER becomes explicit pads, defaults are filled"
   tdl::InstanceRequest r = request_for(g, "conv");
   CHECK(ints(r, "kernel_shape") == std::vector<int64_t>{3, 4});
   CHECK(ints(r, "dilations") == std::vector<int64_t>{1, 1});
-  // H: out 5, total pad (5-1)*2 + 3 - 10 = 1 -> [0, 1]; W: out 4, total (4-1)*2 + 4 - 7 = 3 -> [1, 2]
+  // H: out 5, total pad (5-1)*2 + 3 - 10 = 1 -> [0, 1]; W: out 4, total (4-1)*2 + 4 - 7 = 3 -> [1,
+  // 2]
   CHECK(ints(r, "pads") == std::vector<int64_t>{0, 1, 1, 2});
   CHECK(std::get<std::string>(r.attributes.at("auto_pad")) == "NOTSET");
   CHECK(r.inputs.size() == 2);
@@ -44,12 +45,13 @@ TEST_CASE("Conv: auto_pad SAME_UPPER becomes explicit pads, defaults are filled"
 }
 
 TEST_CASE("Conv: SAME_LOWER puts the odd padding first; a wrong-length attribute names the node") {
-  ir::Graph g = GraphBuilder()
-                    .input("x", {1, 3, 10})
-                    .param("w", {8, 3, 4})
-                    .op("c1", "Conv", {"x", "w"}, {{"y", {1, 8, 10}}}, {{"auto_pad", attr("SAME_LOWER")}})
-                    .op("c2", "Conv", {"x", "w"}, {{"z", {1, 8, 7}}}, {{"strides", attr({1, 1})}})
-                    .build();
+  ir::Graph g =
+      GraphBuilder()
+          .input("x", {1, 3, 10})
+          .param("w", {8, 3, 4})
+          .op("c1", "Conv", {"x", "w"}, {{"y", {1, 8, 10}}}, {{"auto_pad", attr("SAME_LOWER")}})
+          .op("c2", "Conv", {"x", "w"}, {{"z", {1, 8, 7}}}, {{"strides", attr({1, 1})}})
+          .build();
   CHECK(ints(request_for(g, "c1"), "pads") == std::vector<int64_t>{2, 1});
   auto bad = make_instance_request(g, *g.find_op("c2"));
   REQUIRE_FALSE(bad.has_value());
@@ -62,7 +64,8 @@ TEST_CASE("negative axes become non-negative; a constant axes input becomes the 
                     .constant("axes", {-1})
                     .op("sm", "Softmax", {"x"}, {{"y", {2, 5, 7}}}, {{"axis", attr(int64_t{-2})}})
                     .op("rm", "ReduceMean", {"x", "axes"}, {{"m", {2, 5, 1}}})
-                    .op("ra", "ReduceMean", {"x"}, {{"n", {2, 1, 7}}}, {{"axes", attr(std::vector<int64_t>{-2})}})
+                    .op("ra", "ReduceMean", {"x"}, {{"n", {2, 1, 7}}},
+                        {{"axes", attr(std::vector<int64_t>{-2})}})
                     .op("bad", "Softmax", {"x"}, {{"z", {2, 5, 7}}}, {{"axis", attr(int64_t{3})}})
                     .build();
   CHECK(std::get<int64_t>(request_for(g, "sm").attributes.at("axis")) == 1);

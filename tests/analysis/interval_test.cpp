@@ -6,7 +6,9 @@
 namespace planner::analysis {
 namespace {
 
-Affine sym(const char* name) { return Affine::symbol(name); }
+Affine sym(const char* name) {
+  return Affine::symbol(name);
+}
 
 TEST_CASE("rationals normalise and round") {
   CHECK(Rational(6, -4).to_string() == "-3/2");
@@ -64,7 +66,8 @@ TEST_CASE("a product of two intervals is an error unless one is a constant") {
   CHECK(ok->to_string() == "[0, 4*X - 4]");
   auto bad = multiply(x, Interval::range(sym("Y")));
   REQUIRE_FALSE(bad);
-  CHECK(bad.error().message() == "product of two intervals [0, X - 1] and [0, Y - 1] is not affine");
+  CHECK(bad.error().message() ==
+        "product of two intervals [0, X - 1] and [0, Y - 1] is not affine");
   auto sized = multiply(x, Interval::point(sym("M")));
   REQUIRE_FALSE(sized);
 }
@@ -81,11 +84,13 @@ TEST_CASE("comparisons assume sizes of at least 1; hull and clip fall back where
   CHECK(hull(a, c, whole).to_string() == "[0, X - 1]");
   CHECK(clip(Interval(Affine(-1), sym("X")), whole).to_string() == "[0, X - 1]");
   CHECK(clip(Interval(Affine(-1), Affine(7)), Interval::range(Affine(5))).to_string() == "[0, 4]");
-  CHECK(hull(Interval(Affine(3), Affine(1)), Interval(Affine(4), Affine(6)), whole).to_string() == "[4, 6]");
+  CHECK(hull(Interval(Affine(3), Affine(1)), Interval(Affine(4), Affine(6)), whole).to_string() ==
+        "[4, 6]");
 }
 
 TEST_CASE("regions print per dimension") {
-  Region r{{Interval(Affine(0), Affine(14)), Interval(Affine(0), Affine(3)), Interval(Affine(0), Affine(16))}};
+  Region r{{Interval(Affine(0), Affine(14)), Interval(Affine(0), Affine(3)),
+            Interval(Affine(0), Affine(16))}};
   CHECK(r.to_string() == "[0..14, 0..3, 0..16]");
   CHECK(Region{{Interval(Affine(2), Affine(1))}}.to_string() == "empty");
   CHECK(Region{}.to_string() == "[]");

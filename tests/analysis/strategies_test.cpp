@@ -20,15 +20,18 @@ tdl::File parse_ok(const std::string& text) {
 }
 
 // Standalone instance of the first definition in `text`, with the given sizes.
-tdl::Instance standalone(const std::string& text, const std::map<std::string, int64_t>& sizes = {}) {
+tdl::Instance standalone(const std::string& text,
+                         const std::map<std::string, int64_t>& sizes = {}) {
   tdl::File file = parse_ok(text);
   auto inst = tdl::instantiate_standalone(file.ops[0], sizes);
   REQUIRE_MESSAGE(inst.has_value(), (inst ? std::string() : inst.error().message()));
   return std::move(*inst);
 }
 
-tdl::Instance for_node(const std::string& text, const std::string& op_type, std::vector<std::vector<int64_t>> inputs,
-                       std::vector<std::vector<int64_t>> outputs, std::map<std::string, tdl::AttrValue> attrs = {}) {
+tdl::Instance for_node(const std::string& text, const std::string& op_type,
+                       std::vector<std::vector<int64_t>> inputs,
+                       std::vector<std::vector<int64_t>> outputs,
+                       std::map<std::string, tdl::AttrValue> attrs = {}) {
   tdl::File file = parse_ok(text);
   InstanceRequest req;
   req.op_type = op_type;
@@ -125,13 +128,16 @@ TEST_CASE("Conv1d: split x has a halo, split ci reduces, split b replicates the 
 TEST_CASE("Conv1d symbolically") {
   OpAnalysis a = analyze_ok(standalone(kConv1d));
   CHECK(a.extent("x").to_string() == "X - DX + 1");
-  CHECK(input_regions(a, "b", 0) == "[0..B/2 - 1, 0..CI - 1, 0..X - 1] | [B/2..B - 1, 0..CI - 1, 0..X - 1]");
-  CHECK(input_regions(a, "ci", 1) == "[0..CI/2 - 1, 0..CO - 1, 0..DX - 1] | [CI/2..CI - 1, 0..CO - 1, 0..DX - 1]");
+  CHECK(input_regions(a, "b", 0) ==
+        "[0..B/2 - 1, 0..CI - 1, 0..X - 1] | [B/2..B - 1, 0..CI - 1, 0..X - 1]");
+  CHECK(input_regions(a, "ci", 1) ==
+        "[0..CI/2 - 1, 0..CO - 1, 0..DX - 1] | [CI/2..CI - 1, 0..CO - 1, 0..DX - 1]");
 }
 
 TEST_CASE("MatMul has exactly three basic strategies") {
-  OpAnalysis a = analyze_ok(
-      standalone("op MatMul(A[M, K], B[K, N]) -> C[m, n] = sum(k: A[m, k] * B[k, n])\n", {{"M", 6}, {"K", 4}, {"N", 10}}));
+  OpAnalysis a =
+      analyze_ok(standalone("op MatMul(A[M, K], B[K, N]) -> C[m, n] = sum(k: A[m, k] * B[k, n])\n",
+                            {{"M", 6}, {"K", 4}, {"N", 10}}));
   REQUIRE(a.strategies.size() == 3);
   CHECK(vars_of(a) == "m n k");
   CHECK(input_regions(a, "m", 0) == "[0..2, 0..3] | [3..5, 0..3]");
@@ -148,7 +154,8 @@ TEST_CASE("MatMul has exactly three basic strategies") {
 }
 
 TEST_CASE("odd extents give worker 0 the larger half; extent 1 is not splittable") {
-  OpAnalysis a = analyze_ok(standalone("op Id(A[N, M]) -> B[i, j] = A[i, j]\n", {{"N", 7}, {"M", 1}}));
+  OpAnalysis a =
+      analyze_ok(standalone("op Id(A[N, M]) -> B[i, j] = A[i, j]\n", {{"N", 7}, {"M", 1}}));
   CHECK(output_regions(a, "i") == "[0..3, 0..0] | [4..6, 0..0]");
   CHECK(a.find("i")->valid);
   CHECK_FALSE(a.find("j")->valid);
@@ -167,7 +174,9 @@ TEST_CASE("element-wise operators are marked; broadcasting ones are not") {
   OpAnalysis c = analyze_ok(for_node(add, "Add", {{4, 5}, {4, 1}}, {{4, 5}}));
   CHECK(input_regions(c, "e1", 1) == "[0..3, 0..0] | [0..3, 0..0]");
   CHECK(input_regions(c, "e0", 1) == "[0..1, 0..0] | [2..3, 0..0]");
-  CHECK_FALSE(analyze_ok(standalone(kConv1d, {{"B", 8}, {"CI", 4}, {"X", 32}, {"CO", 16}, {"DX", 3}})).elementwise);
+  CHECK_FALSE(
+      analyze_ok(standalone(kConv1d, {{"B", 8}, {"CI", 4}, {"X", 32}, {"CO", 16}, {"DX", 3}}))
+          .elementwise);
 }
 
 TEST_CASE("Conv2d with strides, pads and dilations: halo and padding clipped to the input") {
@@ -180,8 +189,9 @@ op Conv<strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1>
                    * Wt[m, c, ky, kx]) + Bias[m]
 )";
   // 3x3 kernel, stride 2, pad 1, dilation 1 on 16x16: 8x8 output.
-  tdl::Instance inst = for_node(conv, "Conv", {{2, 3, 16, 16}, {4, 3, 3, 3}, {4}}, {{2, 4, 8, 8}},
-                                {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  tdl::Instance inst = for_node(
+      conv, "Conv", {{2, 3, 16, 16}, {4, 3, 3, 3}, {4}}, {{2, 4, 8, 8}},
+      {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   OpAnalysis a = analyze_ok(inst);
   CHECK(vars_of(a) == "n m y x");  // the bias keeps the reduction from being at the top
   // Rows: worker 0 y 0..3 reads rows -1..7, clipped to 0..7; worker 1 y 4..7 reads 7..15.
@@ -211,7 +221,8 @@ op GroupConv<group>(X[N, G * CG, L] as [N, G, CG, L], Wt[G * MG, CG, K] as [G, M
     -> Y[n, g, mg, l] = sum(c, k: X[n, g, c, l + k] * Wt[g, mg, c, k])
 )";
   // 2 groups of 3 channels in, 2 groups of 4 channels out; length 10, kernel 3.
-  tdl::Instance inst = for_node(grouped, "GroupConv", {{1, 6, 10}, {8, 3, 3}}, {{1, 2, 4, 8}}, {{"group", int64_t{2}}});
+  tdl::Instance inst = for_node(grouped, "GroupConv", {{1, 6, 10}, {8, 3, 3}}, {{1, 2, 4, 8}},
+                                {{"group", int64_t{2}}});
   OpAnalysis a = analyze_ok(inst);
   // Splitting the group splits both the channels of X and the filters, in declared coordinates.
   CHECK(input_regions(a, "g", 0) == "[0..0, 0..2, 0..9] | [0..0, 3..5, 0..9]");
@@ -222,7 +233,8 @@ op GroupConv<group>(X[N, G * CG, L] as [N, G, CG, L], Wt[G * MG, CG, K] as [G, M
   CHECK(input_regions(a, "mg", 1) == "[0..5, 0..2, 0..2] | [2..7, 0..2, 0..2]");
   CHECK(input_regions(a, "mg", 0) == "[0..0, 0..5, 0..9] | [0..0, 0..5, 0..9]");
   // Depthwise: one channel per group; splitting channels splits input and filters alike.
-  const char* depthwise = "op Depthwise(X[N, C, L], Wt[C, K]) -> Y[n, c, l] = sum(k: X[n, c, l + k] * Wt[c, k])\n";
+  const char* depthwise =
+      "op Depthwise(X[N, C, L], Wt[C, K]) -> Y[n, c, l] = sum(k: X[n, c, l + k] * Wt[c, k])\n";
   OpAnalysis d = analyze_ok(for_node(depthwise, "Depthwise", {{2, 8, 12}, {8, 3}}, {{2, 8, 10}}));
   CHECK(input_regions(d, "c", 0) == "[0..1, 0..3, 0..11] | [0..1, 4..7, 0..11]");
   CHECK(input_regions(d, "c", 1) == "[0..3, 0..2] | [4..7, 0..2]");
@@ -239,16 +251,31 @@ TEST_CASE("reshape uses concrete strides; concat clips each input") {
   // Splitting the inner dimension: each worker's reads span (a bounding range of) the row.
   CHECK(input_regions(split, "o2", 0) == "[0..1, 0..735] | [0..1, 32..767]");
   const char* concat = "op Concat<axis>(inputs*[...]) -> out[...] = concat(inputs, axis)\n";
-  OpAnalysis c = analyze_ok(for_node(concat, "Concat", {{2, 3}, {2, 5}}, {{2, 8}}, {{"axis", int64_t{1}}}));
+  OpAnalysis c =
+      analyze_ok(for_node(concat, "Concat", {{2, 3}, {2, 5}}, {{2, 8}}, {{"axis", int64_t{1}}}));
   CHECK(input_regions(c, "e1", 0) == "[0..1, 0..2] | empty");
   CHECK(input_regions(c, "e1", 1) == "[0..1, 0..0] | [0..1, 1..4]");
 }
 
+TEST_CASE("split outputs of different sizes each keep their own extents") {
+  OpAnalysis a =
+      analyze_ok(for_node("op Split<axis = 0>(input[...]) -> outputs*[...] = split(input, axis)\n",
+                          "Split", {{8, 10}}, {{8, 2}, {8, 3}, {8, 5}}, {{"axis", int64_t{1}}}));
+  CHECK(vars_of(a) == "e0 e1");
+  CHECK(input_regions(a, "e0", 0) == "[0..3, 0..9] | [4..7, 0..9]");
+  // Splitting the columns halves every output: worker 0 reads the first half of each part.
+  CHECK(input_regions(a, "e1", 0) == "[0..7, 0..7] | [0..7, 1..9]");
+  CHECK(output_regions(a, "e1", 2) == "[0..7, 0..2] | [0..7, 3..4]");
+  CHECK(output_regions(a, "e1", 0) == "[0..7, 0..0] | [0..7, 1..1]");
+}
+
 TEST_CASE("max and other reducers; reductions not at the top cannot be split") {
-  OpAnalysis a = analyze_ok(standalone("op RowMax(A[M, N]) -> B[i] = max(j: A[i, j])\n", {{"M", 4}, {"N", 6}}));
+  OpAnalysis a = analyze_ok(
+      standalone("op RowMax(A[M, N]) -> B[i] = max(j: A[i, j])\n", {{"M", 4}, {"N", 6}}));
   CHECK(a.find("j")->output_reduction == Reducer::kMax);
-  OpAnalysis s = analyze_ok(standalone(
-      "op Softmax(X[M, N]) -> Y[i, j] = exp(X[i, j]) / sum(k: exp(X[i, k]))\n", {{"M", 4}, {"N", 6}}));
+  OpAnalysis s = analyze_ok(
+      standalone("op Softmax(X[M, N]) -> Y[i, j] = exp(X[i, j]) / sum(k: exp(X[i, k]))\n",
+                 {{"M", 4}, {"N", 6}}));
   CHECK(vars_of(s) == "i j");
   // Splitting j: each worker still needs the whole row for the normalising sum.
   CHECK(input_regions(s, "j", 0) == "[0..3, 0..5] | [0..3, 0..5]");
@@ -256,17 +283,19 @@ TEST_CASE("max and other reducers; reductions not at the top cannot be split") {
 }
 
 TEST_CASE("pooling windows with explicit reduction extents") {
-  OpAnalysis a = analyze_ok(
-      for_node("op Pool<kernel = [2], strides = [2]>(X[N, L]) -> Y[n, l] = max(k < kernel[0]: X[n, l * strides[0] + k])\n",
-               "Pool", {{1, 9}}, {{1, 4}}));
+  OpAnalysis a =
+      analyze_ok(for_node("op Pool<kernel = [2], strides = [2]>(X[N, L]) -> Y[n, l] = max(k < "
+                          "kernel[0]: X[n, l * strides[0] + k])\n",
+                          "Pool", {{1, 9}}, {{1, 4}}));
   CHECK(a.extent("k") == Affine(2));
   CHECK(input_regions(a, "l", 0) == "[0..0, 0..3] | [0..0, 4..7]");
 }
 
 TEST_CASE("recurrences report the state each worker reads") {
-  OpAnalysis a = analyze_ok(standalone(
-      "op Scan(X[S, B, H], R[H, H]) -> Y[s, b, h] = tanh(X[s, b, h] + sum(k: R[h, k] * Y[s - 1, b, k]))\n",
-      {{"S", 5}, {"B", 4}, {"H", 8}}));
+  OpAnalysis a =
+      analyze_ok(standalone("op Scan(X[S, B, H], R[H, H]) -> Y[s, b, h] = tanh(X[s, b, h] + sum(k: "
+                            "R[h, k] * Y[s - 1, b, k]))\n",
+                            {{"S", 5}, {"B", 4}, {"H", 8}}));
   const Strategy* h = a.find("h");
   REQUIRE(h);
   REQUIRE(h->state_regions[0]);
@@ -283,7 +312,8 @@ TEST_CASE("non-affine products and comparisons are errors naming the operator an
   auto a = analyze(standalone(flat));
   REQUIRE_FALSE(a.has_value());
   CHECK(a.error().message() ==
-        "Flat: operator '*' in index 'i * M' of 'F[i * M + j]': product of two intervals [0, N/2 - 1] and [M, M] is "
+        "Flat: operator '*' in index 'i * M' of 'F[i * M + j]': product of two intervals [0, N/2 - "
+        "1] and [M, M] is "
         "not affine");
   // With the size known, the analysis uses its concrete value (a reshape's stride).
   OpAnalysis ok = analyze_ok(standalone(flat, {{"N", 2}, {"M", 3}, {"L", 6}}));
@@ -295,12 +325,14 @@ TEST_CASE("non-affine products and comparisons are errors naming the operator an
   auto cmp = analyze(by_hand);
   REQUIRE_FALSE(cmp.has_value());
   CHECK(cmp.error().message() ==
-        "Cmp: operator '<' in index 'i < N' of 'A[i < N]': comparison of two intervals [0, 1] and [4, 4]");
+        "Cmp: operator '<' in index 'i < N' of 'A[i < N]': comparison of two intervals [0, 1] and "
+        "[4, 4]");
 }
 
 TEST_CASE("Tofu's BatchCholesky: an opaque function splits along the batch only usefully") {
-  OpAnalysis a = analyze_ok(
-      standalone("op BatchCholesky(m[B, R, C]) -> out[b, i, j] = opaque(m[b, :, :])\n", {{"B", 4}, {"R", 3}, {"C", 3}}));
+  OpAnalysis a =
+      analyze_ok(standalone("op BatchCholesky(m[B, R, C]) -> out[b, i, j] = opaque(m[b, :, :])\n",
+                            {{"B", 4}, {"R", 3}, {"C", 3}}));
   CHECK(vars_of(a) == "b i j");
   CHECK(input_regions(a, "b", 0) == "[0..1, 0..2, 0..2] | [2..3, 0..2, 0..2]");
   // i and j are not read by any access: their extents are the output's own sizes.

@@ -18,13 +18,52 @@ namespace planner::tdl {
 namespace {
 
 // The operators the issue asks the library to describe (beside those of the shared models).
-const char* const kRequiredOps[] = {
-    "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax", "Gather", "LSTM", "GRU",
-    "ReduceMean", "ReduceSum", "ReduceMax", "Transpose", "Reshape", "Flatten", "Squeeze",
-    "Unsqueeze", "Concat", "Split", "Slice", "Pad", "Dropout", "Cast", "Where", "Identity", "Erf",
-    "Pow", "Sqrt", "Div", "Sub", "Mul", "Add", "Relu", "Sigmoid", "Tanh", "Gelu", "Neg", "Exp",
-    "Log", "Clip", "Abs", "Expand"};
+const char* const kRequiredOps[] = {"MatMul",
+                                    "Gemm",
+                                    "Conv",
+                                    "MaxPool",
+                                    "AveragePool",
+                                    "GlobalAveragePool",
+                                    "BatchNormalization",
+                                    "LayerNormalization",
+                                    "Softmax",
+                                    "LogSoftmax",
+                                    "Gather",
+                                    "LSTM",
+                                    "GRU",
+                                    "ReduceMean",
+                                    "ReduceSum",
+                                    "ReduceMax",
+                                    "Transpose",
+                                    "Reshape",
+                                    "Flatten",
+                                    "Squeeze",
+                                    "Unsqueeze",
+                                    "Concat",
+                                    "Split",
+                                    "Slice",
+                                    "Pad",
+                                    "Dropout",
+                                    "Cast",
+                                    "Where",
+                                    "Identity",
+                                    "Erf",
+                                    "Pow",
+                                    "Sqrt",
+                                    "Div",
+                                    "Sub",
+                                    "Mul",
+                                    "Add",
+                                    "Relu",
+                                    "Sigmoid",
+                                    "Tanh",
+                                    "Gelu",
+                                    "Neg",
+                                    "Exp",
+                                    "Log",
+                                    "Clip",
+                                    "Abs",
+                                    "Expand"};
 
 Library builtin_or_fail() {
   auto library = Library::builtin();
@@ -45,7 +84,8 @@ TEST_CASE("every shipped file parses on its own") {
 TEST_CASE("the shipped library loads fast and names its files") {
   auto start = std::chrono::steady_clock::now();
   Library library = builtin_or_fail();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   MESSAGE("parsing the shipped library took " << ms << " ms for " << library.entries().size()
                                               << " operators");
   CHECK(ms < 500);  // generous: start-up cost of every command (typically a few ms)
@@ -77,7 +117,8 @@ TEST_CASE("every operator type of the shared models is described") {
   std::string line, types_line;
   bool next_is_types = false;
   while (std::getline(in, line)) {
-    if (line.rfind("## Operator types across these models", 0) == 0) next_is_types = true;
+    if (line.rfind("## Operator types across these models", 0) == 0)
+      next_is_types = true;
     else if (next_is_types && !line.empty()) {
       types_line = line;
       break;
@@ -146,6 +187,24 @@ TEST_CASE("a bad user file is a located error") {
   auto missing = library.add_user_file("/no/such/dir/ops.tdl");
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().message() == "/no/such/dir/ops.tdl: cannot read the file");
+}
+
+TEST_CASE("truncated library files give located errors, never a crash") {
+  // Every shipped file cut at many places: each prefix either parses or fails with a located
+  // diagnostic (`name:line:col: error: ...`); the parser and checker must not abort.
+  int errors = 0;
+  for (const BuiltinSource& source : builtin_sources()) {
+    std::string_view text = source.text;
+    for (size_t cut = 0; cut < text.size(); cut += 173) {
+      auto file = parse_file(text.substr(0, cut), "cut.tdl");
+      if (file) continue;
+      ++errors;
+      CAPTURE(source.name);
+      CAPTURE(cut);
+      CHECK(file.error().message().rfind("cut.tdl:", 0) == 0);
+    }
+  }
+  CHECK(errors > 0);
 }
 
 TEST_CASE("a built-in file may not redefine another built-in file's operator") {

@@ -110,7 +110,8 @@ TEST_CASE("syntax errors are located with a caret") {
         "t.tdl:2:1: error: expected 'op', got identifier 'foo'\n"
         "foo\n"
         "^");
-  CHECK(error_of("op F(A[N]) -> (B[i], C[i]) = A[i]\n").find("t.tdl:1:30: error: expected '(' before the 2 bodies") == 0);
+  CHECK(error_of("op F(A[N]) -> (B[i], C[i]) = A[i]\n")
+            .find("t.tdl:1:30: error: expected '(' before the 2 bodies") == 0);
 }
 
 TEST_CASE("semantic errors are located with a caret") {
@@ -127,11 +128,12 @@ TEST_CASE("semantic errors are located with a caret") {
         "op F(A[N, M]) -> B[i, j] = A[i * j, 0]\n"
         "                             ^");
   CHECK(error_of("op F(A[N]) -> B[i] = A[exp(i)]\n") ==
-        "t.tdl:1:24: error: operator 'F': non-affine index 'exp(i)': function 'exp' of an index variable\n"
+        "t.tdl:1:24: error: operator 'F': non-affine index 'exp(i)': function 'exp' of an index "
+        "variable\n"
         "op F(A[N]) -> B[i] = A[exp(i)]\n"
         "                       ^");
-  CHECK(error_of("op F(A[N], I[N]) -> B[i] = A[I[i]]\n").find("non-affine index 'I[i]': an index cannot read a tensor") !=
-        std::string::npos);
+  CHECK(error_of("op F(A[N], I[N]) -> B[i] = A[I[i]]\n")
+            .find("non-affine index 'I[i]': an index cannot read a tensor") != std::string::npos);
   CHECK(error_of("op F(A[N, M]) -> B[i] = A[i]\n") ==
         "t.tdl:1:25: error: operator 'F': 'A' has 2 dimensions but is indexed with 1 index\n"
         "op F(A[N, M]) -> B[i] = A[i]\n"
@@ -144,23 +146,36 @@ TEST_CASE("semantic errors are located with a caret") {
         "t.tdl:1:32: error: operator 'F': reduction variable 'j' is not used\n"
         "op F(A[N, M]) -> B[i] = sum(k, j: A[i, k])\n"
         "                               ^");
-  CHECK(error_of("op F(A[N]) -> B[i, i] = A[i]\n").find("index variable 'i' is bound twice") != std::string::npos);
-  CHECK(error_of("op F(A[N]) -> B[i] = frob(A[i])\n").find("unknown function 'frob'") != std::string::npos);
-  CHECK(error_of("op F(A[N]) -> B[i : Q] = A[i]\n").find("unknown size 'Q'") != std::string::npos);
-  CHECK(error_of("op F<a = 1> when b == 1 (A[N]) -> B[i] = A[i]\n").find("unknown attribute 'b' in guard") !=
+  CHECK(error_of("op F(A[N]) -> B[i, i] = A[i]\n").find("index variable 'i' is bound twice") !=
         std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = frob(A[i])\n").find("unknown function 'frob'") !=
+        std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i : Q] = A[i]\n").find("unknown size 'Q'") != std::string::npos);
+  CHECK(error_of("op F<a = 1> when b == 1 (A[N]) -> B[i] = A[i]\n")
+            .find("unknown attribute 'b' in guard") != std::string::npos);
   CHECK(error_of("op F(A[N]) -> B[i] = A[..q]\n").find("unknown group '..q'") != std::string::npos);
   CHECK(error_of("op F(A[n]) -> B[i] = A[i]\n").find("must be a size") != std::string::npos);
+  CHECK(error_of("op F(A[..., N]) -> B[..., i] = A[i, ...]\n") ==
+        "t.tdl:1:34: error: operator 'F': index 1 of 'A' is not a group but the declaration has a "
+        "group there\n"
+        "op F(A[..., N]) -> B[..., i] = A[i, ...]\n"
+        "                                 ^");
+  CHECK(error_of("op F(X*[N]) -> B[i] = X[i]\n")
+            .find("variadic input 'X' can only be read through concat(X, axis)") !=
+        std::string::npos);
 }
 
 TEST_CASE("hostile input gives errors, not crashes") {
-  std::string deep = "op F(A[N]) -> B[i] = " + std::string(5000, '(') + "A[i]" + std::string(5000, ')') + "\n";
+  std::string deep =
+      "op F(A[N]) -> B[i] = " + std::string(5000, '(') + "A[i]" + std::string(5000, ')') + "\n";
   CHECK(error_of(deep).find("t.tdl:1:222: error: expression is nested too deeply") == 0);
-  CHECK(error_of("op F(A[N]) -> B[i] = A[i + 99999999999999999999]\n").find("integer '99999999999999999999' is too large") !=
-        std::string::npos);
-  CHECK(error_of("op F(A[N]) -> B[i] = A[i").find("expected ']' after the indices of 'A', got end of input") != std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[i + 99999999999999999999]\n")
+            .find("integer '99999999999999999999' is too large") != std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[i")
+            .find("expected ']' after the indices of 'A', got end of input") != std::string::npos);
   CHECK(error_of("op").find("t.tdl:1:3: error: expected an operator name, got end of input") == 0);
-  CHECK(error_of("op F<a = \"x>(A[N]) -> B[i] = A[i]\n").find("unterminated string") != std::string::npos);
+  CHECK(error_of("op F<a = \"x>(A[N]) -> B[i] = A[i]\n").find("unterminated string") !=
+        std::string::npos);
   CHECK(error_of("").empty());
 }
 
