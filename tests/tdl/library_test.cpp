@@ -166,13 +166,13 @@ TEST_CASE("a user file overrides the built-in description of the same type and d
 
 TEST_CASE("entries are sorted by domain, then op type") {
   Library library = builtin_or_fail();
-  REQUIRE(library.add_source("op a.b.Zed(X[N]) -> Y[i] = X[i]\n", "u.tdl", true).has_value());
+  REQUIRE(library.add_source("op zz.last.Zed(X[N]) -> Y[i] = X[i]\n", "u.tdl", true).has_value());
   auto entries = library.entries();
   for (size_t i = 1; i < entries.size(); ++i) {
     auto key = [](const OpEntry* e) { return std::make_pair(e->domain, e->op_type); };
     CHECK(key(entries[i - 1]) < key(entries[i]));
   }
-  CHECK(entries.back()->display_name() == "a.b.Zed");
+  CHECK(entries.back()->display_name() == "zz.last.Zed");
 }
 
 TEST_CASE("a bad user file is a located error") {
