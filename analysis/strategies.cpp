@@ -53,6 +53,23 @@ class Analyzer {
         use_shapes_(use_sizes) {}
 
   Expected<OpAnalysis> run() {
+    PLANNER_TRY(prepare());
+    for (const auto& v : result_.output_vars) {
+      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kOutput));
+      result_.strategies.push_back(std::move(s));
+    }
+    for (const auto& v : result_.reduction_vars) {
+      if (!vars_[v].top_level) continue;
+      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kReduction));
+      result_.strategies.push_back(std::move(s));
+    }
+    result_.elementwise = is_elementwise();
+    return std::move(result_);
+  }
+
+  // Everything run() does before the strategies: bounds, variables, extents. ShardEvaluator
+  // stops here and evaluates regions for arbitrary concrete ranges.
+  Expected<void> prepare() {
     result_.label = inst_.label();
     for (const auto& s : inst_.symbols)
       if (!sizes_.count(s)) result_.symbolic = true;
@@ -76,18 +93,63 @@ class Analyzer {
     PLANNER_TRY(infer_extents());
     for (const auto& v : result_.output_vars) result_.extents.push_back({v, *vars_[v].extent});
     for (const auto& v : result_.reduction_vars) result_.extents.push_back({v, *vars_[v].extent});
-    for (const auto& v : result_.output_vars) {
-      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kOutput));
-      result_.strategies.push_back(std::move(s));
-    }
-    for (const auto& v : result_.reduction_vars) {
-      if (!vars_[v].top_level) continue;
-      PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kReduction));
-      result_.strategies.push_back(std::move(s));
-    }
-    result_.elementwise = is_elementwise();
-    return std::move(result_);
+    return ok();
   }
+
+  // Concrete regions of every input (declared coordinates) and output for one shard: each
+  // variable in `ranges` over its [lo, hi], every other variable whole.
+  Expected<ShardRegions> shard_regions(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+    for (const auto& [name, r] : ranges)
+      if (!vars_.count(name)) return fail(fmt::format("no index variable '{}'", name));
+    size_t n_in = inst_.inputs.size(), n_out = inst_.outputs.size();
+    // Each body sees its own output's extents; a shard's range is clipped to them.
+    auto clipped = [](const Interval& whole, std::pair<int64_t, int64_t> r) {
+      int64_t hi = whole.hi().is_constant() ? std::min<int64_t>(r.second, whole.hi().constant().num()) : r.second;
+      return Interval(Affine(r.first), Affine(std::max<int64_t>(hi, r.first - 1)));
+    };
+    std::vector<std::map<std::string, Interval>> body_ranges(n_out);
+    for (size_t o = 0; o < n_out; ++o) {
+      auto& body = body_ranges[o];
+      for (const auto& [name, info] : vars_)
+        if (!info.is_output) body[name] = Interval::range(*info.extent);
+      for (const auto& [name, extent] : out_ext_[o]) body[name] = Interval::range(*extent);
+      for (const auto& [name, r] : ranges)
+        if (body.count(name)) body[name] = clipped(body[name], r);
+    }
+    std::vector<std::optional<Region>> inputs(n_in), states(n_out);
+    PLANNER_TRY(read_regions(body_ranges, inputs, states));
+    ShardRegions out;
+    auto concrete = [&](const Region& r) -> Expected<Box> {
+      Box box;
+      for (const Interval& i : r.dims) {
+        if (!i.is_concrete() || !i.lo().constant().is_integer() || !i.hi().constant().is_integer())
+          return fail(fmt::format("region {} is not concrete", r.to_string()));
+        int64_t lo = i.lo().constant().num(), hi = i.hi().constant().num();
+        box.push_back({lo, std::max(lo, hi + 1)});
+      }
+      return box;
+    };
+    for (size_t i = 0; i < n_in; ++i) {
+      if (!inputs[i]) {  // not read by any body: nothing of it is needed
+        out.inputs.push_back(Box(input_dims_[i].size(), Range{0, 0}));
+        continue;
+      }
+      PLANNER_TRY_ASSIGN(Box b, concrete(to_declared(i, *inputs[i])));
+      out.inputs.push_back(std::move(b));
+    }
+    for (size_t o = 0; o < n_out; ++o) {
+      Box box;
+      for (const auto& v : inst_.outputs[o].vars) {
+        const Interval& i = body_ranges[o].at(v);
+        if (!i.is_concrete()) return fail(fmt::format("extent of '{}' is not concrete", v));
+        box.push_back({i.lo().constant().num(), i.hi().constant().num() + 1});
+      }
+      out.outputs.push_back(std::move(box));
+    }
+    return out;
+  }
+
+  const OpAnalysis& prepared() const { return result_; }
 
  private:
   Error fail(const std::string& message) const {
@@ -677,6 +739,41 @@ std::string to_string(const OpAnalysis& analysis, const tdl::Instance& instance)
     }
   }
   return out;
+}
+
+struct ShardEvaluator::Impl {
+  tdl::Instance instance;  // the Analyzer keeps a reference: the copy lives here
+  std::unique_ptr<Analyzer> analyzer;
+};
+
+ShardEvaluator::ShardEvaluator() = default;
+ShardEvaluator::~ShardEvaluator() = default;
+ShardEvaluator::ShardEvaluator(ShardEvaluator&&) noexcept = default;
+ShardEvaluator& ShardEvaluator::operator=(ShardEvaluator&&) noexcept = default;
+
+Expected<ShardEvaluator> ShardEvaluator::create(const tdl::Instance& instance) {
+  ShardEvaluator e;
+  e.impl_ = std::make_unique<Impl>();
+  e.impl_->instance = instance;
+  e.impl_->analyzer = std::make_unique<Analyzer>(e.impl_->instance, true);
+  PLANNER_TRY(e.impl_->analyzer->prepare());
+  for (const auto& [var, extent] : e.impl_->analyzer->prepared().extents) {
+    if (!extent.is_constant() || !extent.constant().is_integer())
+      return make_error("{}: extent of '{}' is not concrete", instance.label(), var);
+    e.extents_[var] = extent.constant().num();
+  }
+  return e;
+}
+
+int64_t ShardEvaluator::extent(std::string_view var) const {
+  auto it = extents_.find(std::string(var));
+  PLANNER_CHECK(it != extents_.end(), "no index variable '{}'", var);
+  return it->second;
+}
+
+Expected<ShardRegions> ShardEvaluator::evaluate(
+    const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+  return impl_->analyzer->shard_regions(ranges);
 }
 
 }  // namespace planner::analysis

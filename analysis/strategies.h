@@ -14,12 +14,14 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analysis/interval.h"
+#include "analysis/sharding.h"
 #include "support/expected.h"
 #include "tdl/instantiate.h"
 
@@ -106,5 +108,39 @@ Expected<OpAnalysis> analyze_symbolic(const tdl::Instance& instance);
 /// A multi-line text form for `planner tdl show`: extents, then one block per strategy with
 /// each input's and output's region per worker.
 std::string to_string(const OpAnalysis& analysis, const tdl::Instance& instance);
+
+/// Concrete regions of one shard of an operator: per instance input the box it reads (declared
+/// coordinates, half-open; an input it does not read has empty ranges), per instance output the
+/// box it computes (whole when a reduction variable is split: a partial result).
+struct ShardRegions {
+  std::vector<Box> inputs;
+  std::vector<Box> outputs;
+};
+
+/// Regions for shards that split several index variables at once, each into any number of
+/// pieces (the basic strategies split one variable in two): the lowering of a plan asks this
+/// for every shard of every operator. Requires an instance whose sizes are all concrete.
+class ShardEvaluator {
+ public:
+  static Expected<ShardEvaluator> create(const tdl::Instance& instance);
+  ShardEvaluator(ShardEvaluator&&) noexcept;
+  ShardEvaluator& operator=(ShardEvaluator&&) noexcept;
+  ~ShardEvaluator();
+
+  /// The extent of an index variable (output or reduction).
+  int64_t extent(std::string_view var) const;
+  /// Every index variable and its extent.
+  const std::map<std::string, int64_t>& extents() const { return extents_; }
+
+  /// The regions when each variable in `ranges` covers [first, second] (inclusive) and every
+  /// other variable its whole extent.
+  Expected<ShardRegions> evaluate(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+
+ private:
+  ShardEvaluator();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::map<std::string, int64_t> extents_;
+};
 
 }  // namespace planner::analysis
