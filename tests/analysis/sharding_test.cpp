@@ -68,3 +68,35 @@ TEST_CASE("boxes intersect") {
 
 }  // namespace
 }  // namespace planner::analysis
+
+// ---- OpConfig (analysis/op_config.h) ----------------------------------------------------
+
+#include "analysis/op_config.h"
+
+namespace planner::analysis {
+namespace {
+
+TEST_CASE("operator configurations: text form and shard numbering") {
+  for (const char* text : {"{m:4,k:2}@0-7", "{b:8}@0-7", "{}*R8@0-7", "{}@3", "{n:2}*R2@0,2,4,6"}) {
+    auto c = parse_op_config(text);
+    REQUIRE_MESSAGE(c.has_value(), text);
+    CHECK(c->to_string() == text);
+  }
+  OpConfig c = *parse_op_config("{m:4,k:2}*R2@0-15");
+  CHECK(c.num_shards() == 16);
+  CHECK(c.pieces("k") == 2);
+  CHECK(c.pieces("n") == 1);
+  CHECK(c.piece_coords(0) == std::vector<int>{0, 0});
+  CHECK(c.piece_coords(1) == std::vector<int>{0, 0});  // replica
+  CHECK(c.piece_coords(2) == std::vector<int>{0, 1});
+  CHECK(c.piece_coords(15) == std::vector<int>{3, 1});
+  CHECK(OpConfig::split("b", {0, 1, 2, 3}).to_string() == "{b:4}@0-3");
+  CHECK(OpConfig::replicated({0, 1}).to_string() == "{}*R2@0-1");
+  auto bad = parse_op_config("{m:4}@0-2");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message() ==
+        "bad operator configuration '{m:4}@0-2': the device list does not have one device per shard");
+}
+
+}  // namespace
+}  // namespace planner::analysis
