@@ -1,0 +1,692 @@
+// Lowering a plan to a task graph, and the baseline strategies.
+#include "analysis/lowering.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ir/op_stats.h"
+
+namespace planner::analysis {
+
+using importers::DeviceId;
+
+// What the lowering needs of one operator, computed once.
+struct Lowering::OpInfo {
+  bool described = false;
+  std::shared_ptr<const tdl::Instance> instance;
+  std::unique_ptr<ShardEvaluator> evaluator;
+  std::vector<int> instance_input;   // per node input: instance input index, or -1
+  std::vector<int> instance_output;  // per node output: instance output index, or -1
+  std::map<std::string, int64_t> splittable;              // var -> extent
+  std::map<std::string, std::vector<bool>> reduced_into;  // var -> per instance output
+  double flops = 0;
+  std::string error;  // why the evaluator could not be built (the op is then kept whole)
+};
+
+namespace {
+
+int64_t box_bytes(const Box& box, const ir::Tensor& t) {
+  return box_elements(box) * ir::dtype_size(t.dtype);
+}
+
+Box whole_box(const std::vector<int64_t>& shape) {
+  Box b;
+  for (int64_t d : shape) b.push_back({0, d});
+  return b;
+}
+
+bool contains(const Box& outer, const Box& inner) {
+  if (outer.size() != inner.size()) return false;
+  for (size_t i = 0; i < outer.size(); ++i)
+    if (inner[i].size() > 0 && (inner[i].begin < outer[i].begin || inner[i].end > outer[i].end))
+      return false;
+  return true;
+}
+
+std::string op_label(const ir::Op& op) { return fmt::format("node '{}' ({})", op.name, op.op_type); }
+
+bool is_update_op(const ir::Op& op) {
+  return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
+}
+
+}  // namespace
+
+Lowering::Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
+                   const importers::Topology& topology, LoweringOptions options)
+    : graph_(graph), strategies_(strategies), topology_(topology), options_(options),
+      compute_(options.compute, options.measured) {
+  // Evaluators are shared between operators with the same instance.
+  std::map<const tdl::Instance*, std::shared_ptr<ShardEvaluator>> shared;
+  info_.resize(static_cast<size_t>(graph.num_ops()));
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    auto info = std::make_unique<OpInfo>();
+    const ir::Op& op = graph.op(id);
+    info->flops = ir::op_stats(graph, id).flops;
+    info->instance_input.assign(op.inputs.size(), -1);
+    info->instance_output.assign(op.outputs.size(), -1);
+    const OpStrategies* s = strategies.per_op[static_cast<size_t>(id)];
+    if (s && !s->replicated && s->instance && s->analysis) {
+      auto e = ShardEvaluator::create(*s->instance);
+      if (e) {
+        info->described = true;
+        info->instance = s->instance;
+        info->evaluator = std::make_unique<ShardEvaluator>(std::move(*e));
+        for (size_t j = 0; j < s->instance->inputs.size(); ++j) {
+          size_t n = static_cast<size_t>(s->instance->inputs[j].node_index);
+          if (n < info->instance_input.size()) info->instance_input[n] = static_cast<int>(j);
+        }
+        for (size_t k = 0; k < s->instance->outputs.size(); ++k) {
+          size_t n = static_cast<size_t>(s->instance->outputs[k].node_index);
+          if (n < info->instance_output.size() && s->instance->outputs[k].present)
+            info->instance_output[n] = static_cast<int>(k);
+        }
+        for (const Strategy& st : s->analysis->strategies) {
+          if (!st.valid) continue;
+          info->splittable[st.var] = info->evaluator->extent(st.var);
+          info->reduced_into[st.var] = st.reduced_outputs;
+        }
+      } else {
+        info->error = e.error().message();
+      }
+    }
+    info_[static_cast<size_t>(id)] = std::move(info);
+  }
+}
+
+Lowering::~Lowering() = default;
+
+const Lowering::OpInfo& Lowering::info(ir::OpId op) const { return *info_.at(static_cast<size_t>(op)); }
+
+const std::map<std::string, int64_t>& Lowering::splittable(ir::OpId op) const {
+  return info(op).splittable;
+}
+
+Expected<void> Lowering::check_config(ir::OpId id, const OpConfig& c) const {
+  const ir::Op& op = graph_.op(id);
+  auto fail = [&](const std::string& what) -> Expected<void> {
+    return make_error("{}: config {}: {}", op_label(op), c.to_string(), what);
+  };
+  const OpInfo& in = info(id);
+  if (c.replicas < 1) return fail("the replica count must be at least 1");
+  if (static_cast<int>(c.devices.size()) != c.num_shards())
+    return fail(fmt::format("lists {} devices for {} shards", c.devices.size(), c.num_shards()));
+  std::set<int> seen;
+  for (int d : c.devices) {
+    if (d < 0 || d >= topology_.num_devices())
+      return fail(fmt::format("device {} is not among the topology's {} devices", d,
+                              topology_.num_devices()));
+    if (!seen.insert(d).second) return fail(fmt::format("device {} is listed twice", d));
+  }
+  std::set<std::string> vars;
+  for (const auto& [var, k] : c.splits) {
+    if (!vars.insert(var).second) return fail(fmt::format("'{}' is split twice", var));
+    if (!in.described)
+      return fail(in.error.empty() ? "the operator has no description: it can only be replicated"
+                                   : "the operator can only be replicated: " + in.error);
+    auto it = in.splittable.find(var);
+    if (it == in.splittable.end())
+      return fail(fmt::format("'{}' is not a splittable index variable of the operator", var));
+    if (k < 1 || k > it->second)
+      return fail(fmt::format("cannot split '{}' {} ways: its extent is {}", var, k, it->second));
+  }
+  return ok();
+}
+
+namespace {
+
+// The pieces of a tensor a consumer can read: boxes with the devices that hold them and the
+// task that makes each copy ready (kNoTask: resident from the start).
+struct Holder {
+  DeviceId device;
+  TaskId ready;
+};
+struct Piece {
+  Box box;
+  std::vector<Holder> holders;
+};
+
+}  // namespace
+
+Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) const {
+  if (static_cast<int>(configs.size()) != graph_.num_ops())
+    return make_error("the plan has {} operator configs for {} operators", configs.size(),
+                      graph_.num_ops());
+  LoweredPlan plan;
+  TaskGraph& g = plan.graph;
+  const int n_dev = topology_.num_devices();
+  for (DeviceId d = 0; d < n_dev; ++d) {
+    int node = topology_.device(d).node;
+    plan.compute.push_back(g.add_resource({fmt::format("gpu{}", d), ResourceKind::kDevice, node}));
+    plan.channel.push_back(g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
+  }
+  const ResourceId sync = g.add_resource({"collective sync", ResourceKind::kLink, -1});
+  plan.tensor_sharding.resize(static_cast<size_t>(graph_.num_tensors()));
+
+  // Resident tensors owned by an update op: where that op's shards read them.
+  std::vector<ir::OpId> owner(static_cast<size_t>(graph_.num_tensors()), ir::kNoOp);
+  for (ir::OpId id = 0; id < graph_.num_ops(); ++id) {
+    const ir::Op& op = graph_.op(id);
+    if (!is_update_op(op)) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor &&
+          graph_.tensor(op.inputs[i]).producer == ir::kNoOp)
+        owner[static_cast<size_t>(op.inputs[i])] = id;
+  }
+
+  // Deferred buffers (releasers are known only once every reader is lowered).
+  struct PendingBuffer {
+    Buffer buffer;
+    ir::TensorId tensor = ir::kNoTensor;  // for output and resident buffers: readers release it
+  };
+  std::vector<PendingBuffer> buffers;
+  std::map<std::pair<ir::TensorId, DeviceId>, size_t> buffer_of;  // output/resident buffer per device
+  std::vector<std::vector<Piece>> available(static_cast<size_t>(graph_.num_tensors()));
+  std::vector<bool> has_available(static_cast<size_t>(graph_.num_tensors()), false);
+  std::map<DeviceId, double> sent_from;  // balances reads over replicas
+  CommSchedule all_comm;
+  CommStep transfers_step;
+
+  // Per-shard iteration ranges of a config.
+  auto shard_ranges = [&](const OpInfo& in, const OpConfig& c, int shard) {
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<int> coords = c.piece_coords(shard);
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      const auto& [var, k] = c.splits[i];
+      Range r = split_range(in.splittable.at(var), k, coords[i]);
+      ranges[var] = {r.begin, r.end - 1};
+    }
+    return ranges;
+  };
+
+  auto resident_buffer = [&](ir::TensorId t, DeviceId d, const Box& box) {
+    auto key = std::make_pair(t, d);
+    auto it = buffer_of.find(key);
+    int64_t bytes = box_bytes(box, graph_.tensor(t));
+    if (it != buffer_of.end()) {
+      Buffer& b = buffers[it->second].buffer;
+      b.bytes = std::max(b.bytes, bytes);
+      return;
+    }
+    PendingBuffer pb;
+    pb.buffer = Buffer{graph_.tensor(t).name, plan.compute[static_cast<size_t>(d)], bytes, kNoTask, {}, kNoGroup};
+    buffer_of[key] = buffers.size();
+    buffers.push_back(std::move(pb));
+  };
+
+  std::vector<std::vector<TaskId>> readers_of_buffer;  // filled through `read`
+
+  for (ir::OpId id : graph_.topo_order()) {
+    const ir::Op& op = graph_.op(id);
+    const OpConfig& c = configs[static_cast<size_t>(id)];
+    PLANNER_TRY(check_config(id, c));
+    const OpInfo& in = info(id);
+    const GroupId group = g.add_group(op.name);
+    plan.op_group.resize(static_cast<size_t>(graph_.num_ops()), kNoGroup);
+    plan.op_group[static_cast<size_t>(id)] = group;
+    const int shards = c.num_shards();
+
+    // Shard regions once per shard.
+    std::vector<ShardRegions> regions(static_cast<size_t>(shards));
+    if (in.described)
+      for (int s = 0; s < shards; ++s) {
+        auto r = in.evaluator->evaluate(shard_ranges(in, c, s));
+        if (!r) return r.error().with_context(op_label(op));
+        regions[static_cast<size_t>(s)] = std::move(*r);
+      }
+
+    // Compute tasks.
+    std::vector<TaskId> compute(static_cast<size_t>(shards));
+    for (int s = 0; s < shards; ++s) {
+      DeviceId d = c.devices[static_cast<size_t>(s)];
+      double fraction = 1.0;
+      std::vector<int> coords = c.piece_coords(s);
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        int64_t extent = in.splittable.at(c.splits[i].first);
+        fraction *= static_cast<double>(split_range(extent, c.splits[i].second, coords[i]).size()) /
+                    static_cast<double>(extent);
+      }
+      double bytes = 0;
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (op.inputs[i] == ir::kNoTensor) continue;
+        const ir::Tensor& t = graph_.tensor(op.inputs[i]);
+        Box b = whole_box(t.shape);
+        if (in.described && in.instance_input[i] >= 0)
+          b = regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])];
+        bytes += static_cast<double>(box_bytes(b, t));
+        std::vector<int64_t> shape;
+        for (const Range& r : b) shape.push_back(r.size());
+        shapes.push_back(std::move(shape));
+      }
+      for (size_t o = 0; o < op.outputs.size(); ++o) {
+        if (op.outputs[o] == ir::kNoTensor) continue;
+        const ir::Tensor& t = graph_.tensor(op.outputs[o]);
+        Box b = whole_box(t.shape);
+        if (in.described && in.instance_output[o] >= 0)
+          b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
+        bytes += static_cast<double>(box_bytes(b, t));
+      }
+      ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
+                            ? ir::DType::kFloat32
+                            : graph_.tensor(op.inputs[0]).dtype;
+      double seconds = compute_.op_time(topology_.device_type(d), op, dtype, shapes,
+                                        in.flops * fraction, bytes);
+      Task task;
+      task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
+      task.resource = plan.compute[static_cast<size_t>(d)];
+      task.kind = TaskKind::kCompute;
+      task.duration = seconds;
+      task.op = id;
+      task.group = group;
+      compute[static_cast<size_t>(s)] = g.add_task(std::move(task));
+    }
+    if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
+
+    // Inputs: fetch what each shard lacks.
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      ir::TensorId t = op.inputs[i];
+      if (t == ir::kNoTensor) continue;
+      const ir::Tensor& tensor = graph_.tensor(t);
+      PLANNER_TRY_ASSIGN(std::vector<Box> need, input_boxes_for(id, c, i));
+      bool resident = tensor.producer == ir::kNoOp;
+      ir::OpId own = owner[static_cast<size_t>(t)];
+      if (resident && (own == ir::kNoOp || own == id)) {
+        // Kept where it is read: no transfer.
+        for (int s = 0; s < shards; ++s) {
+          if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
+          DeviceId d = c.devices[static_cast<size_t>(s)];
+          resident_buffer(t, d, need[static_cast<size_t>(s)]);
+        }
+        if (own == id || plan.tensor_sharding[static_cast<size_t>(t)].devices.empty()) {
+          Sharding home = Sharding::replicated(tensor.rank(), c.devices);
+          plan.tensor_sharding[static_cast<size_t>(t)] = home;
+        }
+        continue;
+      }
+      if (resident && !has_available[static_cast<size_t>(t)]) {
+        // Owned by an update op lowered later: its shards' boxes, resident from the start.
+        const OpConfig& oc = configs[static_cast<size_t>(own)];
+        PLANNER_TRY(check_config(own, oc));
+        size_t oi = 0;
+        for (; oi < graph_.op(own).inputs.size(); ++oi)
+          if (graph_.op(own).inputs[oi] == t) break;
+        PLANNER_TRY_ASSIGN(std::vector<Box> home, input_boxes_for(own, oc, oi));
+        std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
+        for (int s = 0; s < oc.num_shards(); ++s) {
+          DeviceId d = oc.devices[static_cast<size_t>(s)];
+          const Box& b = home[static_cast<size_t>(s)];
+          auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == b; });
+          if (it == pieces.end()) pieces.push_back({b, {{d, kNoTask}}});
+          else it->holders.push_back({d, kNoTask});
+          resident_buffer(t, d, b);
+        }
+        has_available[static_cast<size_t>(t)] = true;
+      }
+      const std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
+      for (int s = 0; s < shards; ++s) {
+        const Box& want = need[static_cast<size_t>(s)];
+        if (box_elements(want) == 0) continue;
+        DeviceId d = c.devices[static_cast<size_t>(s)];
+        TaskId consumer = compute[static_cast<size_t>(s)];
+        // Entirely local?
+        const Holder* local = nullptr;
+        for (const Piece& p : pieces) {
+          if (!contains(p.box, want)) continue;
+          for (const Holder& h : p.holders)
+            if (h.device == d) local = &h;
+          if (local) break;
+        }
+        auto note_read = [&](DeviceId holder, TaskId reader) {
+          auto it = buffer_of.find({t, holder});
+          if (it == buffer_of.end()) return;
+          if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
+          readers_of_buffer[it->second].push_back(reader);
+        };
+        if (local) {
+          if (local->ready != kNoTask) g.add_edge(local->ready, consumer);
+          note_read(d, consumer);
+          continue;
+        }
+        for (const Piece& p : pieces) {
+          Box part = intersect(want, p.box);
+          if (box_elements(part) == 0) continue;
+          const Holder* best = nullptr;
+          for (const Holder& h : p.holders) {
+            if (h.device == d) {
+              best = &h;
+              break;
+            }
+            if (!best) {
+              best = &h;
+              continue;
+            }
+            bool hn = topology_.same_node(h.device, d), bn = topology_.same_node(best->device, d);
+            if (hn != bn) {
+              if (hn) best = &h;
+              continue;
+            }
+            double hb = topology_.bandwidth(h.device, d), bb = topology_.bandwidth(best->device, d);
+            if (hb != bb) {
+              if (hb > bb) best = &h;
+              continue;
+            }
+            if (sent_from[h.device] < sent_from[best->device]) best = &h;
+          }
+          if (best->device == d) {
+            if (best->ready != kNoTask) g.add_edge(best->ready, consumer);
+            note_read(d, consumer);
+            continue;
+          }
+          int64_t bytes = box_bytes(part, tensor);
+          sent_from[best->device] += static_cast<double>(bytes);
+          Task tr;
+          tr.name = fmt::format("{} -> {} ({})", tensor.name, op.name, d);
+          tr.resource = plan.channel[static_cast<size_t>(best->device)];
+          tr.kind = TaskKind::kComm;
+          tr.duration = topology_.latency(best->device, d) +
+                        static_cast<double>(bytes) / topology_.bandwidth(best->device, d);
+          tr.bytes = bytes;
+          tr.op = id;
+          tr.group = group;
+          TaskId task = g.add_task(std::move(tr));
+          if (best->ready != kNoTask) g.add_edge(best->ready, task);
+          g.add_edge(task, consumer);
+          note_read(best->device, task);
+          transfers_step.transfers.push_back({best->device, d, static_cast<double>(bytes)});
+          plan.comm_bytes += static_cast<double>(bytes);
+          PendingBuffer pb;
+          pb.buffer = Buffer{tensor.name + " (received)", plan.compute[static_cast<size_t>(d)], bytes,
+                             task, {consumer}, group};
+          buffers.push_back(std::move(pb));
+        }
+      }
+    }
+
+    // Outputs: buffers, shardings, reductions of partial sums.
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      ir::TensorId t = op.outputs[o];
+      if (t == ir::kNoTensor) continue;
+      const ir::Tensor& tensor = graph_.tensor(t);
+      int k = in.described ? in.instance_output[o] : -1;
+      // Categories of split variables for this output.
+      std::vector<int> dim_of(c.splits.size(), -1);
+      std::vector<bool> is_partial(c.splits.size(), false);
+      Sharding sh;
+      sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
+      if (k >= 0) {
+        const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
+        for (size_t i = 0; i < c.splits.size(); ++i) {
+          const std::string& v = c.splits[i].first;
+          auto pos = std::find(vars.begin(), vars.end(), v);
+          if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
+            dim_of[i] = static_cast<int>(pos - vars.begin());
+            sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
+          } else {
+            auto r = in.reduced_into.find(v);
+            is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
+                            r->second[static_cast<size_t>(k)];
+          }
+        }
+      }
+      int partial = 1, replicas = c.replicas;
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        if (dim_of[i] >= 0) continue;
+        (is_partial[i] ? partial : replicas) *= c.splits[i].second;
+      }
+      sh.partial = partial;
+      sh.replicas = replicas;
+      sh.devices.assign(static_cast<size_t>(shards), -1);
+      std::vector<Box> boxes(static_cast<size_t>(shards));
+      for (int s = 0; s < shards; ++s) {
+        std::vector<int> coords = c.piece_coords(s);
+        std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
+        int p = 0, r = 0;
+        for (size_t i = 0; i < c.splits.size(); ++i) {
+          if (dim_of[i] >= 0) {
+            tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
+          } else if (is_partial[i]) {
+            p = p * c.splits[i].second + coords[i];
+          } else {
+            r = r * c.splits[i].second + coords[i];
+          }
+        }
+        r = r * c.replicas + (s % c.replicas);
+        int linear = 0;
+        for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
+        sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
+        boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
+                                                 : whole_box(tensor.shape);
+        // The output buffer on the shard's device.
+        PendingBuffer pb;
+        pb.buffer = Buffer{tensor.name, plan.compute[static_cast<size_t>(c.devices[static_cast<size_t>(s)])],
+                           box_bytes(boxes[static_cast<size_t>(s)], tensor), compute[static_cast<size_t>(s)], {}, group};
+        pb.tensor = t;
+        buffer_of[{t, c.devices[static_cast<size_t>(s)]}] = buffers.size();
+        buffers.push_back(std::move(pb));
+      }
+      plan.tensor_sharding[static_cast<size_t>(t)] = sh;
+
+      std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
+      has_available[static_cast<size_t>(t)] = true;
+      if (partial == 1) {
+        for (int s = 0; s < shards; ++s) {
+          const Box& b = boxes[static_cast<size_t>(s)];
+          Holder h{c.devices[static_cast<size_t>(s)], compute[static_cast<size_t>(s)]};
+          auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& pc) { return pc.box == b; });
+          if (it == pieces.end()) pieces.push_back({b, {h}});
+          else it->holders.push_back(h);
+        }
+        continue;
+      }
+      // All-reduce each group of partials of one tile and replica: a join, then one task per
+      // member on its channel for the collective's time.
+      std::map<DeviceId, TaskId> producer_on;
+      for (int s = 0; s < shards; ++s) producer_on[c.devices[static_cast<size_t>(s)]] = compute[static_cast<size_t>(s)];
+      for (int tile = 0; tile < sh.num_tiles(); ++tile)
+        for (int r = 0; r < replicas; ++r) {
+          std::vector<DeviceId> members;
+          for (int p = 0; p < partial; ++p)
+            members.push_back(sh.devices[static_cast<size_t>((tile * partial + p) * replicas + r)]);
+          Box b = sh.shard_box(tensor.shape, (tile * partial) * replicas + r);
+          double bytes = static_cast<double>(box_bytes(b, tensor));
+          CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members, bytes);
+          Task join;
+          join.name = fmt::format("all-reduce {} (join)", tensor.name);
+          join.resource = sync;
+          join.kind = TaskKind::kComm;
+          join.op = id;
+          join.group = group;
+          TaskId join_id = g.add_task(std::move(join));
+          std::vector<Holder> holders;
+          for (DeviceId m : members) {
+            g.add_edge(producer_on.at(m), join_id);
+            Task member;
+            member.name = fmt::format("all-reduce {} ({} devices, {})", tensor.name, members.size(),
+                                      algorithm_name(cost.algorithm));
+            member.resource = plan.channel[static_cast<size_t>(m)];
+            member.kind = TaskKind::kComm;
+            member.duration = cost.time;
+            member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
+            member.op = id;
+            member.group = group;
+            TaskId mid = g.add_task(std::move(member));
+            g.add_edge(join_id, mid);
+            holders.push_back({m, mid});
+            // The partial buffer is read (in place) by the collective.
+            auto it = buffer_of.find({t, m});
+            if (it != buffer_of.end()) {
+              if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
+              readers_of_buffer[it->second].push_back(mid);
+            }
+          }
+          plan.comm_bytes += cost.bytes_sent;
+          all_comm.append(cost.schedule);
+          pieces.push_back({b, std::move(holders)});
+        }
+    }
+  }
+
+  // Buffers, now that every reader is known.
+  readers_of_buffer.resize(buffers.size());
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    Buffer buffer = std::move(buffers[b].buffer);
+    for (TaskId r : readers_of_buffer[b]) buffer.releasers.push_back(r);
+    // Outputs nobody reads (model outputs, updated parameters) live until the step ends.
+    std::sort(buffer.releasers.begin(), buffer.releasers.end());
+    buffer.releasers.erase(std::unique(buffer.releasers.begin(), buffer.releasers.end()),
+                           buffer.releasers.end());
+    g.add_buffer(std::move(buffer));
+  }
+  if (!transfers_step.transfers.empty()) all_comm.steps.push_back(std::move(transfers_step));
+  add_link_bytes(topology_, all_comm, plan.link_bytes);
+  PLANNER_TRY(g.validate());
+  return plan;
+}
+
+// ---- baselines -------------------------------------------------------------------------------
+
+namespace {
+
+// The index variable of `op` that walks dimension `dim` of node input `input`, or "".
+std::string var_for_dim(const Lowering& lowering, ir::OpId op, size_t input, int dim,
+                        const std::function<Expected<std::vector<Box>>(const OpConfig&)>& boxes_of) {
+  for (const auto& [var, extent] : lowering.splittable(op)) {
+    OpConfig probe = OpConfig::split(var, std::vector<int>(static_cast<size_t>(std::min<int64_t>(extent, 2)), 0));
+    for (size_t i = 0; i < probe.devices.size(); ++i) probe.devices[i] = static_cast<int>(i);
+    auto boxes = boxes_of(probe);
+    if (!boxes || boxes->empty()) continue;
+    const Box& first = (*boxes)[0];
+    const ir::Tensor& t = lowering.graph().tensor(lowering.graph().op(op).inputs[input]);
+    if (static_cast<size_t>(dim) < first.size() && t.shape[static_cast<size_t>(dim)] > 1 &&
+        first[static_cast<size_t>(dim)].size() < t.shape[static_cast<size_t>(dim)])
+      return var;
+  }
+  return "";
+}
+
+}  // namespace
+
+Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Baseline baseline,
+                                                 int num_devices) {
+  const ir::Graph& g = lowering.graph();
+  std::vector<int> all(static_cast<size_t>(num_devices));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<OpConfig> configs(static_cast<size_t>(g.num_ops()), OpConfig::replicated(all));
+
+  // The boxes an op's shards read of one input under a probe config.
+  auto boxes_for = [&](ir::OpId op, size_t input) {
+    return [&lowering, op, input](const OpConfig& c) -> Expected<std::vector<Box>> {
+      return lowering.input_boxes_for(op, c, input);
+    };
+  };
+
+  // Batch size: a dimension size every model input has (the first such in the first input).
+  int64_t batch = -1;
+  std::vector<int> batch_dim(static_cast<size_t>(g.num_tensors()), -1);
+  if (!g.inputs.empty()) {
+    for (int64_t size : g.tensor(g.inputs[0]).shape) {
+      bool everywhere = size > 1;
+      for (ir::TensorId t : g.inputs) {
+        const auto& s = g.tensor(t).shape;
+        everywhere &= std::find(s.begin(), s.end(), size) != s.end();
+      }
+      if (everywhere) {
+        batch = size;
+        break;
+      }
+    }
+  }
+  for (ir::TensorId t : g.inputs) {
+    const auto& s = g.tensor(t).shape;
+    auto it = std::find(s.begin(), s.end(), batch);
+    if (it != s.end()) batch_dim[static_cast<size_t>(t)] = static_cast<int>(it - s.begin());
+  }
+
+  for (ir::OpId id : g.topo_order()) {
+    const ir::Op& op = g.op(id);
+    std::string var;
+    if (baseline == Baseline::kDataParallel) {
+      for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
+        ir::TensorId t = op.inputs[i];
+        if (t == ir::kNoTensor || batch_dim[static_cast<size_t>(t)] < 0) continue;
+        var = var_for_dim(lowering, id, i, batch_dim[static_cast<size_t>(t)], boxes_for(id, i));
+      }
+    } else {
+      // Model parallelism: the parameter's dimension that an output variable walks (its output
+      // features); otherwise follow a tiled input.
+      for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
+        ir::TensorId t = op.inputs[i];
+        if (t == ir::kNoTensor || g.tensor(t).role != ir::TensorRole::kParameter) continue;
+        for (int d = g.tensor(t).rank() - 1; d >= 0 && var.empty(); --d) {
+          std::string v = var_for_dim(lowering, id, i, d, boxes_for(id, i));
+          if (v.empty()) continue;
+          var = v;
+        }
+      }
+      for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
+        ir::TensorId t = op.inputs[i];
+        if (t == ir::kNoTensor || batch_dim[static_cast<size_t>(t)] < 0) continue;
+        var = var_for_dim(lowering, id, i, batch_dim[static_cast<size_t>(t)], boxes_for(id, i));
+      }
+    }
+    if (!var.empty()) {
+      int64_t extent = lowering.splittable(id).at(var);
+      int pieces = static_cast<int>(std::min<int64_t>(extent, num_devices));
+      OpConfig c;
+      c.splits = {{var, pieces}};
+      c.replicas = num_devices / pieces;
+      if (pieces * c.replicas == num_devices) {
+        c.devices = all;
+        configs[static_cast<size_t>(id)] = c;
+      }
+    }
+    // Follow the variable to the outputs: the dimension it walks there is the tracked one.
+    const OpConfig& chosen = configs[static_cast<size_t>(id)];
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      ir::TensorId t = op.outputs[o];
+      if (t == ir::kNoTensor) continue;
+      batch_dim[static_cast<size_t>(t)] = lowering.output_dim_of(id, o, chosen);
+    }
+  }
+  return configs;
+}
+
+Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c, size_t input) const {
+  const OpInfo& in = info(id);
+  const ir::Tensor& t = graph_.tensor(graph_.op(id).inputs[input]);
+  std::vector<Box> out;
+  for (int s = 0; s < c.num_shards(); ++s) {
+    if (!in.described || in.instance_input[input] < 0) {
+      out.push_back(whole_box(t.shape));
+      continue;
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<int> coords = c.piece_coords(s);
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      auto it = in.splittable.find(c.splits[i].first);
+      if (it == in.splittable.end())
+        return make_error("{}: no splittable variable '{}'", op_label(graph_.op(id)), c.splits[i].first);
+      Range r = split_range(it->second, c.splits[i].second, coords[i]);
+      ranges[c.splits[i].first] = {r.begin, r.end - 1};
+    }
+    auto r = in.evaluator->evaluate(ranges);
+    if (!r) return r.error().with_context(op_label(graph_.op(id)));
+    out.push_back(r->inputs[static_cast<size_t>(in.instance_input[input])]);
+  }
+  return out;
+}
+
+int Lowering::output_dim_of(ir::OpId id, size_t output, const OpConfig& c) const {
+  const OpInfo& in = info(id);
+  if (!in.described || c.splits.size() != 1) return -1;
+  int k = in.instance_output[output];
+  if (k < 0) return -1;
+  const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
+  auto pos = std::find(vars.begin(), vars.end(), c.splits[0].first);
+  return pos == vars.end() ? -1 : static_cast<int>(pos - vars.begin());
+}
+
+}  // namespace planner::analysis

@@ -1,0 +1,115 @@
+// Lowering: a parallelisation plan (one OpConfig per operator) on a topology becomes the task
+// graph the simulator runs (FlexFlow, section 5.1): compute tasks on GPUs, transfers and
+// collectives on communication channels, and the buffers whose lifetimes give memory.
+//
+// The model of a step:
+// - Each GPU has a compute resource and a communication channel (its NVLink/NIC engines): a
+//   transfer occupies the sender's channel for latency + bytes / route bandwidth, so transfers
+//   overlap compute and queue behind each other.
+// - A shard of an operator reads, per input, the box its TDL description says
+//   (ShardEvaluator); what its device does not hold is fetched from the nearest holder.
+// - An output split along a reduction variable is a partial sum: it is all-reduced among the
+//   shards holding partials of the same tile, costed by the collective model (which sees the
+//   links the collective shares) and occupying every member's channel after a join.
+// - Tensors nobody produces stay resident: parameters and optimizer state where their update
+//   operator's shards read them (so forward and backward consumers fetch them from there),
+//   model inputs and constants where each consumer reads them.
+// - Buffers: outputs live from their producer's start to the end of the last task reading
+//   them; fetched inputs from the transfer's start to the consumer's end; resident tensors all
+//   step long.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/comm_model.h"
+#include "analysis/cost_model.h"
+#include "analysis/op_config.h"
+#include "analysis/op_strategies.h"
+#include "analysis/sharding.h"
+#include "analysis/task_graph.h"
+#include "importers/topology.h"
+#include "ir/graph.h"
+
+namespace planner::analysis {
+
+/// Options of the lowering.
+struct LoweringOptions {
+  ComputeCostOptions compute;                ///< the roofline's efficiencies and overheads
+  const MeasuredCosts* measured = nullptr;   ///< measured kernel times (--costs), if any
+};
+
+/// A lowered plan: the task graph and what the report needs beside the timeline.
+struct LoweredPlan {
+  TaskGraph graph;
+  std::vector<ResourceId> compute;  ///< per device: its compute resource (holds its memory)
+  std::vector<ResourceId> channel;  ///< per device: its communication channel
+  std::vector<GroupId> op_group;    ///< per op: the group of its tasks (compute and inputs)
+  /// Per tensor: how its producer leaves it (before any reduction), or for resident tensors
+  /// the layout they are kept in; empty sharding (no devices) for tensors nobody reads.
+  std::vector<Sharding> tensor_sharding;
+  double comm_bytes = 0;            ///< bytes sent by all devices in one step
+  std::vector<double> link_bytes;   ///< per topology link, both directions
+};
+
+/// Lowers plans of one graph on one topology. Holds per-operator region evaluators, so lowering
+/// many plans of the same graph (a search) reuses them.
+class Lowering {
+ public:
+  /// `strategies` must hold every op of `graph` (analyze_graph's result).
+  Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
+           const importers::Topology& topology, LoweringOptions options = {});
+  ~Lowering();
+
+  /// The task graph of a plan. Errors name the operator: a config that splits a variable the
+  /// operator does not have, splits an undescribed operator, or uses a device the topology
+  /// lacks.
+  Expected<LoweredPlan> lower(const std::vector<OpConfig>& configs) const;
+
+  /// Checks one operator's config without lowering: variables exist and are splittable, piece
+  /// counts fit the extents, devices exist and are distinct.
+  Expected<void> check_config(ir::OpId op, const OpConfig& config) const;
+
+  /// The extent of each splittable index variable of an op (empty for undescribed ops).
+  const std::map<std::string, int64_t>& splittable(ir::OpId op) const;
+
+  /// Per shard of `config`, the box of node input `input` it reads (the whole tensor for
+  /// undescribed operators). The config's variables must be splittable.
+  Expected<std::vector<Box>> input_boxes_for(ir::OpId op, const OpConfig& config,
+                                             size_t input) const;
+
+  /// The dimension of node output `output` that a one-variable config splits, or -1 (no split,
+  /// several variables, or a variable the output does not have: a reduction or another
+  /// output's).
+  int output_dim_of(ir::OpId op, size_t output, const OpConfig& config) const;
+
+  const ir::Graph& graph() const { return graph_; }
+  const importers::Topology& topology() const { return topology_; }
+
+ private:
+  struct OpInfo;
+  const OpInfo& info(ir::OpId op) const;
+
+  const ir::Graph& graph_;
+  const GraphStrategies& strategies_;
+  const importers::Topology& topology_;
+  LoweringOptions options_;
+  ComputeCostModel compute_;
+  std::vector<std::unique_ptr<OpInfo>> info_;
+};
+
+/// The baselines every search is compared with (and `planner simulate --strategy`).
+enum class Baseline {
+  kDataParallel,   ///< every operator split along the batch over all devices
+  kModelParallel,  ///< operators with parameters split along their parameters' output dimension
+};
+
+/// The configs of a baseline strategy over `num_devices` devices. The batch dimension is the
+/// size that every model input has (the first such dimension of the first input): it is
+/// followed through the graph by the index variables that carry it.
+Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Baseline baseline,
+                                                 int num_devices);
+
+}  // namespace planner::analysis
