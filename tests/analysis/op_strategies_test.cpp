@@ -444,6 +444,44 @@ TEST_CASE("identical operators share one analysis") {
   CHECK(cache.stats().hits == 199 + 201);
 }
 
+TEST_CASE("every shipped description, asked for odd nodes, answers or errors without crashing") {
+  // Requests a real graph would rarely make (every input of the same rank, outputs shaped like the
+  // first input, attributes at their defaults): instantiation may refuse them, but never abort.
+  int analysed = 0, refused = 0;
+  for (const tdl::OpEntry* entry : library().entries()) {
+    size_t max_inputs = 0;
+    for (const tdl::OpDef* def : entry->variants)
+      max_inputs = std::max(max_inputs, def->inputs.size());
+    for (int rank = 0; rank <= 4; ++rank) {
+      for (size_t n_inputs = 1; n_inputs <= std::max<size_t>(max_inputs, 1); ++n_inputs) {
+        tdl::InstanceRequest req;
+        req.op_type = entry->op_type;
+        req.domain = entry->domain;
+        req.node_name = "odd";
+        std::vector<int64_t> shape(static_cast<size_t>(rank), 4);
+        for (size_t i = 0; i < n_inputs; ++i) req.inputs.push_back({true, shape, std::nullopt});
+        req.outputs.push_back({true, shape});
+        CAPTURE(entry->display_name());
+        CAPTURE(rank);
+        CAPTURE(n_inputs);
+        auto inst = tdl::instantiate(entry->variants, req, entry->source);
+        if (!inst) {
+          ++refused;
+          CHECK(!inst.error().message().empty());
+          continue;
+        }
+        auto a = analyze(*inst);
+        if (a)
+          ++analysed;
+        else
+          ++refused;
+      }
+    }
+  }
+  MESSAGE(analysed << " odd requests analysed, " << refused << " refused with an error");
+  CHECK(analysed > 100);
+}
+
 TEST_CASE("every operator of every shared model gets strategies or the replication flag") {
   PLANNER_REQUIRE_SHARED_MODELS();
   std::vector<std::filesystem::path> models;
