@@ -235,6 +235,13 @@ Interval Interval::mod(int64_t k) const {
   return Interval(Affine(0), Affine(k - 1));
 }
 
+std::optional<std::pair<int64_t, int64_t>> Interval::evaluate(
+    const std::map<std::string, int64_t>& sizes) const {
+  Interval i = substitute(sizes);
+  if (!i.is_concrete()) return std::nullopt;
+  return std::make_pair(i.lo().constant().floor(), i.hi().constant().ceil());
+}
+
 std::string Interval::to_string() const {
   return fmt::format("[{}, {}]", lo_.to_string(), hi_.to_string());
 }
@@ -269,6 +276,17 @@ bool Region::is_empty() const {
   for (const auto& d : dims)
     if (d.is_empty()) return true;
   return false;
+}
+
+std::optional<std::vector<std::pair<int64_t, int64_t>>> Region::evaluate(
+    const std::map<std::string, int64_t>& sizes) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& d : dims) {
+    auto v = d.evaluate(sizes);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
 }
 
 std::string Region::to_string() const {

@@ -142,6 +142,13 @@ class Interval {
     return Interval(lo_.substitute(values), hi_.substitute(values));
   }
 
+  /// Concrete integer bounds once `sizes` are substituted, rounded outwards (floor of lo, ceil
+  /// of hi) so the result covers every index the rational bounds may stand for; nullopt while
+  /// a symbol stays unbound. Symbolic halves of an odd extent overlap by one after rounding;
+  /// analyze() with concrete sizes splits exactly instead.
+  std::optional<std::pair<int64_t, int64_t>> evaluate(
+      const std::map<std::string, int64_t>& sizes) const;
+
   /// `[0, X/2 - 1]`.
   std::string to_string() const;
   /// `0..X/2 - 1` (the form regions use).
@@ -171,6 +178,9 @@ struct Region {
   /// True when some dimension is a concrete empty interval (the worker needs nothing).
   bool is_empty() const;
   friend bool operator==(const Region& a, const Region& b) { return a.dims == b.dims; }
+  /// Every dimension's Interval::evaluate; nullopt while a symbol stays unbound.
+  std::optional<std::vector<std::pair<int64_t, int64_t>>> evaluate(
+      const std::map<std::string, int64_t>& sizes) const;
   /// `[0..14, 0..3, 0..16]`; `empty` for an empty region; `[]` for a scalar.
   std::string to_string() const;
 };

@@ -88,6 +88,21 @@ TEST_CASE("comparisons assume sizes of at least 1; hull and clip fall back where
         "[4, 6]");
 }
 
+TEST_CASE("evaluation to concrete integers rounds outwards") {
+  auto h = Interval::range(sym("X")).halves();
+  CHECK(h[0].evaluate({{"X", 8}}) == std::make_pair(int64_t{0}, int64_t{3}));
+  CHECK(h[1].evaluate({{"X", 8}}) == std::make_pair(int64_t{4}, int64_t{7}));
+  // X = 7: [0, 2.5] and [3.5, 6] cover index 3 from both sides.
+  CHECK(h[0].evaluate({{"X", 7}}) == std::make_pair(int64_t{0}, int64_t{3}));
+  CHECK(h[1].evaluate({{"X", 7}}) == std::make_pair(int64_t{3}, int64_t{6}));
+  CHECK_FALSE(h[0].evaluate({{"Y", 7}}));
+  Region r{{h[0], Interval::range(sym("Y"))}};
+  auto v = r.evaluate({{"X", 8}, {"Y", 3}});
+  REQUIRE(v);
+  CHECK(v->at(1) == std::make_pair(int64_t{0}, int64_t{2}));
+  CHECK_FALSE(r.evaluate({{"X", 8}}));
+}
+
 TEST_CASE("regions print per dimension") {
   Region r{{Interval(Affine(0), Affine(14)), Interval(Affine(0), Affine(3)),
             Interval(Affine(0), Affine(16))}};
