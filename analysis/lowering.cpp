@@ -179,7 +179,8 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
   // Deferred buffers (releasers are known only once every reader is lowered).
   struct PendingBuffer {
     Buffer buffer;
-    ir::TensorId tensor = ir::kNoTensor;  // for output and resident buffers: readers release it
+    ir::TensorId tensor = ir::kNoTensor;  // for output buffers: their readers release them
+    bool resident = false;                // kept all step: readers do not release it
   };
   std::vector<PendingBuffer> buffers;
   std::map<std::pair<ir::TensorId, DeviceId>, size_t> buffer_of;  // output/resident buffer per device
@@ -212,6 +213,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
     }
     PendingBuffer pb;
     pb.buffer = Buffer{graph_.tensor(t).name, plan.compute[static_cast<size_t>(d)], bytes, kNoTask, {}, kNoGroup};
+    pb.resident = true;
     buffer_of[key] = buffers.size();
     buffers.push_back(std::move(pb));
   };
@@ -459,7 +461,9 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
         sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
         boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
                                                  : whole_box(tensor.shape);
-        // The output buffer on the shard's device.
+        // The output buffer on the shard's device. Updates write the parameter and its state
+        // in place: no new buffer.
+        if (is_update_op(op)) continue;
         PendingBuffer pb;
         pb.buffer = Buffer{tensor.name, plan.compute[static_cast<size_t>(c.devices[static_cast<size_t>(s)])],
                            box_bytes(boxes[static_cast<size_t>(s)], tensor), compute[static_cast<size_t>(s)], {}, group};
@@ -533,7 +537,8 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
   readers_of_buffer.resize(buffers.size());
   for (size_t b = 0; b < buffers.size(); ++b) {
     Buffer buffer = std::move(buffers[b].buffer);
-    for (TaskId r : readers_of_buffer[b]) buffer.releasers.push_back(r);
+    if (!buffers[b].resident)
+      for (TaskId r : readers_of_buffer[b]) buffer.releasers.push_back(r);
     // Outputs nobody reads (model outputs, updated parameters) live until the step ends.
     std::sort(buffer.releasers.begin(), buffer.releasers.end());
     buffer.releasers.erase(std::unique(buffer.releasers.begin(), buffer.releasers.end()),

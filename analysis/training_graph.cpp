@@ -59,12 +59,14 @@ class Builder {
       for (OpId c : consumers)
         if (op_differentiable(c)) ++contributors_[static_cast<size_t>(t)];
     }
-    // Seeds: the loss's gradient with respect to each model output.
+    // Seeds: the loss's gradient with respect to each model output, computed from the output
+    // by LossGrad (the step minimises 0.5 * sum(y^2) over each output, so dy = y: a real,
+    // verifiable loss whose cost stands in for the user's).
     for (TensorId out : fwd_.outputs) {
       if (!needs_grad_[static_cast<size_t>(out)]) continue;
-      const Tensor& t = fwd_.tensor(out);
-      TensorId seed = new_tensor("grad:" + t.name, t.dtype, t.shape, TensorRole::kInput);
-      out_.graph.inputs.push_back(seed);
+      const Tensor t = fwd_.tensor(out);
+      group_ = t.producer;
+      TensorId seed = emit1("LossGrad", kPlannerDomain, {out}, t.dtype, t.shape, {}, "grad:" + t.name);
       add_part(out, seed);
       ++contributors_[static_cast<size_t>(out)];
     }

@@ -46,8 +46,9 @@ struct TrainingGraph {
   std::vector<std::string> opaque_backward_types;
 };
 
-/// Builds the training step for `forward`. The loss lies outside the model: each graph output's
-/// gradient arrives as a graph input named "grad:<output>" (what a loss would hand back).
+/// Builds the training step for `forward`. The step minimises 0.5 * sum(y^2) over each graph
+/// output y: an ai.planner.LossGrad operator turns each output into its gradient
+/// "grad:<output>" (= y), standing in for the user's loss.
 /// Backward operators are standard ONNX operators where one fits (MatMul, Gemm, Transpose,
 /// ReduceSum, Reshape, Mul, Split, Concat …) and otherwise operators of the "ai.planner"
 /// domain (ConvGradData, SoftmaxGrad, LayerNormGrad, LSTMGrad …, documented in

@@ -22,6 +22,8 @@ constexpr std::array kCommands = {
                 configure_inspect},
     CommandSpec{"topology", "list, show and check device topologies", configure_topology},
     CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
+    CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
+                configure_simulate},
 };
 
 size_t edit_distance(std::string_view a, std::string_view b) {

@@ -75,8 +75,10 @@ TEST_CASE("an MLP gets matmul gradients, a relu gradient and SGD updates") {
   CHECK(g.tensor(*g.find_tensor("grad:w1")).shape == std::vector<int64_t>{64, 128});
   CHECK(g.tensor(*g.find_tensor("grad:b1")).shape == std::vector<int64_t>{128});
   CHECK(g.tensor(*g.find_tensor("grad:r")).shape == std::vector<int64_t>{32, 128});
-  // The seed is a graph input; updated parameters are graph outputs.
-  CHECK(g.tensor(*g.find_tensor("grad:y")).role == TensorRole::kInput);
+  // The seed comes from the output through LossGrad; updated parameters are graph outputs.
+  const ir::Tensor& seed = g.tensor(*g.find_tensor("grad:y"));
+  CHECK(g.op(seed.producer).op_type == "LossGrad");
+  CHECK(g.op(seed.producer).inputs[0] == *g.find_tensor("y"));
   CHECK(g.tensor(*g.find_tensor("w1:updated")).shape == std::vector<int64_t>{64, 128});
   // Groups: every backward op belongs to a forward op.
   for (ir::OpId id = 0; id < g.num_ops(); ++id) {

@@ -1,0 +1,126 @@
+// `planner simulate MODEL`: a baseline strategy lowered to a task graph and simulated.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/lowering.h"
+#include "analysis/simulator.h"
+#include "analysis/trace.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/pipeline.h"
+#include "support/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct SimulateFlags {
+  PipelineFlags pipeline;
+  std::string strategy = "data-parallel";
+  std::string trace;
+  Format format = Format::kTable;
+};
+
+// Writes `text` to `path` through a temporary file, so a failure leaves no partial file.
+Expected<void> write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("{}: cannot write", path);
+    out << text;
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      return make_error("{}: write failed", path);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return make_error("{}: cannot write", path);
+  }
+  return ok();
+}
+
+int run_simulate(const SimulateFlags& flags) {
+  bool dumped = false;
+  auto prepared = prepare_model(flags.pipeline, dumped);
+  if (!prepared) return report(prepared.error());
+  if (dumped) return 0;
+  const PreparedModel& m = **prepared;
+  const importers::Topology& topology = *m.topology;
+  analysis::LoweringOptions options;
+  options.measured = m.costs.get();
+  analysis::Lowering lowering(m.graph, m.strategies, topology, options);
+  auto baseline = flags.strategy == "model-parallel" ? analysis::Baseline::kModelParallel
+                                                     : analysis::Baseline::kDataParallel;
+  auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());
+  if (!configs) return report(configs.error().with_context(m.source));
+  auto lowered = lowering.lower(*configs);
+  if (!lowered) return report(lowered.error().with_context(m.source));
+  auto timeline = analysis::simulate(lowered->graph);
+  if (!timeline) return report(timeline.error().with_context(m.source));
+  if (!flags.trace.empty()) {
+    auto written = write_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+    if (!written) return report(written.error());
+  }
+  const int n = topology.num_devices();
+  int64_t peak = 0;
+  for (int d = 0; d < n; ++d)
+    peak = std::max(peak, timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])].peak_memory);
+
+  if (flags.format == Format::kJson) {
+    nlohmann::ordered_json j;
+    j["model"] = m.source;
+    j["topology"] = {{"name", topology.name()}, {"num_devices", n}};
+    j["mode"] = flags.pipeline.mode;
+    j["strategy"] = flags.strategy;
+    j["step_time_s"] = timeline->step_time;
+    j["peak_memory_bytes"] = peak;
+    j["comm_bytes"] = lowered->comm_bytes;
+    j["tasks"] = lowered->graph.num_tasks();
+    j["devices"] = nlohmann::ordered_json::array();
+    for (int d = 0; d < n; ++d) {
+      const auto& c = timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+      const auto& ch = timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+      j["devices"].push_back({{"device", d}, {"busy_s", c.busy}, {"idle_s", c.idle},
+                              {"peak_memory_bytes", c.peak_memory}, {"comm_busy_s", ch.busy},
+                              {"bytes_sent", ch.bytes}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %d operators)\n", m.source.c_str(), flags.pipeline.mode.c_str(),
+              m.graph.num_ops());
+  std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), n, topology.num_nodes());
+  std::printf("strategy     %s\n", flags.strategy.c_str());
+  std::printf("step time    %s\n", format_seconds(timeline->step_time).c_str());
+  std::printf("peak memory  %s (largest device)\n", format_bytes(static_cast<double>(peak)).c_str());
+  std::printf("comm         %s sent in one step\n", format_bytes(lowered->comm_bytes).c_str());
+  std::printf("tasks        %d\n", lowered->graph.num_tasks());
+  std::printf("\ndevice  compute busy  idle        comm busy   peak memory\n");
+  for (int d = 0; d < n; ++d) {
+    const auto& c = timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+    const auto& ch = timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+    std::printf("%-6d  %-12s  %-10s  %-10s  %s\n", d, format_seconds(c.busy).c_str(),
+                format_seconds(c.idle).c_str(), format_seconds(ch.busy).c_str(),
+                format_bytes(static_cast<double>(c.peak_memory)).c_str());
+  }
+  if (!flags.trace.empty()) std::printf("\ntrace written to %s\n", flags.trace.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void configure_simulate(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<SimulateFlags>();
+  flags->pipeline.add_to(app);
+  app.add_option("--strategy", flags->strategy, "baseline strategy to simulate")
+      ->check(CLI::IsMember({"data-parallel", "model-parallel"}));
+  app.add_option("--trace", flags->trace, "write the simulated timeline as Chrome trace-event JSON");
+  add_format_flag(app, flags->format);
+  run = [flags] { return run_simulate(*flags); };
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,64 @@
+// The front of the pipeline, in its fixed order, each stage dumpable with --dump-after.
+#include "cli/pipeline.h"
+
+#include <cstdio>
+
+#include "analysis/coarsen.h"
+#include "importers/onnx_import.h"
+
+namespace planner::cli {
+
+void PipelineFlags::add_to(CLI::App& app) {
+  model.add_to(app);
+  topology.add_to(app);
+  tdl.add_to(app);
+  app.add_option("--mode", mode, "train (forward, backward and update; the default) or infer")
+      ->check(CLI::IsMember({"train", "infer"}));
+  app.add_option("--optimizer", optimizer, "optimizer of the update in train mode")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
+  app.add_option("--dump-after", dump_after, "print the graph after a stage and stop: import, train")
+      ->check(CLI::IsMember({"import", "train"}));
+}
+
+Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flags, bool& dumped) {
+  dumped = false;
+  auto out = std::make_unique<PreparedModel>();
+  out->source = flags.model.model_path;
+  PLANNER_TRY_ASSIGN(importers::ImportOptions options, flags.model.import_options());
+  PLANNER_TRY_ASSIGN(ir::Graph forward, importers::import_model(flags.model.model_path, options));
+  if (flags.dump_after == "import") {
+    std::fputs(ir::to_text(forward).c_str(), stdout);
+    dumped = true;
+    return out;
+  }
+  out->train = flags.mode == "train";
+  if (out->train) {
+    analysis::TrainingOptions t;
+    t.optimizer = flags.optimizer == "adam"       ? analysis::Optimizer::kAdam
+                  : flags.optimizer == "momentum" ? analysis::Optimizer::kMomentum
+                                                  : analysis::Optimizer::kSgd;
+    PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));
+    out->graph = out->training.graph;
+  } else {
+    out->graph = std::move(forward);
+  }
+  if (flags.dump_after == "train") {
+    std::fputs(ir::to_text(out->graph).c_str(), stdout);
+    dumped = true;
+    return out;
+  }
+  PLANNER_TRY_ASSIGN(tdl::Library library, flags.tdl.load());
+  out->library = std::make_unique<tdl::Library>(std::move(library));
+  out->cache = std::make_unique<analysis::StrategyCache>(*out->library);
+  PLANNER_TRY_ASSIGN(out->strategies, analysis::analyze_graph(*out->cache, out->graph, out->source));
+  PLANNER_TRY_ASSIGN(importers::Topology topology, flags.topology.resolve());
+  out->topology.emplace(std::move(topology));
+  if (!flags.costs.empty()) {
+    PLANNER_TRY_ASSIGN(analysis::MeasuredCosts costs, analysis::MeasuredCosts::load(flags.costs));
+    out->costs = std::make_unique<analysis::MeasuredCosts>(std::move(costs));
+  }
+  return out;
+}
+
+}  // namespace planner::cli

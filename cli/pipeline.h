@@ -1,0 +1,54 @@
+// The front of the planner's pipeline, shared by the commands that plan or simulate:
+// import -> (training graph) -> operator library -> strategies -> topology.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "analysis/cost_model.h"
+#include "analysis/op_strategies.h"
+#include "analysis/training_graph.h"
+#include "cli/options.h"
+#include "cli/tdl_flags.h"
+#include "cli/topology_flags.h"
+#include "importers/topology.h"
+#include "ir/graph.h"
+#include "tdl/library.h"
+
+namespace planner::cli {
+
+/// Flags of the pipeline's front: the model, the mode, the optimizer, the topology, the
+/// operator library and measured costs.
+struct PipelineFlags {
+  ModelFlags model;
+  TopologyFlags topology;
+  TdlFlags tdl;
+  std::string mode = "train";      ///< train | infer
+  std::string optimizer = "sgd";   ///< sgd | momentum | adam
+  std::string costs;               ///< --costs FILE: measured kernel times
+  std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
+
+  void add_to(CLI::App& app);
+};
+
+/// What the front of the pipeline produces. Members reference each other: keep it whole.
+struct PreparedModel {
+  ir::Graph graph;                 ///< the graph planned: forward, or one training step
+  analysis::TrainingGraph training;  ///< set in train mode (graph is training.graph)
+  bool train = false;
+  std::unique_ptr<tdl::Library> library;
+  std::unique_ptr<analysis::StrategyCache> cache;
+  analysis::GraphStrategies strategies;
+  std::optional<importers::Topology> topology;  ///< set once resolved
+  std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
+  std::string source;              ///< the model path, for messages
+};
+
+/// Runs the front of the pipeline. When --dump-after names a stage it prints that stage and
+/// `dumped` is set (the command then stops).
+Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flags, bool& dumped);
+
+}  // namespace planner::cli
