@@ -187,6 +187,10 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
   std::vector<std::vector<Piece>> available(static_cast<size_t>(graph_.num_tensors()));
   std::vector<bool> has_available(static_cast<size_t>(graph_.num_tensors()), false);
   std::map<DeviceId, double> sent_from;  // balances reads over replicas
+  // What earlier consumers fetched to a device: a later consumer on that device reuses it
+  // (as a launcher keeps a gathered tensor) instead of moving it again.
+  std::map<std::pair<ir::TensorId, DeviceId>, std::vector<std::pair<Box, TaskId>>> received;
+  std::map<std::pair<ir::TensorId, DeviceId>, std::vector<size_t>> received_buffer;
   CommSchedule all_comm;
   CommStep transfers_step;
 
@@ -352,6 +356,20 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
           note_read(d, consumer);
           continue;
         }
+        // Already fetched here by an earlier consumer?
+        {
+          auto& got = received[{t, d}];
+          auto it = std::find_if(got.begin(), got.end(), [&](const auto& r) { return contains(r.first, want); });
+          if (it != got.end()) {
+            g.add_edge(it->second, consumer);
+            // The received buffers now live until this consumer ends too.
+            for (size_t rb : received_buffer[{t, d}]) buffers[rb].buffer.releasers.push_back(consumer);
+            continue;
+          }
+        }
+        // The transfers of this fetch; remembered (as one box, ready when the last arrives)
+        // for later consumers on this device.
+        std::vector<TaskId> fetched;
         for (const Piece& p : pieces) {
           Box part = intersect(want, p.box);
           if (box_elements(part) == 0) continue;
@@ -396,13 +414,29 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
           TaskId task = g.add_task(std::move(tr));
           if (best->ready != kNoTask) g.add_edge(best->ready, task);
           g.add_edge(task, consumer);
+          fetched.push_back(task);
           note_read(best->device, task);
           transfers_step.transfers.push_back({best->device, d, static_cast<double>(bytes)});
           plan.comm_bytes += static_cast<double>(bytes);
           PendingBuffer pb;
           pb.buffer = Buffer{tensor.name + " (received)", plan.compute[static_cast<size_t>(d)], bytes,
                              task, {consumer}, group};
+          received_buffer[{t, d}].push_back(buffers.size());
           buffers.push_back(std::move(pb));
+        }
+        if (fetched.size() == 1) {
+          received[{t, d}].push_back({want, fetched[0]});
+        } else if (fetched.size() > 1) {
+          // A zero-time join on the device marks the assembled box ready.
+          Task join;
+          join.name = fmt::format("{} assembled on {}", tensor.name, d);
+          join.resource = sync;
+          join.kind = TaskKind::kComm;
+          join.op = id;
+          join.group = group;
+          TaskId j = g.add_task(std::move(join));
+          for (TaskId f : fetched) g.add_edge(f, j);
+          received[{t, d}].push_back({want, j});
         }
       }
     }
@@ -622,15 +656,24 @@ Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Basel
     } else {
       // Model parallelism: the parameter's dimension that an output variable walks (its output
       // features); otherwise follow a tiled input.
+      // Prefer a variable that splits the output (each device computes its columns) over a
+      // reduction (partial sums to add up).
+      std::string reduction;
       for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
         ir::TensorId t = op.inputs[i];
         if (t == ir::kNoTensor || g.tensor(t).role != ir::TensorRole::kParameter) continue;
         for (int d = g.tensor(t).rank() - 1; d >= 0 && var.empty(); --d) {
           std::string v = var_for_dim(lowering, id, i, d, boxes_for(id, i));
           if (v.empty()) continue;
-          var = v;
+          bool splits_output = false;
+          OpConfig probe = OpConfig::split(v, {0, 1});
+          for (size_t o = 0; o < op.outputs.size(); ++o)
+            splits_output |= op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, probe) >= 0;
+          if (splits_output) var = v;
+          else if (reduction.empty()) reduction = v;
         }
       }
+      if (var.empty()) var = reduction;
       for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
         ir::TensorId t = op.inputs[i];
         if (t == ir::kNoTensor || batch_dim[static_cast<size_t>(t)] < 0) continue;
