@@ -167,19 +167,17 @@ void Communicator::rendezvous(const char* what, const std::vector<int>& group_in
   ++slot->arrived;
   st.cv.notify_all();
   const auto deadline = std::chrono::steady_clock::now() + world_->timeout();
-  if (!st.cv.wait_until(lock, deadline, [&] { return slot->arrived == n || slot->aborted; })) {
+  st.cv.wait_until(lock, deadline, [&] { return slot->arrived == n || slot->aborted; });
+  if (slot->arrived != n) {
+    // Timed out here or woken by a peer that did: both report who never arrived. Posts stay
+    // in the aborted slot but are never read again (late arrivals fail on `aborted`).
     slot->aborted = true;
-    slot->posts[me] = nullptr;
     st.cv.notify_all();
     std::string missing;
     for (size_t i = 0; i < group.size(); ++i)
-      if (!slot->posts[i] && i != me) missing += (missing.empty() ? "" : ",") + std::to_string(group[i]);
+      if (!slot->posts[i]) missing += (missing.empty() ? "" : ",") + std::to_string(group[i]);
     throw Error(where() + ": timed out after " + std::to_string(world_->timeout().count()) +
                 " ms waiting for rank(s) " + missing + " (a missing or mismatched call)");
-  }
-  if (slot->aborted && slot->arrived != n) {
-    slot->posts[me] = nullptr;
-    throw Error(where() + ": a peer gave up waiting (timeout)");
   }
   // Every member checks every post the same way, so a mismatch fails on all of them.
   std::string problem;

@@ -27,7 +27,7 @@ TEST_CASE("binary ops broadcast like numpy") {
   Buf e = Z({4});
   run("Pow", {}, {b.t, I64({1}, {3}).t}, {e.t});
   for (int j = 0; j < 4; ++j) CHECK(e.f()[j] == doctest::Approx(std::pow(b.f()[j], 3)));
-  CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, Z({5}).t}, {y.t}), doctest::Contains("cannot be broadcast"), Error);
+  CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, Z({4, 4}).t}, {y.t}), doctest::Contains("shapes [2,3,1] and [4,4] cannot be broadcast"), Error);
   CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, b.t}, {Z({2, 3, 5}).t}), doctest::Contains("node 'n' (Add): output 0 has shape [2,3,5], expected [2,3,4]"), Error);
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("integer arithmetic, comparisons, Where, Not, Cast") {
   run("Cast", {{"to", int64_t{7}}}, {f.t}, {i.t});
   CHECK(i.t.as<int64_t>()[0] == 1);
   CHECK(i.t.as<int64_t>()[1] == -1);
-  CHECK(i.t.as<int64_t>()[3] == 30000000000);
+  CHECK(i.t.as<int64_t>()[3] == static_cast<int64_t>(3e10f));
   Buf bo(DType::kBool, {4});
   run("Cast", {{"to", int64_t{9}}}, {f.t}, {bo.t});
   CHECK(bo.t.as<bool>()[2] == false);
@@ -248,7 +248,7 @@ TEST_CASE("Conv 1-D, 3-D and auto_pad") {
   run("Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Shape{2, 2}}}, {xs.t, ws.t}, {ys.t});
   // SAME_UPPER with stride 2 on 5: total pad 2, begin 1: output (0,0) centred on input (0,0).
   CHECK(ys.f()[0] == doctest::Approx(naive_conv2d(xs, ws, nullptr, 1, {2, 2}, {1, 1}, {1, 1}, {3, 3})[0]));
-  CHECK_THROWS_WITH_AS(run("Conv", {}, {xs.t, ws.t}, {ys.t}), doctest::Contains("expected [1,1,3,3]"), Error);
+  CHECK_THROWS_WITH_AS(run("Conv", {}, {xs.t, ws.t}, {Z({1, 1, 2, 2}).t}), doctest::Contains("output 0 has shape [1,1,2,2], expected [1,1,3,3]"), Error);
 }
 
 TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), GlobalAveragePool") {
