@@ -33,11 +33,9 @@ void k_matmul(const KernelContext& ctx) {
       return;
     }
   }
-  int64_t b_index = 0;
   broadcast_loop<2>(batch, {ba, bb}, [&](int64_t o, const std::array<int64_t, 2>& off) {
     sgemm(false, false, m, n, k, 1.0f, ap + off[0] * m * k, k, bp + off[1] * k * n, n, 0.0f,
           yp + o * m * n, n);
-    ++b_index;
   });
 }
 

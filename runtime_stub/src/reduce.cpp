@@ -73,7 +73,6 @@ void k_reduce(const KernelContext& ctx) {
   // Accumulate in double, in the input's row-major order: a fixed order for every run.
   std::vector<double> acc(static_cast<size_t>(n), red == Red::kMax ? -std::numeric_limits<double>::infinity()
                                                   : red == Red::kMin ? std::numeric_limits<double>::infinity() : 0.0);
-  std::vector<int64_t> ost = broadcast_strides(s.kept, x.shape);
   broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
     double v = load_as_double(x, i);
     double& a = acc[static_cast<size_t>(off[0])];

@@ -405,10 +405,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
         for (int64_t j = 0; j < H; ++j) dhb[j] = dhb[j] * a[j] + th[j] + extra[static_cast<size_t>(j)];
       }
     }
-    if (dh0 && r.h0) std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
-    if (dc0 && r.c0) std::copy(dc.begin(), dc.end(), dc0 + d * B * H);
-    if (dh0 && !r.h0) std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
-    if (dc0 && !r.c0) std::copy(dc.begin(), dc.end(), dc0 + d * B * H);
+    if (dh0) std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
+    if (dc0) std::copy(dc.begin(), dc.end(), dc0 + d * B * H);
   }
 }
 
