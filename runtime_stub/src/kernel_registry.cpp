@@ -52,7 +52,7 @@ constexpr Entry kKernels[] = {
     {"", "Squeeze", k_squeeze}, {"", "Unsqueeze", k_unsqueeze}, {"", "Concat", k_concat},
     {"", "Split", k_split}, {"", "Slice", k_slice}, {"", "Pad", k_pad},
     {"", "Expand", k_expand}, {"", "Tile", k_tile}, {"", "Range", k_range},
-    {"", "ConstantOfShape", k_constant_of_shape}, {"", "Shape", k_shape},
+    {"", "ConstantOfShape", k_constant_of_shape}, {"", "Constant", k_constant}, {"", "Shape", k_shape},
     {"", "Gather", k_gather},
     // recurrent
     {"", "LSTM", k_lstm}, {"", "GRU", k_gru},

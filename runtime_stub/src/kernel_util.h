@@ -169,6 +169,7 @@ void k_expand(const KernelContext&);
 void k_tile(const KernelContext&);
 void k_range(const KernelContext&);
 void k_constant_of_shape(const KernelContext&);
+void k_constant(const KernelContext&);
 void k_shape(const KernelContext&);
 void k_gather(const KernelContext&);
 void k_slice_grad(const KernelContext&);

@@ -518,6 +518,44 @@ void k_constant_of_shape(const KernelContext& ctx) {
   for (int64_t i = 0; i < y.numel(); ++i) store_from_double(y, i, v);
 }
 
+void k_constant(const KernelContext& ctx) {
+  // The value comes from value_float(s) / value_int(s), or from "value" (ONNX's tensor
+  // attribute, handed over by the launcher as a scalar or a flat list); the output's type and
+  // shape are the tensor's.
+  const Tensor& y = ctx.out(0);
+  if (y.dtype == DType::kFloat16) ctx.fail("f16 output is not supported");
+  std::vector<double> values;
+  bool found = false;
+  for (const char* name : {"value", "value_float", "value_floats", "value_int", "value_ints"}) {
+    auto it = ctx.attrs.find(name);
+    if (it == ctx.attrs.end()) continue;
+    if (found) ctx.fail("more than one value attribute");
+    found = true;
+    if (auto* v = std::get_if<int64_t>(&it->second)) values = {static_cast<double>(*v)};
+    else if (auto* v = std::get_if<double>(&it->second)) values = {*v};
+    else if (auto* v = std::get_if<std::vector<int64_t>>(&it->second))
+      for (int64_t e : *v) values.push_back(static_cast<double>(e));
+    else if (auto* v = std::get_if<std::vector<double>>(&it->second)) values = *v;
+    else ctx.fail(std::string("attribute '") + name + "' must be numeric");
+  }
+  if (!found) ctx.fail("needs a value attribute (value, value_float(s) or value_int(s))");
+  if (static_cast<int64_t>(values.size()) != y.numel())
+    ctx.fail("the value has " + std::to_string(values.size()) + " elements, the output " +
+             shape_to_string(y.shape) + " holds " + std::to_string(y.numel()));
+  if (y.dtype == DType::kInt64) {
+    // integers above 2^53 must survive: read them without the double round trip
+    for (const char* name : {"value", "value_int", "value_ints"}) {
+      auto it = ctx.attrs.find(name);
+      if (it == ctx.attrs.end()) continue;
+      if (auto* v = std::get_if<int64_t>(&it->second)) y.as<int64_t>()[0] = *v;
+      if (auto* v = std::get_if<std::vector<int64_t>>(&it->second))
+        std::copy(v->begin(), v->end(), y.as<int64_t>());
+      if (std::holds_alternative<int64_t>(it->second) || std::holds_alternative<std::vector<int64_t>>(it->second)) return;
+    }
+  }
+  for (size_t i = 0; i < values.size(); ++i) store_from_double(y, static_cast<int64_t>(i), values[i]);
+}
+
 void k_shape(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const int64_t r = x.rank();

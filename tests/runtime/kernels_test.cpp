@@ -425,6 +425,20 @@ TEST_CASE("Range, ConstantOfShape, Shape, Gather") {
   CHECK_THROWS_WITH_AS(run("Gather", {}, {x.t, I64({1}, {2}).t}, {g0.t}), doctest::Contains("index 2 is out of range"), Error);
 }
 
+TEST_CASE("Constant from value, value_floats, value_ints") {
+  Buf a = Z({2, 2});
+  run("Constant", {{"value", std::vector<double>{1, 2, 3, 4}}}, {}, {a.t});
+  expect_close(a.values(), {1, 2, 3, 4}, 0, 0);
+  Buf s = Z({});
+  run("Constant", {{"value_float", 0.5}}, {}, {s.t});
+  CHECK(s.f()[0] == 0.5f);
+  Buf i(DType::kInt64, {2});
+  run("Constant", {{"value_ints", Shape{INT64_MAX, -3}}}, {}, {i.t});
+  CHECK(i.t.as<int64_t>()[0] == INT64_MAX);
+  CHECK(i.t.as<int64_t>()[1] == -3);
+  CHECK_THROWS_WITH_AS(run("Constant", {{"value_ints", Shape{1, 2, 3}}}, {}, {i.t}), doctest::Contains("the value has 3 elements"), Error);
+}
+
 TEST_CASE("unknown operators and missing inputs fail with one clear line") {
   Buf x = F({1}, {1});
   CHECK_THROWS_WITH_AS(run("Rleu", {}, {x.t}, {x.t}), "node 'n' (Rleu): no kernel for operator 'Rleu'; did you mean 'Relu'?", Error);
