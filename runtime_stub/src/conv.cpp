@@ -36,7 +36,8 @@ std::vector<int64_t> Window::offsets() const {
   return table;
 }
 
-Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& kernel, bool ceil_mode) {
+Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& kernel,
+                       bool ceil_mode) {
   const size_t n = in.size();
   Window w;
   w.in = in;
@@ -45,7 +46,8 @@ Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& k
   w.dilations = ctx.attr_ints("dilations", Shape(n, 1));
   Shape pads = ctx.attr_ints("pads", Shape(2 * n, 0));
   if (w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
-    ctx.fail("strides, dilations or pads do not match " + std::to_string(n) + " spatial dimensions");
+    ctx.fail("strides, dilations or pads do not match " + std::to_string(n) +
+             " spatial dimensions");
   for (size_t d = 0; d < n; ++d)
     if (w.strides[d] < 1 || w.dilations[d] < 1 || kernel[d] < 1 || pads[d] < 0 || pads[n + d] < 0)
       ctx.fail("strides, dilations and kernel extents must be positive and pads non-negative");
@@ -66,7 +68,8 @@ Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& k
       ctx.fail("unknown auto_pad \"" + auto_pad + "\"");
     }
     const int64_t room = in[d] + w.pad_begin[d] + w.pad_end[d] - span;
-    if (room < 0) ctx.fail("kernel does not fit the padded input in spatial dimension " + std::to_string(d));
+    if (room < 0)
+      ctx.fail("kernel does not fit the padded input in spatial dimension " + std::to_string(d));
     int64_t o = ceil_mode ? (room + w.strides[d] - 1) / w.strides[d] + 1 : room / w.strides[d] + 1;
     // A window must start inside the input or its leading padding (the rule PyTorch and
     // onnxruntime follow in ceil mode).
@@ -99,7 +102,8 @@ ConvShapes conv_shapes(const KernelContext& ctx, const Shape& x, const Shape& wt
              " and W " + shape_to_string(wt));
   Shape kernel(wt.begin() + 2, wt.end());
   Shape ks = ctx.attr_ints("kernel_shape", kernel);
-  if (ks != kernel) ctx.fail("kernel_shape " + shape_to_string(ks) + " does not match W " + shape_to_string(wt));
+  if (ks != kernel)
+    ctx.fail("kernel_shape " + shape_to_string(ks) + " does not match W " + shape_to_string(wt));
   s.w = window_geometry(ctx, Shape(x.begin() + 2, x.end()), kernel, false);
   return s;
 }
@@ -142,12 +146,15 @@ void k_conv(const KernelContext& ctx) {
   ctx.expect_dtype(w, DType::kFloat32, "W");
   ConvShapes s = conv_shapes(ctx, x.shape, w.shape);
   ctx.expect_out(0, DType::kFloat32, conv_out_shape(s));
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   const int64_t cg = s.c / s.group, mg = s.m / s.group;
   const float* bias = nullptr;
   if (ctx.has_in(2)) {
     ctx.expect_dtype(ctx.in(2), DType::kFloat32, "B");
-    if (ctx.in(2).shape != Shape{s.m}) ctx.fail("B has shape " + shape_to_string(ctx.in(2).shape) + ", expected [" + std::to_string(s.m) + "]");
+    if (ctx.in(2).shape != Shape{s.m})
+      ctx.fail("B has shape " + shape_to_string(ctx.in(2).shape) + ", expected [" +
+               std::to_string(s.m) + "]");
     bias = ctx.in(2).as<float>();
   }
   std::vector<int64_t> table = s.w.offsets();
@@ -159,7 +166,8 @@ void k_conv(const KernelContext& ctx) {
     for (int64_t g = 0; g < s.group; ++g) {
       im2col(xp + (b * s.c + g * cg) * in_p, cg, in_p, table, kn, pn, col.data());
       float* y = yp + (b * s.m + g * mg) * pn;
-      sgemm(false, false, mg, pn, cg * kn, 1.0f, wp + g * mg * cg * kn, cg * kn, col.data(), pn, 0.0f, y, pn);
+      sgemm(false, false, mg, pn, cg * kn, 1.0f, wp + g * mg * cg * kn, cg * kn, col.data(), pn,
+            0.0f, y, pn);
       if (bias)
         for (int64_t o = 0; o < mg; ++o)
           for (int64_t p = 0; p < pn; ++p) y[o * pn + p] += bias[g * mg + o];
@@ -176,8 +184,10 @@ void k_conv_grad_data(const KernelContext& ctx) {
   ctx.expect_dtype(dx, DType::kFloat32, "dX");
   ConvShapes s = conv_shapes(ctx, dx.shape, w.shape);
   if (dy.shape != conv_out_shape(s))
-    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(conv_out_shape(s)));
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " +
+             shape_to_string(conv_out_shape(s)));
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   const int64_t cg = s.c / s.group, mg = s.m / s.group;
   std::vector<int64_t> table = s.w.offsets();
   std::vector<float> col(static_cast<size_t>(cg * kn * pn));
@@ -202,8 +212,10 @@ void k_conv_grad_filter(const KernelContext& ctx) {
   ctx.expect_dtype(dw, DType::kFloat32, "dW");
   ConvShapes s = conv_shapes(ctx, x.shape, dw.shape);
   if (dy.shape != conv_out_shape(s))
-    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(conv_out_shape(s)));
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " +
+             shape_to_string(conv_out_shape(s)));
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   const int64_t cg = s.c / s.group, mg = s.m / s.group;
   std::vector<int64_t> table = s.w.offsets();
   std::vector<float> col(static_cast<size_t>(cg * kn * pn));

@@ -19,18 +19,34 @@ struct UnaryName {
   UnaryOp op;
 };
 constexpr UnaryName kUnaryNames[] = {
-    {"Relu", UnaryOp::kRelu}, {"Sigmoid", UnaryOp::kSigmoid}, {"Tanh", UnaryOp::kTanh},
-    {"Erf", UnaryOp::kErf}, {"Sqrt", UnaryOp::kSqrt}, {"Exp", UnaryOp::kExp},
-    {"Log", UnaryOp::kLog}, {"Abs", UnaryOp::kAbs}, {"Gelu", UnaryOp::kGelu},
-    {"Softplus", UnaryOp::kSoftplus}, {"LeakyRelu", UnaryOp::kLeakyRelu},
-    {"Elu", UnaryOp::kElu}, {"Selu", UnaryOp::kSelu}, {"Reciprocal", UnaryOp::kReciprocal},
-    {"Softsign", UnaryOp::kSoftsign}, {"HardSigmoid", UnaryOp::kHardSigmoid},
-    {"Sin", UnaryOp::kSin}, {"Cos", UnaryOp::kCos}, {"Mish", UnaryOp::kMish},
-    {"HardSwish", UnaryOp::kHardSwish}, {"Neg", UnaryOp::kNeg}, {"Ceil", UnaryOp::kCeil},
+    {"Relu", UnaryOp::kRelu},
+    {"Sigmoid", UnaryOp::kSigmoid},
+    {"Tanh", UnaryOp::kTanh},
+    {"Erf", UnaryOp::kErf},
+    {"Sqrt", UnaryOp::kSqrt},
+    {"Exp", UnaryOp::kExp},
+    {"Log", UnaryOp::kLog},
+    {"Abs", UnaryOp::kAbs},
+    {"Gelu", UnaryOp::kGelu},
+    {"Softplus", UnaryOp::kSoftplus},
+    {"LeakyRelu", UnaryOp::kLeakyRelu},
+    {"Elu", UnaryOp::kElu},
+    {"Selu", UnaryOp::kSelu},
+    {"Reciprocal", UnaryOp::kReciprocal},
+    {"Softsign", UnaryOp::kSoftsign},
+    {"HardSigmoid", UnaryOp::kHardSigmoid},
+    {"Sin", UnaryOp::kSin},
+    {"Cos", UnaryOp::kCos},
+    {"Mish", UnaryOp::kMish},
+    {"HardSwish", UnaryOp::kHardSwish},
+    {"Neg", UnaryOp::kNeg},
+    {"Ceil", UnaryOp::kCeil},
     {"Floor", UnaryOp::kFloor},
 };
 
-double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+double softplus(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
 double sigmoid(double x) {
   // Two branches keep exp() from overflowing for large |x|.
   if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
@@ -52,8 +68,12 @@ bool unary_op_from_name(std::string_view op, UnaryOp* result) {
 UnaryParams unary_params(UnaryOp op, const KernelContext& ctx) {
   UnaryParams p;
   switch (op) {
-    case UnaryOp::kLeakyRelu: p.alpha = ctx.attr_float("alpha", 0.01); break;
-    case UnaryOp::kElu: p.alpha = ctx.attr_float("alpha", 1.0); break;
+    case UnaryOp::kLeakyRelu:
+      p.alpha = ctx.attr_float("alpha", 0.01);
+      break;
+    case UnaryOp::kElu:
+      p.alpha = ctx.attr_float("alpha", 1.0);
+      break;
     case UnaryOp::kSelu:
       p.alpha = ctx.attr_float("alpha", 1.67326319217681884765625);
       p.gamma = ctx.attr_float("gamma", 1.05070102214813232421875);
@@ -68,53 +88,85 @@ UnaryParams unary_params(UnaryOp op, const KernelContext& ctx) {
       p.tanh_gelu = a == "tanh";
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return p;
 }
 
 double unary_value(UnaryOp op, const UnaryParams& p, double x) {
   switch (op) {
-    case UnaryOp::kRelu: return x > 0 ? x : 0.0;
-    case UnaryOp::kSigmoid: return sigmoid(x);
-    case UnaryOp::kTanh: return std::tanh(x);
-    case UnaryOp::kErf: return std::erf(x);
-    case UnaryOp::kSqrt: return std::sqrt(x);
-    case UnaryOp::kExp: return std::exp(x);
-    case UnaryOp::kLog: return std::log(x);
-    case UnaryOp::kAbs: return std::fabs(x);
-    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kRelu:
+      return x > 0 ? x : 0.0;
+    case UnaryOp::kSigmoid:
+      return sigmoid(x);
+    case UnaryOp::kTanh:
+      return std::tanh(x);
+    case UnaryOp::kErf:
+      return std::erf(x);
+    case UnaryOp::kSqrt:
+      return std::sqrt(x);
+    case UnaryOp::kExp:
+      return std::exp(x);
+    case UnaryOp::kLog:
+      return std::log(x);
+    case UnaryOp::kAbs:
+      return std::fabs(x);
+    case UnaryOp::kNeg:
+      return -x;
     case UnaryOp::kGelu:
       if (p.tanh_gelu) return 0.5 * x * (1 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
       return 0.5 * x * (1 + std::erf(x / kSqrt2));
-    case UnaryOp::kSoftplus: return softplus(x);
-    case UnaryOp::kLeakyRelu: return x >= 0 ? x : p.alpha * x;
-    case UnaryOp::kElu: return x >= 0 ? x : p.alpha * (std::exp(x) - 1);
-    case UnaryOp::kSelu: return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - 1));
-    case UnaryOp::kReciprocal: return 1.0 / x;
-    case UnaryOp::kSoftsign: return x / (1 + std::fabs(x));
-    case UnaryOp::kHardSigmoid: return std::clamp(p.alpha * x + p.beta, 0.0, 1.0);
-    case UnaryOp::kSin: return std::sin(x);
-    case UnaryOp::kCos: return std::cos(x);
-    case UnaryOp::kMish: return x * std::tanh(softplus(x));
-    case UnaryOp::kHardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-    case UnaryOp::kCeil: return std::ceil(x);
-    case UnaryOp::kFloor: return std::floor(x);
+    case UnaryOp::kSoftplus:
+      return softplus(x);
+    case UnaryOp::kLeakyRelu:
+      return x >= 0 ? x : p.alpha * x;
+    case UnaryOp::kElu:
+      return x >= 0 ? x : p.alpha * (std::exp(x) - 1);
+    case UnaryOp::kSelu:
+      return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - 1));
+    case UnaryOp::kReciprocal:
+      return 1.0 / x;
+    case UnaryOp::kSoftsign:
+      return x / (1 + std::fabs(x));
+    case UnaryOp::kHardSigmoid:
+      return std::clamp(p.alpha * x + p.beta, 0.0, 1.0);
+    case UnaryOp::kSin:
+      return std::sin(x);
+    case UnaryOp::kCos:
+      return std::cos(x);
+    case UnaryOp::kMish:
+      return x * std::tanh(softplus(x));
+    case UnaryOp::kHardSwish:
+      return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
+    case UnaryOp::kCeil:
+      return std::ceil(x);
+    case UnaryOp::kFloor:
+      return std::floor(x);
   }
   return 0;
 }
 
 double unary_derivative(UnaryOp op, const UnaryParams& p, double x, double y) {
   switch (op) {
-    case UnaryOp::kRelu: return x > 0 ? 1.0 : 0.0;
-    case UnaryOp::kSigmoid: return y * (1 - y);
-    case UnaryOp::kTanh: return 1 - y * y;
-    case UnaryOp::kErf: return 2 * kInvSqrt2Pi * kSqrt2 * std::exp(-x * x);
-    case UnaryOp::kSqrt: return 0.5 / y;
-    case UnaryOp::kExp: return y;
-    case UnaryOp::kLog: return 1.0 / x;
-    case UnaryOp::kAbs: return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-    case UnaryOp::kNeg: return -1.0;
+    case UnaryOp::kRelu:
+      return x > 0 ? 1.0 : 0.0;
+    case UnaryOp::kSigmoid:
+      return y * (1 - y);
+    case UnaryOp::kTanh:
+      return 1 - y * y;
+    case UnaryOp::kErf:
+      return 2 * kInvSqrt2Pi * kSqrt2 * std::exp(-x * x);
+    case UnaryOp::kSqrt:
+      return 0.5 / y;
+    case UnaryOp::kExp:
+      return y;
+    case UnaryOp::kLog:
+      return 1.0 / x;
+    case UnaryOp::kAbs:
+      return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+    case UnaryOp::kNeg:
+      return -1.0;
     case UnaryOp::kGelu:
       if (p.tanh_gelu) {
         double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
@@ -122,11 +174,16 @@ double unary_derivative(UnaryOp op, const UnaryParams& p, double x, double y) {
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * 0.044715 * x * x);
       }
       return 0.5 * (1 + std::erf(x / kSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
-    case UnaryOp::kSoftplus: return sigmoid(x);
-    case UnaryOp::kLeakyRelu: return x > 0 ? 1.0 : p.alpha;
-    case UnaryOp::kElu: return x > 0 ? 1.0 : p.alpha * std::exp(x);
-    case UnaryOp::kSelu: return p.gamma * (x > 0 ? 1.0 : p.alpha * std::exp(x));
-    case UnaryOp::kReciprocal: return -y * y;
+    case UnaryOp::kSoftplus:
+      return sigmoid(x);
+    case UnaryOp::kLeakyRelu:
+      return x > 0 ? 1.0 : p.alpha;
+    case UnaryOp::kElu:
+      return x > 0 ? 1.0 : p.alpha * std::exp(x);
+    case UnaryOp::kSelu:
+      return p.gamma * (x > 0 ? 1.0 : p.alpha * std::exp(x));
+    case UnaryOp::kReciprocal:
+      return -y * y;
     case UnaryOp::kSoftsign: {
       double d = 1 + std::fabs(x);
       return 1.0 / (d * d);
@@ -135,15 +192,19 @@ double unary_derivative(UnaryOp op, const UnaryParams& p, double x, double y) {
       double v = p.alpha * x + p.beta;
       return v > 0 && v < 1 ? p.alpha : 0.0;
     }
-    case UnaryOp::kSin: return std::cos(x);
-    case UnaryOp::kCos: return -std::sin(x);
+    case UnaryOp::kSin:
+      return std::cos(x);
+    case UnaryOp::kCos:
+      return -std::sin(x);
     case UnaryOp::kMish: {
       double t = std::tanh(softplus(x));
       return t + x * sigmoid(x) * (1 - t * t);
     }
-    case UnaryOp::kHardSwish: return x < -3 ? 0.0 : (x > 3 ? 1.0 : x / 3 + 0.5);
+    case UnaryOp::kHardSwish:
+      return x < -3 ? 0.0 : (x > 3 ? 1.0 : x / 3 + 0.5);
     case UnaryOp::kCeil:
-    case UnaryOp::kFloor: return 0.0;
+    case UnaryOp::kFloor:
+      return 0.0;
   }
   return 0;
 }
@@ -167,11 +228,14 @@ void k_unary(const KernelContext& ctx) {
     auto run = [&](auto* xs, auto* ys) {
       for (int64_t i = 0; i < n; ++i) {
         auto v = xs[i];
-        ys[i] = op == UnaryOp::kNeg ? -v : (op == UnaryOp::kAbs ? (v < 0 ? -v : v) : (v > 0 ? v : 0));
+        ys[i] =
+            op == UnaryOp::kNeg ? -v : (op == UnaryOp::kAbs ? (v < 0 ? -v : v) : (v > 0 ? v : 0));
       }
     };
-    if (x.dtype == DType::kInt64) run(x.as<int64_t>(), y.as<int64_t>());
-    else run(x.as<int32_t>(), y.as<int32_t>());
+    if (x.dtype == DType::kInt64)
+      run(x.as<int64_t>(), y.as<int64_t>());
+    else
+      run(x.as<int32_t>(), y.as<int32_t>());
     return;
   }
   ctx.fail("unsupported input type " + std::string(dtype_name(x.dtype)));
@@ -184,9 +248,12 @@ enum class BinOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 template <typename T>
 T apply(const KernelContext& ctx, BinOp op, T a, T b) {
   switch (op) {
-    case BinOp::kAdd: return a + b;
-    case BinOp::kSub: return a - b;
-    case BinOp::kMul: return a * b;
+    case BinOp::kAdd:
+      return a + b;
+    case BinOp::kSub:
+      return a - b;
+    case BinOp::kMul:
+      return a * b;
     case BinOp::kDiv:
       if constexpr (std::is_integral_v<T>) {
         if (b == 0) ctx.fail("integer division by zero");
@@ -240,10 +307,14 @@ void binary_typed(const KernelContext& ctx, BinOp op, const Tensor& a, const Ten
 
 void binary(const KernelContext& ctx, BinOp op, const Tensor& a, const Tensor& b, const Tensor& y) {
   switch (a.dtype) {
-    case DType::kFloat32: return binary_typed<float>(ctx, op, a, b, y);
-    case DType::kInt64: return binary_typed<int64_t>(ctx, op, a, b, y);
-    case DType::kInt32: return binary_typed<int32_t>(ctx, op, a, b, y);
-    default: ctx.fail("unsupported input type " + std::string(dtype_name(a.dtype)));
+    case DType::kFloat32:
+      return binary_typed<float>(ctx, op, a, b, y);
+    case DType::kInt64:
+      return binary_typed<int64_t>(ctx, op, a, b, y);
+    case DType::kInt32:
+      return binary_typed<int32_t>(ctx, op, a, b, y);
+    default:
+      ctx.fail("unsupported input type " + std::string(dtype_name(a.dtype)));
   }
 }
 
@@ -264,7 +335,8 @@ void k_binary(const KernelContext& ctx) {
     float* ys = y.as<float>();
     const float* as = a.as<float>();
     broadcast_loop<2>(shape, {a.shape, b.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
-      ys[o] = static_cast<float>(std::pow(static_cast<double>(as[off[0]]), load_as_double(b, off[1])));
+      ys[o] =
+          static_cast<float>(std::pow(static_cast<double>(as[off[0]]), load_as_double(b, off[1])));
     });
     return;
   }
@@ -315,20 +387,42 @@ void compare_typed(const KernelContext& ctx, const Tensor& a, const Tensor& b, c
   const T* bs = static_cast<const T*>(b.data);
   bool* ys = y.as<bool>();
   std::string_view t = ctx.op_type;
-  int kind = t == "Equal" ? 0 : t == "Less" ? 1 : t == "Greater" ? 2 : t == "LessOrEqual" ? 3
-           : t == "GreaterOrEqual" ? 4 : t == "And" ? 5 : t == "Or" ? 6 : 7;
+  int kind = t == "Equal"            ? 0
+             : t == "Less"           ? 1
+             : t == "Greater"        ? 2
+             : t == "LessOrEqual"    ? 3
+             : t == "GreaterOrEqual" ? 4
+             : t == "And"            ? 5
+             : t == "Or"             ? 6
+                                     : 7;
   broadcast_loop<2>(y.shape, {a.shape, b.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
     T u = as[off[0]], v = bs[off[1]];
     bool r = false;
     switch (kind) {
-      case 0: r = u == v; break;
-      case 1: r = u < v; break;
-      case 2: r = u > v; break;
-      case 3: r = u <= v; break;
-      case 4: r = u >= v; break;
-      case 5: r = u && v; break;
-      case 6: r = u || v; break;
-      default: r = static_cast<bool>(u) != static_cast<bool>(v); break;
+      case 0:
+        r = u == v;
+        break;
+      case 1:
+        r = u < v;
+        break;
+      case 2:
+        r = u > v;
+        break;
+      case 3:
+        r = u <= v;
+        break;
+      case 4:
+        r = u >= v;
+        break;
+      case 5:
+        r = u && v;
+        break;
+      case 6:
+        r = u || v;
+        break;
+      default:
+        r = static_cast<bool>(u) != static_cast<bool>(v);
+        break;
     }
     ys[o] = r;
   });
@@ -345,12 +439,18 @@ void k_compare(const KernelContext& ctx) {
   ctx.expect_out(0, DType::kBool, ctx.broadcast({a.shape, b.shape}));
   const Tensor& y = ctx.out(0);
   switch (a.dtype) {
-    case DType::kFloat32: return compare_typed<float>(ctx, a, b, y);
-    case DType::kInt64: return compare_typed<int64_t>(ctx, a, b, y);
-    case DType::kInt32: return compare_typed<int32_t>(ctx, a, b, y);
-    case DType::kUInt8: return compare_typed<uint8_t>(ctx, a, b, y);
-    case DType::kBool: return compare_typed<bool>(ctx, a, b, y);
-    default: ctx.fail("unsupported input type " + std::string(dtype_name(a.dtype)));
+    case DType::kFloat32:
+      return compare_typed<float>(ctx, a, b, y);
+    case DType::kInt64:
+      return compare_typed<int64_t>(ctx, a, b, y);
+    case DType::kInt32:
+      return compare_typed<int32_t>(ctx, a, b, y);
+    case DType::kUInt8:
+      return compare_typed<uint8_t>(ctx, a, b, y);
+    case DType::kBool:
+      return compare_typed<bool>(ctx, a, b, y);
+    default:
+      ctx.fail("unsupported input type " + std::string(dtype_name(a.dtype)));
   }
 }
 
@@ -387,7 +487,8 @@ void k_clip(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   ctx.expect_out(0, x.dtype, x.shape);
   // Opset 11+: min/max are optional scalar inputs; opset 6: attributes.
-  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  double lo = -std::numeric_limits<double>::infinity(),
+         hi = std::numeric_limits<double>::infinity();
   lo = ctx.attr_float("min", lo);
   hi = ctx.attr_float("max", hi);
   if (ctx.has_in(1)) {
@@ -417,9 +518,12 @@ namespace {
 float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31) v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -475,23 +579,38 @@ void k_cast(const KernelContext& ctx) {
                     x.dtype == DType::kUInt8 || x.dtype == DType::kBool;
     double dv = 0;
     int64_t iv = 0;
-    if (x.dtype == DType::kFloat16) dv = half_to_float(static_cast<const uint16_t*>(x.data)[i]);
-    else if (x.dtype == DType::kInt64) iv = static_cast<const int64_t*>(x.data)[i];
-    else if (from_int) iv = static_cast<int64_t>(load_as_double(x, i));
-    else dv = load_as_double(x, i);
+    if (x.dtype == DType::kFloat16)
+      dv = half_to_float(static_cast<const uint16_t*>(x.data)[i]);
+    else if (x.dtype == DType::kInt64)
+      iv = static_cast<const int64_t*>(x.data)[i];
+    else if (from_int)
+      iv = static_cast<int64_t>(load_as_double(x, i));
+    else
+      dv = load_as_double(x, i);
     if (from_int) dv = static_cast<double>(iv);
     switch (y.dtype) {
-      case DType::kFloat32: static_cast<float*>(y.data)[i] = static_cast<float>(dv); break;
-      case DType::kFloat16: static_cast<uint16_t*>(y.data)[i] = float_to_half(static_cast<float>(dv)); break;
-      case DType::kBool: static_cast<bool*>(y.data)[i] = from_int ? iv != 0 : dv != 0; break;
-      case DType::kInt64: static_cast<int64_t*>(y.data)[i] = from_int ? iv : float_to_int<int64_t>(dv); break;
+      case DType::kFloat32:
+        static_cast<float*>(y.data)[i] = static_cast<float>(dv);
+        break;
+      case DType::kFloat16:
+        static_cast<uint16_t*>(y.data)[i] = float_to_half(static_cast<float>(dv));
+        break;
+      case DType::kBool:
+        static_cast<bool*>(y.data)[i] = from_int ? iv != 0 : dv != 0;
+        break;
+      case DType::kInt64:
+        static_cast<int64_t*>(y.data)[i] = from_int ? iv : float_to_int<int64_t>(dv);
+        break;
       case DType::kInt32:
-        static_cast<int32_t*>(y.data)[i] = from_int ? static_cast<int32_t>(iv) : float_to_int<int32_t>(dv);
+        static_cast<int32_t*>(y.data)[i] =
+            from_int ? static_cast<int32_t>(iv) : float_to_int<int32_t>(dv);
         break;
       case DType::kUInt8:
-        static_cast<uint8_t*>(y.data)[i] = from_int ? static_cast<uint8_t>(iv) : float_to_int<uint8_t>(dv);
+        static_cast<uint8_t*>(y.data)[i] =
+            from_int ? static_cast<uint8_t>(iv) : float_to_int<uint8_t>(dv);
         break;
-      default: ctx.fail("unsupported output type");
+      default:
+        ctx.fail("unsupported output type");
     }
   }
 }
@@ -507,7 +626,8 @@ void k_dropout(const KernelContext& ctx) {
   if (ctx.has_in(2)) {
     const Tensor& tm = ctx.in(2);
     if (tm.numel() != 1) ctx.fail("training_mode must be a scalar");
-    if (load_as_double(tm, 0) != 0) ctx.fail("training_mode=true is not supported (inference form only)");
+    if (load_as_double(tm, 0) != 0)
+      ctx.fail("training_mode=true is not supported (inference form only)");
   }
   const Tensor& x = ctx.in(0);
   ctx.expect_out(0, x.dtype, x.shape);
@@ -540,7 +660,8 @@ void k_unary_grad(const KernelContext& ctx) {
   if (op_name == "Pow") {
     // d(x^e)/dx = e * x^(e-1); the exponent (input 3) broadcasts like X.
     const Tensor& e = ctx.in(3);
-    if (ctx.broadcast({dy.shape, e.shape}) != dy.shape) ctx.fail("exponent does not broadcast to dY");
+    if (ctx.broadcast({dy.shape, e.shape}) != dy.shape)
+      ctx.fail("exponent does not broadcast to dY");
     broadcast_loop<3>(dy.shape, {x.shape, e.shape, dy.shape},
                       [&](int64_t o, const std::array<int64_t, 3>& off) {
                         double ev = load_as_double(e, off[1]);
@@ -553,17 +674,19 @@ void k_unary_grad(const KernelContext& ctx) {
   if (op_name == "Clip") {
     // The gradient passes where the input was not clipped, i.e. where Y == X; min and max
     // need not be known (the training graph passes only min).
-    broadcast_loop<2>(dy.shape, {x.shape, y.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
-      dx[o] = xs[off[0]] == ys[off[1]] ? dys[o] : 0.0f;
-    });
+    broadcast_loop<2>(dy.shape, {x.shape, y.shape},
+                      [&](int64_t o, const std::array<int64_t, 2>& off) {
+                        dx[o] = xs[off[0]] == ys[off[1]] ? dys[o] : 0.0f;
+                      });
     return;
   }
   UnaryOp op;
   if (!unary_op_from_name(op_name, &op)) ctx.fail("no gradient for op=\"" + op_name + "\"");
   UnaryParams p = unary_params(op, ctx);
-  broadcast_loop<2>(dy.shape, {x.shape, y.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
-    dx[o] = static_cast<float>(dys[o] * unary_derivative(op, p, xs[off[0]], ys[off[1]]));
-  });
+  broadcast_loop<2>(
+      dy.shape, {x.shape, y.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
+        dx[o] = static_cast<float>(dys[o] * unary_derivative(op, p, xs[off[0]], ys[off[1]]));
+      });
 }
 
 void k_div_grad_b(const KernelContext& ctx) {
@@ -573,14 +696,16 @@ void k_div_grad_b(const KernelContext& ctx) {
   const Tensor& b = ctx.in(2);
   for (const Tensor* t : {&dy, &y, &b}) ctx.expect_dtype(*t, DType::kFloat32, "input");
   ctx.expect_out(0, DType::kFloat32, dy.shape);
-  if (ctx.broadcast({dy.shape, y.shape, b.shape}) != dy.shape) ctx.fail("inputs do not broadcast to dY");
+  if (ctx.broadcast({dy.shape, y.shape, b.shape}) != dy.shape)
+    ctx.fail("inputs do not broadcast to dY");
   const float* dys = dy.as<float>();
   const float* ys = y.as<float>();
   const float* bs = b.as<float>();
   float* out = ctx.out(0).as<float>();
-  broadcast_loop<2>(dy.shape, {y.shape, b.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
-    out[o] = -dys[o] * ys[off[0]] / bs[off[1]];
-  });
+  broadcast_loop<2>(dy.shape, {y.shape, b.shape},
+                    [&](int64_t o, const std::array<int64_t, 2>& off) {
+                      out[o] = -dys[o] * ys[off[0]] / bs[off[1]];
+                    });
 }
 
 void k_where_grad(const KernelContext& ctx) {
@@ -591,7 +716,8 @@ void k_where_grad(const KernelContext& ctx) {
   ctx.expect_out(0, DType::kFloat32, dy.shape);
   int64_t branch = ctx.attr_int("branch", 0);
   if (branch != 1 && branch != 2) ctx.fail("attribute branch must be 1 or 2");
-  if (ctx.broadcast({c.shape, dy.shape}) != dy.shape) ctx.fail("condition does not broadcast to dY");
+  if (ctx.broadcast({c.shape, dy.shape}) != dy.shape)
+    ctx.fail("condition does not broadcast to dY");
   const bool* cs = c.as<bool>();
   const float* dys = dy.as<float>();
   float* out = ctx.out(0).as<float>();

@@ -21,55 +21,111 @@ struct Entry {
 // One row per operator; several rows may share a kernel that switches on the op type.
 constexpr Entry kKernels[] = {
     // element-wise unary
-    {"", "Relu", k_unary}, {"", "Sigmoid", k_unary}, {"", "Tanh", k_unary},
-    {"", "Erf", k_unary}, {"", "Sqrt", k_unary}, {"", "Exp", k_unary}, {"", "Log", k_unary},
-    {"", "Abs", k_unary}, {"", "Neg", k_unary}, {"", "Gelu", k_unary}, {"", "Softplus", k_unary},
-    {"", "LeakyRelu", k_unary}, {"", "Elu", k_unary}, {"", "Selu", k_unary},
-    {"", "Reciprocal", k_unary}, {"", "Softsign", k_unary}, {"", "HardSigmoid", k_unary},
-    {"", "Sin", k_unary}, {"", "Cos", k_unary}, {"", "Mish", k_unary},
-    {"", "HardSwish", k_unary}, {"", "Ceil", k_unary}, {"", "Floor", k_unary},
-    {"", "Clip", k_clip}, {"", "Not", k_not}, {"", "Cast", k_cast},
-    {"", "Identity", k_identity}, {"", "Dropout", k_dropout},
+    {"", "Relu", k_unary},
+    {"", "Sigmoid", k_unary},
+    {"", "Tanh", k_unary},
+    {"", "Erf", k_unary},
+    {"", "Sqrt", k_unary},
+    {"", "Exp", k_unary},
+    {"", "Log", k_unary},
+    {"", "Abs", k_unary},
+    {"", "Neg", k_unary},
+    {"", "Gelu", k_unary},
+    {"", "Softplus", k_unary},
+    {"", "LeakyRelu", k_unary},
+    {"", "Elu", k_unary},
+    {"", "Selu", k_unary},
+    {"", "Reciprocal", k_unary},
+    {"", "Softsign", k_unary},
+    {"", "HardSigmoid", k_unary},
+    {"", "Sin", k_unary},
+    {"", "Cos", k_unary},
+    {"", "Mish", k_unary},
+    {"", "HardSwish", k_unary},
+    {"", "Ceil", k_unary},
+    {"", "Floor", k_unary},
+    {"", "Clip", k_clip},
+    {"", "Not", k_not},
+    {"", "Cast", k_cast},
+    {"", "Identity", k_identity},
+    {"", "Dropout", k_dropout},
     // element-wise binary and variadic
-    {"", "Add", k_binary}, {"", "Sub", k_binary}, {"", "Mul", k_binary}, {"", "Div", k_binary},
-    {"", "Pow", k_binary}, {"", "Sum", k_variadic}, {"", "Max", k_variadic},
-    {"", "Min", k_variadic}, {"", "Mean", k_variadic},
-    {"", "Equal", k_compare}, {"", "Less", k_compare}, {"", "Greater", k_compare},
-    {"", "LessOrEqual", k_compare}, {"", "GreaterOrEqual", k_compare},
-    {"", "And", k_compare}, {"", "Or", k_compare}, {"", "Xor", k_compare},
+    {"", "Add", k_binary},
+    {"", "Sub", k_binary},
+    {"", "Mul", k_binary},
+    {"", "Div", k_binary},
+    {"", "Pow", k_binary},
+    {"", "Sum", k_variadic},
+    {"", "Max", k_variadic},
+    {"", "Min", k_variadic},
+    {"", "Mean", k_variadic},
+    {"", "Equal", k_compare},
+    {"", "Less", k_compare},
+    {"", "Greater", k_compare},
+    {"", "LessOrEqual", k_compare},
+    {"", "GreaterOrEqual", k_compare},
+    {"", "And", k_compare},
+    {"", "Or", k_compare},
+    {"", "Xor", k_compare},
     {"", "Where", k_where},
     // linear algebra, convolution, pooling, normalisation
-    {"", "MatMul", k_matmul}, {"", "Gemm", k_gemm}, {"", "Conv", k_conv},
-    {"", "MaxPool", k_max_pool}, {"", "AveragePool", k_average_pool},
-    {"", "GlobalAveragePool", k_global_average_pool}, {"", "GlobalMaxPool", k_global_max_pool},
-    {"", "BatchNormalization", k_batch_norm}, {"", "LayerNormalization", k_layer_norm},
-    {"", "Softmax", k_softmax}, {"", "LogSoftmax", k_softmax},
+    {"", "MatMul", k_matmul},
+    {"", "Gemm", k_gemm},
+    {"", "Conv", k_conv},
+    {"", "MaxPool", k_max_pool},
+    {"", "AveragePool", k_average_pool},
+    {"", "GlobalAveragePool", k_global_average_pool},
+    {"", "GlobalMaxPool", k_global_max_pool},
+    {"", "BatchNormalization", k_batch_norm},
+    {"", "LayerNormalization", k_layer_norm},
+    {"", "Softmax", k_softmax},
+    {"", "LogSoftmax", k_softmax},
     // reductions
-    {"", "ReduceMean", k_reduce}, {"", "ReduceSum", k_reduce}, {"", "ReduceMax", k_reduce},
+    {"", "ReduceMean", k_reduce},
+    {"", "ReduceSum", k_reduce},
+    {"", "ReduceMax", k_reduce},
     {"", "ReduceMin", k_reduce},
     // data movement
-    {"", "Transpose", k_transpose}, {"", "Reshape", k_reshape}, {"", "Flatten", k_flatten},
-    {"", "Squeeze", k_squeeze}, {"", "Unsqueeze", k_unsqueeze}, {"", "Concat", k_concat},
-    {"", "Split", k_split}, {"", "Slice", k_slice}, {"", "Pad", k_pad},
-    {"", "Expand", k_expand}, {"", "Tile", k_tile}, {"", "Range", k_range},
-    {"", "ConstantOfShape", k_constant_of_shape}, {"", "Constant", k_constant}, {"", "Shape", k_shape},
+    {"", "Transpose", k_transpose},
+    {"", "Reshape", k_reshape},
+    {"", "Flatten", k_flatten},
+    {"", "Squeeze", k_squeeze},
+    {"", "Unsqueeze", k_unsqueeze},
+    {"", "Concat", k_concat},
+    {"", "Split", k_split},
+    {"", "Slice", k_slice},
+    {"", "Pad", k_pad},
+    {"", "Expand", k_expand},
+    {"", "Tile", k_tile},
+    {"", "Range", k_range},
+    {"", "ConstantOfShape", k_constant_of_shape},
+    {"", "Constant", k_constant},
+    {"", "Shape", k_shape},
     {"", "Gather", k_gather},
     // recurrent
-    {"", "LSTM", k_lstm}, {"", "GRU", k_gru},
+    {"", "LSTM", k_lstm},
+    {"", "GRU", k_gru},
     // ai.planner: backward
     {"ai.planner", "ConvGradData", k_conv_grad_data},
     {"ai.planner", "ConvGradFilter", k_conv_grad_filter},
-    {"ai.planner", "UnaryGrad", k_unary_grad}, {"ai.planner", "DivGradB", k_div_grad_b},
-    {"ai.planner", "WhereGrad", k_where_grad}, {"ai.planner", "ReduceGrad", k_reduce_grad},
+    {"ai.planner", "UnaryGrad", k_unary_grad},
+    {"ai.planner", "DivGradB", k_div_grad_b},
+    {"ai.planner", "WhereGrad", k_where_grad},
+    {"ai.planner", "ReduceGrad", k_reduce_grad},
     {"ai.planner", "GlobalPoolGrad", k_global_pool_grad},
-    {"ai.planner", "PoolGrad", k_pool_grad}, {"ai.planner", "SoftmaxGrad", k_softmax_grad},
+    {"ai.planner", "PoolGrad", k_pool_grad},
+    {"ai.planner", "SoftmaxGrad", k_softmax_grad},
     {"ai.planner", "LayerNormGrad", k_layer_norm_grad},
     {"ai.planner", "BatchNormGrad", k_batch_norm_grad},
-    {"ai.planner", "SliceGrad", k_slice_grad}, {"ai.planner", "PadGrad", k_pad_grad},
-    {"ai.planner", "GatherGrad", k_gather_grad}, {"ai.planner", "LSTMGrad", k_lstm_grad},
-    {"ai.planner", "GRUGrad", k_gru_grad}, {"ai.planner", "ZerosLike", k_zeros_like},
+    {"ai.planner", "SliceGrad", k_slice_grad},
+    {"ai.planner", "PadGrad", k_pad_grad},
+    {"ai.planner", "GatherGrad", k_gather_grad},
+    {"ai.planner", "LSTMGrad", k_lstm_grad},
+    {"ai.planner", "GRUGrad", k_gru_grad},
+    {"ai.planner", "ZerosLike", k_zeros_like},
     // ai.planner: optimizers
-    {"ai.planner", "SGD", k_sgd}, {"ai.planner", "Momentum", k_momentum},
+    {"ai.planner", "SGD", k_sgd},
+    {"ai.planner", "Momentum", k_momentum},
     {"ai.planner", "Adam", k_adam},
 };
 
@@ -128,9 +184,10 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
   const Entry* e = find(domain, op_type);
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
   if (!e) {
-    std::string msg = "no kernel for operator '" +
-                      (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
-                      std::string(op_type) + "'";
+    std::string msg =
+        "no kernel for operator '" +
+        (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
+        std::string(op_type) + "'";
     const Entry* best = nullptr;
     size_t best_d = 3;
     for (const Entry& k : kKernels) {
@@ -138,7 +195,8 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
       if (d < best_d) best_d = d, best = &k;
     }
     if (best)
-      msg += "; did you mean '" + (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
+      msg += "; did you mean '" +
+             (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
              std::string(best->op_type) + "'?";
     ctx.fail(msg);
   }

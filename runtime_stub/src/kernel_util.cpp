@@ -7,14 +7,14 @@
 // header (cblas.h differs between vendors) is needed.
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
                        const int* k, const float* alpha, const float* a, const int* lda,
-                       const float* b, const int* ldb, const float* beta, float* c,
-                       const int* ldc);
+                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
 
 namespace planner::rt::kernels {
 
 void KernelContext::fail(const std::string& what) const {
-  std::string where = node.empty() ? std::string(op_type)
-                                   : "node '" + std::string(node) + "' (" + std::string(op_type) + ")";
+  std::string where = node.empty()
+                          ? std::string(op_type)
+                          : "node '" + std::string(node) + "' (" + std::string(op_type) + ")";
   throw Error(where + ": " + what);
 }
 
@@ -70,8 +70,8 @@ void KernelContext::expect_dtype(const Tensor& t, DType d, const std::string& wh
 void KernelContext::expect_out_shape(size_t i, const Shape& shape) const {
   const Tensor& o = out(i);
   if (o.shape != shape)
-    fail("output " + std::to_string(i) + " has shape " + shape_to_string(o.shape) +
-         ", expected " + shape_to_string(shape));
+    fail("output " + std::to_string(i) + " has shape " + shape_to_string(o.shape) + ", expected " +
+         shape_to_string(shape));
 }
 
 void KernelContext::expect_out(size_t i, DType d, const Shape& shape) const {
@@ -135,31 +135,47 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
 
 double load_as_double(const Tensor& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kFloat32: return static_cast<const float*>(t.data)[i];
-    case DType::kInt32: return static_cast<const int32_t*>(t.data)[i];
-    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(t.data)[i]);
-    case DType::kUInt8: return static_cast<const uint8_t*>(t.data)[i];
-    case DType::kBool: return static_cast<const bool*>(t.data)[i] ? 1.0 : 0.0;
-    default: break;
+    case DType::kFloat32:
+      return static_cast<const float*>(t.data)[i];
+    case DType::kInt32:
+      return static_cast<const int32_t*>(t.data)[i];
+    case DType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(t.data)[i]);
+    case DType::kUInt8:
+      return static_cast<const uint8_t*>(t.data)[i];
+    case DType::kBool:
+      return static_cast<const bool*>(t.data)[i] ? 1.0 : 0.0;
+    default:
+      break;
   }
   throw Error("cannot read elements of type " + std::string(dtype_name(t.dtype)));
 }
 
 void store_from_double(const Tensor& t, int64_t i, double v) {
   switch (t.dtype) {
-    case DType::kFloat32: static_cast<float*>(t.data)[i] = static_cast<float>(v); return;
-    case DType::kInt32: static_cast<int32_t*>(t.data)[i] = static_cast<int32_t>(v); return;
-    case DType::kInt64: static_cast<int64_t*>(t.data)[i] = static_cast<int64_t>(v); return;
-    case DType::kUInt8: static_cast<uint8_t*>(t.data)[i] = static_cast<uint8_t>(v); return;
-    case DType::kBool: static_cast<bool*>(t.data)[i] = v != 0; return;
-    default: break;
+    case DType::kFloat32:
+      static_cast<float*>(t.data)[i] = static_cast<float>(v);
+      return;
+    case DType::kInt32:
+      static_cast<int32_t*>(t.data)[i] = static_cast<int32_t>(v);
+      return;
+    case DType::kInt64:
+      static_cast<int64_t*>(t.data)[i] = static_cast<int64_t>(v);
+      return;
+    case DType::kUInt8:
+      static_cast<uint8_t*>(t.data)[i] = static_cast<uint8_t>(v);
+      return;
+    case DType::kBool:
+      static_cast<bool*>(t.data)[i] = v != 0;
+      return;
+    default:
+      break;
   }
   throw Error("cannot write elements of type " + std::string(dtype_name(t.dtype)));
 }
 
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // BLAS leaves C untouched only when beta == 1; do it here for every beta
     for (int64_t i = 0; i < m; ++i)
@@ -172,7 +188,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
   const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-  const int la = static_cast<int>(std::max<int64_t>(lda, 1)), lb = static_cast<int>(std::max<int64_t>(ldb, 1)),
+  const int la = static_cast<int>(std::max<int64_t>(lda, 1)),
+            lb = static_cast<int>(std::max<int64_t>(ldb, 1)),
             lc = static_cast<int>(std::max<int64_t>(ldc, 1));
   sgemm_(&tb, &ta, &ni, &mi, &ki, &alpha, b, &lb, a, &la, &beta, c, &lc);
 }

@@ -101,23 +101,23 @@ void store_from_double(const Tensor& t, int64_t i, double v);
 
 /// Single-precision GEMM on row-major matrices: C = alpha * op(A) * op(B) + beta * C,
 /// op(A) is m x k, op(B) is k x n; lda/ldb/ldc are row strides.
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 /// Sliding-window geometry shared by Conv, its gradients and pooling (spatial dims only).
 struct Window {
-  Shape in;          ///< input spatial extents
-  Shape kernel;      ///< kernel extents
+  Shape in;      ///< input spatial extents
+  Shape kernel;  ///< kernel extents
   Shape strides, dilations, pad_begin, pad_end;
-  Shape out;         ///< output spatial extents
+  Shape out;  ///< output spatial extents
   /// For every (kernel position, output position) pair, kernel-major, the input offset it
   /// reads within one channel, or -1 where it falls into padding.
   std::vector<int64_t> offsets() const;
 };
 /// The geometry from the attributes auto_pad, pads, strides, dilations (and ceil_mode for
 /// pooling); fails on bad attributes or an empty output.
-Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& kernel, bool ceil_mode);
+Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& kernel,
+                       bool ceil_mode);
 
 // ---- kernel entry points, one per operator, grouped by file --------------------------------
 // elementwise.cpp
@@ -191,8 +191,28 @@ void k_adam(const KernelContext&);
 
 /// The unary functions the forward kernels and UnaryGrad share (value and derivative).
 enum class UnaryOp {
-  kRelu, kSigmoid, kTanh, kErf, kSqrt, kExp, kLog, kAbs, kGelu, kSoftplus, kLeakyRelu, kElu,
-  kSelu, kReciprocal, kSoftsign, kHardSigmoid, kSin, kCos, kMish, kHardSwish, kNeg, kCeil,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kErf,
+  kSqrt,
+  kExp,
+  kLog,
+  kAbs,
+  kGelu,
+  kSoftplus,
+  kLeakyRelu,
+  kElu,
+  kSelu,
+  kReciprocal,
+  kSoftsign,
+  kHardSigmoid,
+  kSin,
+  kCos,
+  kMish,
+  kHardSwish,
+  kNeg,
+  kCeil,
   kFloor,
 };
 /// Attribute values a unary function reads (LeakyRelu/Elu/Selu/HardSigmoid alpha …).

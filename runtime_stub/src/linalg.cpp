@@ -15,7 +15,8 @@ void k_matmul(const KernelContext& ctx) {
   if (sb.size() == 1) sb.push_back(1);
   const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
   if (sb[sb.size() - 2] != k)
-    ctx.fail("inner dimensions differ: A " + shape_to_string(a.shape) + ", B " + shape_to_string(b.shape));
+    ctx.fail("inner dimensions differ: A " + shape_to_string(a.shape) + ", B " +
+             shape_to_string(b.shape));
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   Shape batch = ctx.broadcast({ba, bb});
   Shape out = batch;
@@ -45,7 +46,8 @@ void k_gemm(const KernelContext& ctx) {
   ctx.expect_dtype(a, DType::kFloat32, "A");
   ctx.expect_dtype(b, DType::kFloat32, "B");
   if (a.rank() != 2 || b.rank() != 2)
-    ctx.fail("A " + shape_to_string(a.shape) + " and B " + shape_to_string(b.shape) + " must be 2-D");
+    ctx.fail("A " + shape_to_string(a.shape) + " and B " + shape_to_string(b.shape) +
+             " must be 2-D");
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
   const float alpha = static_cast<float>(ctx.attr_float("alpha", 1.0));
   const float beta = static_cast<float>(ctx.attr_float("beta", 1.0));
@@ -61,14 +63,16 @@ void k_gemm(const KernelContext& ctx) {
     const Tensor& c = ctx.in(2);
     ctx.expect_dtype(c, DType::kFloat32, "C");
     if (c.rank() > 2 || ctx.broadcast({c.shape, {m, n}}) != Shape{m, n})
-      ctx.fail("C " + shape_to_string(c.shape) + " does not broadcast to " + shape_to_string({m, n}));
+      ctx.fail("C " + shape_to_string(c.shape) + " does not broadcast to " +
+               shape_to_string({m, n}));
     const float* cp = c.as<float>();
     broadcast_loop<1>({m, n}, {c.shape}, [&](int64_t o, const std::array<int64_t, 1>& off) {
       y[o] = beta * cp[off[0]];
     });
     gemm_beta = 1.0f;
   }
-  sgemm(ta, tb, m, n, k, alpha, a.as<float>(), a.shape[1], b.as<float>(), b.shape[1], gemm_beta, y, n);
+  sgemm(ta, tb, m, n, k, alpha, a.as<float>(), a.shape[1], b.as<float>(), b.shape[1], gemm_beta, y,
+        n);
 }
 
 }  // namespace planner::rt::kernels

@@ -26,7 +26,9 @@ AxisView axis_view(const Shape& s, int64_t axis) {
 // BatchNormalization's per-channel inputs: checks scale, bias/mean, var are [C].
 void check_channel(const KernelContext& ctx, const Tensor& t, int64_t c, const char* what) {
   ctx.expect_dtype(t, DType::kFloat32, what);
-  if (t.shape != Shape{c}) ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected [" + std::to_string(c) + "]");
+  if (t.shape != Shape{c})
+    ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected [" +
+             std::to_string(c) + "]");
 }
 
 }  // namespace
@@ -42,8 +44,8 @@ void k_batch_norm(const KernelContext& ctx) {
   for (size_t i = 1; i <= 4; ++i) check_channel(ctx, ctx.in(i), c, names[i - 1]);
   ctx.expect_out(0, DType::kFloat32, x.shape);
   const double eps = ctx.attr_float("epsilon", 1e-5);
-  const float *sc = ctx.in(1).as<float>(), *b = ctx.in(2).as<float>(), *mean = ctx.in(3).as<float>(),
-              *var = ctx.in(4).as<float>();
+  const float *sc = ctx.in(1).as<float>(), *b = ctx.in(2).as<float>(),
+              *mean = ctx.in(3).as<float>(), *var = ctx.in(4).as<float>();
   AxisView v = axis_view(x.shape, 1);
   const float* xp = x.as<float>();
   float* yp = ctx.out(0).as<float>();
@@ -62,13 +64,15 @@ void k_batch_norm_grad(const KernelContext& ctx) {
   const Tensor& x = ctx.in(1);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(x, DType::kFloat32, "X");
-  if (x.rank() < 2 || dy.shape != x.shape) ctx.fail("dY and X must have the same shape of rank >= 2");
+  if (x.rank() < 2 || dy.shape != x.shape)
+    ctx.fail("dY and X must have the same shape of rank >= 2");
   const int64_t c = x.shape[1];
   check_channel(ctx, ctx.in(2), c, "scale");
   check_channel(ctx, ctx.in(3), c, "mean");
   check_channel(ctx, ctx.in(4), c, "var");
   const double eps = ctx.attr_float("epsilon", 1e-5);
-  const float *sc = ctx.in(2).as<float>(), *mean = ctx.in(3).as<float>(), *var = ctx.in(4).as<float>();
+  const float *sc = ctx.in(2).as<float>(), *mean = ctx.in(3).as<float>(),
+              *var = ctx.in(4).as<float>();
   AxisView v = axis_view(x.shape, 1);
   const float* xp = x.as<float>();
   const float* dyp = dy.as<float>();
@@ -128,14 +132,18 @@ void k_layer_norm(const KernelContext& ctx) {
   const float* bias = nullptr;
   if (ctx.has_in(2)) {
     ctx.expect_dtype(ctx.in(2), DType::kFloat32, "B");
-    if (ctx.in(2).numel() != s.inner) ctx.fail("B has " + std::to_string(ctx.in(2).numel()) + " elements, expected " + std::to_string(s.inner));
+    if (ctx.in(2).numel() != s.inner)
+      ctx.fail("B has " + std::to_string(ctx.in(2).numel()) + " elements, expected " +
+               std::to_string(s.inner));
     bias = ctx.in(2).as<float>();
   }
   ctx.expect_out(0, DType::kFloat32, x.shape);
   float* mean_out = nullptr;
   float* rstd_out = nullptr;
-  if (ctx.has_out(1)) ctx.expect_out(1, DType::kFloat32, s.stat_shape), mean_out = ctx.out(1).as<float>();
-  if (ctx.has_out(2)) ctx.expect_out(2, DType::kFloat32, s.stat_shape), rstd_out = ctx.out(2).as<float>();
+  if (ctx.has_out(1))
+    ctx.expect_out(1, DType::kFloat32, s.stat_shape), mean_out = ctx.out(1).as<float>();
+  if (ctx.has_out(2))
+    ctx.expect_out(2, DType::kFloat32, s.stat_shape), rstd_out = ctx.out(2).as<float>();
   const double eps = ctx.attr_float("epsilon", 1e-5);
   const float* xp = x.as<float>();
   const float* sc = scale.as<float>();
@@ -150,7 +158,8 @@ void k_layer_norm(const KernelContext& ctx) {
     var /= static_cast<double>(s.inner);
     const double rstd = 1.0 / std::sqrt(var + eps);
     for (int64_t i = 0; i < s.inner; ++i)
-      yp[o * s.inner + i] = static_cast<float>((row[i] - mean) * rstd * sc[i] + (bias ? bias[i] : 0.0f));
+      yp[o * s.inner + i] =
+          static_cast<float>((row[i] - mean) * rstd * sc[i] + (bias ? bias[i] : 0.0f));
     if (mean_out) mean_out[o] = static_cast<float>(mean);
     if (rstd_out) rstd_out[o] = static_cast<float>(rstd);
   }
@@ -162,7 +171,8 @@ void k_layer_norm_grad(const KernelContext& ctx) {
   const Tensor& x = ctx.in(1);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(x, DType::kFloat32, "X");
-  if (dy.shape != x.shape) ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
   const Tensor& scale = ctx.in(2);
   LayerNormShapes s = layer_norm_shapes(ctx, x, scale);
   const double eps = ctx.attr_float("epsilon", 1e-5);
@@ -171,7 +181,8 @@ void k_layer_norm_grad(const KernelContext& ctx) {
   const float* sc = scale.as<float>();
   float* dx = nullptr;
   if (ctx.has_out(0)) ctx.expect_out(0, DType::kFloat32, x.shape), dx = ctx.out(0).as<float>();
-  std::vector<double> dscale(static_cast<size_t>(s.inner), 0.0), dbias(static_cast<size_t>(s.inner), 0.0);
+  std::vector<double> dscale(static_cast<size_t>(s.inner), 0.0),
+      dbias(static_cast<size_t>(s.inner), 0.0);
   std::vector<double> xhat(static_cast<size_t>(s.inner));
   for (int64_t o = 0; o < s.outer; ++o) {
     const float* row = xp + o * s.inner;
@@ -197,13 +208,16 @@ void k_layer_norm_grad(const KernelContext& ctx) {
     const double n = static_cast<double>(s.inner);
     for (int64_t i = 0; i < s.inner; ++i) {
       const double dxh = g[i] * static_cast<double>(sc[i]);
-      dx[o * s.inner + i] = static_cast<float>(rstd * (dxh - sum_g / n - xhat[static_cast<size_t>(i)] * sum_gx / n));
+      dx[o * s.inner + i] =
+          static_cast<float>(rstd * (dxh - sum_g / n - xhat[static_cast<size_t>(i)] * sum_gx / n));
     }
   }
   for (size_t k = 1; k <= 2; ++k) {
     if (!ctx.has_out(k)) continue;
     ctx.expect_dtype(ctx.out(k), DType::kFloat32, "output " + std::to_string(k));
-    if (ctx.out(k).numel() != s.inner) ctx.fail("output " + std::to_string(k) + " has shape " + shape_to_string(ctx.out(k).shape) + ", expected Scale's shape " + shape_to_string(scale.shape));
+    if (ctx.out(k).numel() != s.inner)
+      ctx.fail("output " + std::to_string(k) + " has shape " + shape_to_string(ctx.out(k).shape) +
+               ", expected Scale's shape " + shape_to_string(scale.shape));
     float* o = ctx.out(k).as<float>();
     const auto& src = k == 1 ? dscale : dbias;
     for (int64_t i = 0; i < s.inner; ++i) o[i] = static_cast<float>(src[static_cast<size_t>(i)]);
@@ -226,7 +240,8 @@ void k_softmax(const KernelContext& ctx) {
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < v.extent; ++k) m = std::max(m, xp[base + k * v.inner]);
       double sum = 0;
-      for (int64_t k = 0; k < v.extent; ++k) sum += std::exp(static_cast<double>(xp[base + k * v.inner]) - m);
+      for (int64_t k = 0; k < v.extent; ++k)
+        sum += std::exp(static_cast<double>(xp[base + k * v.inner]) - m);
       const double lse = std::log(sum);
       for (int64_t k = 0; k < v.extent; ++k) {
         const double z = static_cast<double>(xp[base + k * v.inner]) - m;
@@ -243,7 +258,8 @@ void k_softmax_grad(const KernelContext& ctx) {
   const Tensor& y = ctx.in(1);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(y, DType::kFloat32, "Y");
-  if (dy.shape != y.shape || y.rank() == 0) ctx.fail("dY and Y must have the same shape of rank >= 1");
+  if (dy.shape != y.shape || y.rank() == 0)
+    ctx.fail("dY and Y must have the same shape of rank >= 1");
   ctx.expect_out(0, DType::kFloat32, y.shape);
   std::string op = ctx.attr_string("op", "Softmax");
   if (op != "Softmax" && op != "LogSoftmax") ctx.fail("attribute op must be Softmax or LogSoftmax");
@@ -261,7 +277,9 @@ void k_softmax_grad(const KernelContext& ctx) {
       }
       for (int64_t k = 0; k < v.extent; ++k) {
         const int64_t i = base + k * v.inner;
-        dx[i] = static_cast<float>(op == "Softmax" ? yp[i] * (g[i] - sum) : g[i] - std::exp(static_cast<double>(yp[i])) * sum);
+        dx[i] =
+            static_cast<float>(op == "Softmax" ? yp[i] * (g[i] - sum)
+                                               : g[i] - std::exp(static_cast<double>(yp[i])) * sum);
       }
     }
 }

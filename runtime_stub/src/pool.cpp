@@ -12,7 +12,7 @@ namespace {
 struct PoolShapes {
   int64_t planes;  // N * C
   Window w;
-  Shape out;       // [N, C, *w.out]
+  Shape out;  // [N, C, *w.out]
 };
 
 PoolShapes pool_shapes(const KernelContext& ctx, const Shape& x) {
@@ -22,7 +22,8 @@ PoolShapes pool_shapes(const KernelContext& ctx, const Shape& x) {
     ctx.fail("kernel_shape " + shape_to_string(kernel) + " does not match X " + shape_to_string(x));
   PoolShapes s;
   s.planes = x[0] * x[1];
-  s.w = window_geometry(ctx, Shape(x.begin() + 2, x.end()), kernel, ctx.attr_int("ceil_mode", 0) != 0);
+  s.w = window_geometry(ctx, Shape(x.begin() + 2, x.end()), kernel,
+                        ctx.attr_int("ceil_mode", 0) != 0);
   s.out = {x[0], x[1]};
   s.out.insert(s.out.end(), s.w.out.begin(), s.w.out.end());
   return s;
@@ -30,7 +31,8 @@ PoolShapes pool_shapes(const KernelContext& ctx, const Shape& x) {
 
 // AveragePool's divisor per output position: the window's positions inside the input, or
 // inside the padded input when count_include_pad=1.
-std::vector<float> average_divisors(const Window& w, const std::vector<int64_t>& table, bool include_pad) {
+std::vector<float> average_divisors(const Window& w, const std::vector<int64_t>& table,
+                                    bool include_pad) {
   const int64_t kn = num_elements(w.kernel), pn = num_elements(w.out);
   std::vector<float> div(static_cast<size_t>(pn), 0.0f);
   if (!include_pad) {
@@ -67,7 +69,8 @@ std::vector<float> average_divisors(const Window& w, const std::vector<int64_t>&
 
 // The input offset of the maximum of window p (the first one in kernel scan order on ties),
 // or -1 when the window holds no input element.
-int64_t window_argmax(const float* x, const std::vector<int64_t>& table, int64_t kn, int64_t pn, int64_t p) {
+int64_t window_argmax(const float* x, const std::vector<int64_t>& table, int64_t kn, int64_t pn,
+                      int64_t p) {
   int64_t best = -1;
   for (int64_t ki = 0; ki < kn; ++ki) {
     int64_t off = table[static_cast<size_t>(ki * pn + p)];
@@ -85,7 +88,8 @@ void k_max_pool(const KernelContext& ctx) {
   if (ctx.attr_int("storage_order", 0) != 0) ctx.fail("storage_order=1 is not supported");
   PoolShapes s = pool_shapes(ctx, x.shape);
   ctx.expect_out(0, DType::kFloat32, s.out);
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   std::vector<int64_t> table = s.w.offsets();
   const float* xp = x.as<float>();
   float* yp = ctx.out(0).as<float>();
@@ -107,7 +111,8 @@ void k_average_pool(const KernelContext& ctx) {
   ctx.expect_dtype(x, DType::kFloat32, "X");
   PoolShapes s = pool_shapes(ctx, x.shape);
   ctx.expect_out(0, DType::kFloat32, s.out);
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   std::vector<int64_t> table = s.w.offsets();
   std::vector<float> div = average_divisors(s.w, table, ctx.attr_int("count_include_pad", 0) != 0);
   const float* xp = x.as<float>();
@@ -152,21 +157,28 @@ void global_pool(const KernelContext& ctx, bool max) {
 
 }  // namespace
 
-void k_global_average_pool(const KernelContext& ctx) { global_pool(ctx, false); }
-void k_global_max_pool(const KernelContext& ctx) { global_pool(ctx, true); }
+void k_global_average_pool(const KernelContext& ctx) {
+  global_pool(ctx, false);
+}
+void k_global_max_pool(const KernelContext& ctx) {
+  global_pool(ctx, true);
+}
 
 void k_pool_grad(const KernelContext& ctx) {
   // Inputs (dY, X, Y) and the forward attributes plus op=MaxPool|AveragePool; output dX.
   const Tensor& dy = ctx.in(0);
   const Tensor& x = ctx.in(1);
   std::string op = ctx.attr_string("op", "");
-  if (op != "MaxPool" && op != "AveragePool") ctx.fail("attribute op must be MaxPool or AveragePool");
+  if (op != "MaxPool" && op != "AveragePool")
+    ctx.fail("attribute op must be MaxPool or AveragePool");
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(x, DType::kFloat32, "X");
   PoolShapes s = pool_shapes(ctx, x.shape);
-  if (dy.shape != s.out) ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
+  if (dy.shape != s.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
   ctx.expect_out(0, DType::kFloat32, x.shape);
-  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out), in_p = num_elements(s.w.in);
+  const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
+                in_p = num_elements(s.w.in);
   std::vector<int64_t> table = s.w.offsets();
   const float* xp = x.as<float>();
   const float* dyp = dy.as<float>();
@@ -204,7 +216,8 @@ void k_global_pool_grad(const KernelContext& ctx) {
   Shape ys(x.shape.size(), 1);
   ys[0] = x.shape[0];
   ys[1] = x.shape[1];
-  if (dy.shape != ys) ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(ys));
+  if (dy.shape != ys)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(ys));
   ctx.expect_out(0, DType::kFloat32, x.shape);
   const int64_t planes = x.shape[0] * x.shape[1], in_p = x.numel() / std::max<int64_t>(planes, 1);
   const float* xp = x.as<float>();

@@ -60,12 +60,14 @@ void Profiler::record(std::string_view domain, std::string_view op_type, const A
   key.attributes = attribute_text(attrs);
   for (const Tensor& t : inputs)
     if (t.present()) key.input_shapes.push_back(t.shape);
-  key.dtype = !inputs.empty() && inputs[0].present() ? std::string(dtype_name(inputs[0].dtype)) : "none";
+  key.dtype =
+      !inputs.empty() && inputs[0].present() ? std::string(dtype_name(inputs[0].dtype)) : "none";
   entries_[std::move(key)].push_back(seconds);
 }
 
 void Profiler::run(std::string_view domain, std::string_view op_type, const Attributes& attrs,
-                   std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view node) {
+                   std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                   std::string_view node) {
   const auto begin = std::chrono::steady_clock::now();
   run_kernel(domain, op_type, attrs, inputs, outputs, node);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -98,11 +100,21 @@ std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -119,19 +131,23 @@ std::string json_string(std::string_view s) {
 }  // namespace
 
 void write_costs_json(std::ostream& out, const std::string& device, const Profiler& profiler) {
-  out << "{\"schema\": \"planner-costs/1\", \"device\": " << json_string(device) << ", \"kernels\": [";
+  out << "{\"schema\": \"planner-costs/1\", \"device\": " << json_string(device)
+      << ", \"kernels\": [";
   bool first = true;
   for (const Profiler::Entry& e : profiler.entries()) {
     out << (first ? "\n  " : ",\n  ");
     first = false;
-    out << "{\"op_type\": " << json_string(e.key.op_type) << ", \"domain\": " << json_string(e.key.domain)
+    out << "{\"op_type\": " << json_string(e.key.op_type)
+        << ", \"domain\": " << json_string(e.key.domain)
         << ", \"attributes\": " << json_string(e.key.attributes) << ", \"input_shapes\": [";
     for (size_t i = 0; i < e.key.input_shapes.size(); ++i) {
       out << (i ? ", [" : "[");
-      for (size_t j = 0; j < e.key.input_shapes[i].size(); ++j) out << (j ? "," : "") << e.key.input_shapes[i][j];
+      for (size_t j = 0; j < e.key.input_shapes[i].size(); ++j)
+        out << (j ? "," : "") << e.key.input_shapes[i][j];
       out << "]";
     }
-    out << "], \"dtype\": " << json_string(e.key.dtype) << ", \"seconds\": " << format_double(e.median()) << "}";
+    out << "], \"dtype\": " << json_string(e.key.dtype)
+        << ", \"seconds\": " << format_double(e.median()) << "}";
   }
   out << (first ? "]}\n" : "\n]}\n");
 }

@@ -39,22 +39,26 @@ double uniform01(uint64_t seed, std::string_view name, uint64_t index) {
   return uniform_from_key(tensor_key(seed, name), index);
 }
 
-void fill_uniform(const Tensor& region, uint64_t seed, std::string_view name, const Shape& global_shape,
-                  const Shape& region_offset, double lo, double hi) {
+void fill_uniform(const Tensor& region, uint64_t seed, std::string_view name,
+                  const Shape& global_shape, const Shape& region_offset, double lo, double hi) {
   const std::string where = "fill_uniform '" + std::string(name) + "': ";
   if (region.shape.size() != global_shape.size() || region_offset.size() != global_shape.size())
-    throw Error(where + "region " + shape_to_string(region.shape) + " at " + shape_to_string(region_offset) +
-                " does not match the global shape " + shape_to_string(global_shape));
+    throw Error(where + "region " + shape_to_string(region.shape) + " at " +
+                shape_to_string(region_offset) + " does not match the global shape " +
+                shape_to_string(global_shape));
   for (size_t d = 0; d < global_shape.size(); ++d)
-    if (region_offset[d] < 0 || region.shape[d] < 0 || region_offset[d] + region.shape[d] > global_shape[d])
-      throw Error(where + "region " + shape_to_string(region.shape) + " at " + shape_to_string(region_offset) +
-                  " lies outside " + shape_to_string(global_shape));
+    if (region_offset[d] < 0 || region.shape[d] < 0 ||
+        region_offset[d] + region.shape[d] > global_shape[d])
+      throw Error(where + "region " + shape_to_string(region.shape) + " at " +
+                  shape_to_string(region_offset) + " lies outside " +
+                  shape_to_string(global_shape));
   const uint64_t key = tensor_key(seed, name);
   const int64_t n = region.numel();
   const size_t r = global_shape.size();
   std::vector<int64_t> gst(r, 1);
   for (int64_t i = static_cast<int64_t>(r) - 2; i >= 0; --i)
-    gst[static_cast<size_t>(i)] = gst[static_cast<size_t>(i) + 1] * global_shape[static_cast<size_t>(i) + 1];
+    gst[static_cast<size_t>(i)] =
+        gst[static_cast<size_t>(i) + 1] * global_shape[static_cast<size_t>(i) + 1];
   std::vector<int64_t> idx(r, 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t g = 0;
@@ -62,12 +66,24 @@ void fill_uniform(const Tensor& region, uint64_t seed, std::string_view name, co
     const double u = uniform_from_key(key, static_cast<uint64_t>(g));
     const double v = lo + (hi - lo) * u;
     switch (region.dtype) {
-      case DType::kFloat32: static_cast<float*>(region.data)[i] = static_cast<float>(v); break;
-      case DType::kInt64: static_cast<int64_t*>(region.data)[i] = static_cast<int64_t>(std::floor(v)); break;
-      case DType::kInt32: static_cast<int32_t*>(region.data)[i] = static_cast<int32_t>(std::floor(v)); break;
-      case DType::kUInt8: static_cast<uint8_t*>(region.data)[i] = static_cast<uint8_t>(std::floor(v)); break;
-      case DType::kBool: static_cast<bool*>(region.data)[i] = u < 0.5; break;
-      default: throw Error(where + "cannot fill a tensor of type " + std::string(dtype_name(region.dtype)));
+      case DType::kFloat32:
+        static_cast<float*>(region.data)[i] = static_cast<float>(v);
+        break;
+      case DType::kInt64:
+        static_cast<int64_t*>(region.data)[i] = static_cast<int64_t>(std::floor(v));
+        break;
+      case DType::kInt32:
+        static_cast<int32_t*>(region.data)[i] = static_cast<int32_t>(std::floor(v));
+        break;
+      case DType::kUInt8:
+        static_cast<uint8_t*>(region.data)[i] = static_cast<uint8_t>(std::floor(v));
+        break;
+      case DType::kBool:
+        static_cast<bool*>(region.data)[i] = u < 0.5;
+        break;
+      default:
+        throw Error(where + "cannot fill a tensor of type " +
+                    std::string(dtype_name(region.dtype)));
     }
     for (int64_t d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
       if (++idx[static_cast<size_t>(d)] < region.shape[static_cast<size_t>(d)]) break;
@@ -76,7 +92,8 @@ void fill_uniform(const Tensor& region, uint64_t seed, std::string_view name, co
   }
 }
 
-void fill_uniform(const Tensor& tensor, uint64_t seed, std::string_view name, double lo, double hi) {
+void fill_uniform(const Tensor& tensor, uint64_t seed, std::string_view name, double lo,
+                  double hi) {
   fill_uniform(tensor, seed, name, tensor.shape, Shape(tensor.shape.size(), 0), lo, hi);
 }
 

@@ -44,7 +44,8 @@ ReduceShapes reduce_shapes(const KernelContext& ctx, const Shape& x, const Tenso
   }
   for (int64_t a : axes) {
     int64_t n = ctx.norm_axis(a, r);
-    if (reduced[static_cast<size_t>(n)] && !axes.empty()) ctx.fail("axis " + std::to_string(a) + " is repeated");
+    if (reduced[static_cast<size_t>(n)] && !axes.empty())
+      ctx.fail("axis " + std::to_string(a) + " is repeated");
     reduced[static_cast<size_t>(n)] = true;
   }
   for (size_t i = 0; i < x.size(); ++i) {
@@ -71,14 +72,19 @@ void k_reduce(const KernelContext& ctx) {
   }
   const int64_t n = y.numel();
   // Accumulate in double, in the input's row-major order: a fixed order for every run.
-  std::vector<double> acc(static_cast<size_t>(n), red == Red::kMax ? -std::numeric_limits<double>::infinity()
-                                                  : red == Red::kMin ? std::numeric_limits<double>::infinity() : 0.0);
+  std::vector<double> acc(static_cast<size_t>(n),
+                          red == Red::kMax   ? -std::numeric_limits<double>::infinity()
+                          : red == Red::kMin ? std::numeric_limits<double>::infinity()
+                                             : 0.0);
   broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
     double v = load_as_double(x, i);
     double& a = acc[static_cast<size_t>(off[0])];
-    if (red == Red::kMax) a = (std::isnan(v) || v > a) ? v : a;
-    else if (red == Red::kMin) a = (std::isnan(v) || v < a) ? v : a;
-    else a += v;
+    if (red == Red::kMax)
+      a = (std::isnan(v) || v > a) ? v : a;
+    else if (red == Red::kMin)
+      a = (std::isnan(v) || v < a) ? v : a;
+    else
+      a += v;
   });
   for (int64_t o = 0; o < n; ++o) {
     double v = acc[static_cast<size_t>(o)];
@@ -118,21 +124,25 @@ void k_reduce_grad(const KernelContext& ctx) {
     return;
   }
   if (!extremum) {
-    const float scale = red == Red::kMean ? 1.0f / static_cast<float>(std::max<int64_t>(s.count, 1)) : 1.0f;
+    const float scale =
+        red == Red::kMean ? 1.0f / static_cast<float>(std::max<int64_t>(s.count, 1)) : 1.0f;
     broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
       dx[i] = g[off[0]] * scale;
     });
     return;
   }
   ctx.expect_dtype(*y, DType::kFloat32, "Y");
-  if (y->numel() != dy.numel()) ctx.fail("Y has shape " + shape_to_string(y->shape) + ", expected " + shape_to_string(dy.shape));
+  if (y->numel() != dy.numel())
+    ctx.fail("Y has shape " + shape_to_string(y->shape) + ", expected " +
+             shape_to_string(dy.shape));
   const float* yp = y->as<float>();
   std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
   broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
     if (xp[i] == yp[off[0]]) ++ties[static_cast<size_t>(off[0])];
   });
   broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
-    dx[i] = xp[i] == yp[off[0]] ? g[off[0]] / static_cast<float>(ties[static_cast<size_t>(off[0])]) : 0.0f;
+    dx[i] = xp[i] == yp[off[0]] ? g[off[0]] / static_cast<float>(ties[static_cast<size_t>(off[0])])
+                                : 0.0f;
   });
 }
 

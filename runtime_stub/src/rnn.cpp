@@ -11,22 +11,24 @@ namespace planner::rt::kernels {
 
 namespace {
 
-float sigm(float x) { return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x)); }
+float sigm(float x) {
+  return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+}
 
 struct Rnn {
   bool lstm = true;
-  int64_t gates = 4;           // 4 (LSTM) or 3 (GRU)
+  int64_t gates = 4;  // 4 (LSTM) or 3 (GRU)
   int64_t T = 0, B = 0, I = 0, H = 0, D = 1;
   bool bidirectional = false, reverse = false;
-  float clip = 0;              // 0: none
+  float clip = 0;  // 0: none
   bool linear_before_reset = false;
-  const float* X = nullptr;    // [T, B, I]
-  const float* W = nullptr;    // [D, G*H, I]
-  const float* R = nullptr;    // [D, G*H, H]
-  const float* bias = nullptr; // [D, 2*G*H] or null
-  const float* h0 = nullptr;   // [D, B, H] or null
-  const float* c0 = nullptr;   // [D, B, H] or null (LSTM)
-  std::vector<int64_t> lens;   // [B]
+  const float* X = nullptr;     // [T, B, I]
+  const float* W = nullptr;     // [D, G*H, I]
+  const float* R = nullptr;     // [D, G*H, H]
+  const float* bias = nullptr;  // [D, 2*G*H] or null
+  const float* h0 = nullptr;    // [D, B, H] or null
+  const float* c0 = nullptr;    // [D, B, H] or null (LSTM)
+  std::vector<int64_t> lens;    // [B]
   bool reversed(int64_t d) const { return bidirectional ? d == 1 : reverse; }
   // The time index batch row b handles at step s of direction d, or -1 when the step is past
   // its sequence length.
@@ -50,7 +52,8 @@ Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
   if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout=1 is not supported");
   if (lstm && ctx.attr_int("input_forget", 0) != 0) ctx.fail("input_forget=1 is not supported");
   std::string dir = ctx.attr_string("direction", "forward");
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") ctx.fail("unknown direction \"" + dir + "\"");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    ctx.fail("unknown direction \"" + dir + "\"");
   r.bidirectional = dir == "bidirectional";
   r.reverse = dir == "reverse";
   r.D = r.bidirectional ? 2 : 1;
@@ -73,24 +76,31 @@ Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
   r.H = ctx.attr_int("hidden_size", rr.shape[2]);
   const int64_t gh = r.gates * r.H;
   if (w.shape != Shape{r.D, gh, r.I})
-    ctx.fail("W has shape " + shape_to_string(w.shape) + ", expected " + shape_to_string({r.D, gh, r.I}));
+    ctx.fail("W has shape " + shape_to_string(w.shape) + ", expected " +
+             shape_to_string({r.D, gh, r.I}));
   if (rr.shape != Shape{r.D, gh, r.H})
-    ctx.fail("R has shape " + shape_to_string(rr.shape) + ", expected " + shape_to_string({r.D, gh, r.H}));
+    ctx.fail("R has shape " + shape_to_string(rr.shape) + ", expected " +
+             shape_to_string({r.D, gh, r.H}));
   r.X = x.as<float>();
   r.W = w.as<float>();
   r.R = rr.as<float>();
   if (ctx.has_in(first + 3)) {
     const Tensor& b = ctx.in(first + 3);
     ctx.expect_dtype(b, DType::kFloat32, "B");
-    if (b.shape != Shape{r.D, 2 * gh}) ctx.fail("B has shape " + shape_to_string(b.shape) + ", expected " + shape_to_string({r.D, 2 * gh}));
+    if (b.shape != Shape{r.D, 2 * gh})
+      ctx.fail("B has shape " + shape_to_string(b.shape) + ", expected " +
+               shape_to_string({r.D, 2 * gh}));
     r.bias = b.as<float>();
   }
   r.lens.assign(static_cast<size_t>(r.B), r.T);
   if (ctx.has_in(first + 4)) {
     std::vector<int64_t> l = ctx.ints_of(ctx.in(first + 4), "sequence_lens");
-    if (static_cast<int64_t>(l.size()) != r.B) ctx.fail("sequence_lens must have " + std::to_string(r.B) + " entries");
+    if (static_cast<int64_t>(l.size()) != r.B)
+      ctx.fail("sequence_lens must have " + std::to_string(r.B) + " entries");
     for (int64_t v : l)
-      if (v < 0 || v > r.T) ctx.fail("sequence length " + std::to_string(v) + " is outside [0, " + std::to_string(r.T) + "]");
+      if (v < 0 || v > r.T)
+        ctx.fail("sequence length " + std::to_string(v) + " is outside [0, " + std::to_string(r.T) +
+                 "]");
     r.lens = l;
   }
   const Shape state = {r.D, r.B, r.H};
@@ -98,7 +108,9 @@ Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
     if (!ctx.has_in(first + k)) continue;
     const Tensor& t = ctx.in(first + k);
     ctx.expect_dtype(t, DType::kFloat32, k == 5 ? "initial_h" : "initial_c");
-    if (t.shape != state) ctx.fail(std::string(k == 5 ? "initial_h" : "initial_c") + " has shape " + shape_to_string(t.shape) + ", expected " + shape_to_string(state));
+    if (t.shape != state)
+      ctx.fail(std::string(k == 5 ? "initial_h" : "initial_c") + " has shape " +
+               shape_to_string(t.shape) + ", expected " + shape_to_string(state));
     (k == 5 ? r.h0 : r.c0) = t.as<float>();
   }
   return r;
@@ -106,13 +118,13 @@ Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
 
 // What one direction's forward pass keeps for the backward pass, per step s.
 struct Tape {
-  std::vector<float> xs;     // [T, B, I]  the inputs each row read (zero when invalid)
-  std::vector<float> hprev;  // [T, B, H]
-  std::vector<float> cprev;  // [T, B, H]  LSTM
-  std::vector<float> act;    // [T, B, G*H] gate values after their activation
-  std::vector<uint8_t> live; // [T, B, G*H] 0 where clip cut the pre-activation (zero gradient)
-  std::vector<float> cell;   // [T, B, H]  LSTM: C_t
-  std::vector<float> lin;    // [T, B, H]  GRU: r*Hp (lbr=0) or Hp Rh^T + Rbh (lbr=1)
+  std::vector<float> xs;      // [T, B, I]  the inputs each row read (zero when invalid)
+  std::vector<float> hprev;   // [T, B, H]
+  std::vector<float> cprev;   // [T, B, H]  LSTM
+  std::vector<float> act;     // [T, B, G*H] gate values after their activation
+  std::vector<uint8_t> live;  // [T, B, G*H] 0 where clip cut the pre-activation (zero gradient)
+  std::vector<float> cell;    // [T, B, H]  LSTM: C_t
+  std::vector<float> lin;     // [T, B, H]  GRU: r*Hp (lbr=0) or Hp Rh^T + Rbh (lbr=1)
 };
 
 float clip_value(const Rnn& r, float v, uint8_t* live) {
@@ -135,22 +147,28 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
   std::vector<float> h(static_cast<size_t>(B * H), 0.0f), c(static_cast<size_t>(B * H), 0.0f);
   if (r.h0) std::copy(r.h0 + d * B * H, r.h0 + (d + 1) * B * H, h.begin());
   if (r.c0) std::copy(r.c0 + d * B * H, r.c0 + (d + 1) * B * H, c.begin());
-  std::vector<float> xs(static_cast<size_t>(B * I)), gx(static_cast<size_t>(B * GH)), gh(static_cast<size_t>(B * GH));
+  std::vector<float> xs(static_cast<size_t>(B * I)), gx(static_cast<size_t>(B * GH)),
+      gh(static_cast<size_t>(B * GH));
   std::vector<uint8_t> live(static_cast<size_t>(B * GH), 1);
   if (tape) {
     tape->xs.assign(static_cast<size_t>(T * B * I), 0.0f);
     tape->hprev.assign(static_cast<size_t>(T * B * H), 0.0f);
     tape->act.assign(static_cast<size_t>(T * B * GH), 0.0f);
     tape->live.assign(static_cast<size_t>(T * B * GH), 1);
-    if (r.lstm) tape->cprev.assign(static_cast<size_t>(T * B * H), 0.0f), tape->cell.assign(static_cast<size_t>(T * B * H), 0.0f);
-    else tape->lin.assign(static_cast<size_t>(T * B * H), 0.0f);
+    if (r.lstm)
+      tape->cprev.assign(static_cast<size_t>(T * B * H), 0.0f),
+          tape->cell.assign(static_cast<size_t>(T * B * H), 0.0f);
+    else
+      tape->lin.assign(static_cast<size_t>(T * B * H), 0.0f);
   }
   for (int64_t s = 0; s < T; ++s) {
     for (int64_t b = 0; b < B; ++b) {
       const int64_t t = r.time_of(d, s, b);
       float* dst = xs.data() + b * I;
-      if (t < 0) std::fill(dst, dst + I, 0.0f);
-      else std::copy(r.X + (t * B + b) * I, r.X + (t * B + b + 1) * I, dst);
+      if (t < 0)
+        std::fill(dst, dst + I, 0.0f);
+      else
+        std::copy(r.X + (t * B + b) * I, r.X + (t * B + b + 1) * I, dst);
     }
     // gx = Xs W^T, gh = H R^T (kept apart: GRU's linear_before_reset needs the h part alone)
     sgemm(false, true, B, GH, I, 1.0f, xs.data(), I, W, I, 0.0f, gx.data(), GH);
@@ -232,10 +250,13 @@ void rnn_forward(const KernelContext& ctx, bool lstm) {
     y = ctx.out(0).as<float>();
     std::fill(y, y + ctx.out(0).numel(), 0.0f);  // steps past a sequence's length stay zero
   }
-  if (ctx.has_out(1)) ctx.expect_out(1, DType::kFloat32, {r.D, r.B, r.H}), yh = ctx.out(1).as<float>();
-  if (lstm && ctx.has_out(2)) ctx.expect_out(2, DType::kFloat32, {r.D, r.B, r.H}), yc = ctx.out(2).as<float>();
+  if (ctx.has_out(1))
+    ctx.expect_out(1, DType::kFloat32, {r.D, r.B, r.H}), yh = ctx.out(1).as<float>();
+  if (lstm && ctx.has_out(2))
+    ctx.expect_out(2, DType::kFloat32, {r.D, r.B, r.H}), yc = ctx.out(2).as<float>();
   for (int64_t d = 0; d < r.D; ++d)
-    run_direction(r, d, y, yh ? yh + d * r.B * r.H : nullptr, yc ? yc + d * r.B * r.H : nullptr, nullptr);
+    run_direction(r, d, y, yh ? yh + d * r.B * r.H : nullptr, yc ? yc + d * r.B * r.H : nullptr,
+                  nullptr);
 }
 
 // Inputs: the forward inputs padded to 7 (LSTM) or 6 (GRU), then the forward outputs, then
@@ -244,7 +265,8 @@ void rnn_forward(const KernelContext& ctx, bool lstm) {
 void rnn_backward(const KernelContext& ctx, bool lstm) {
   const size_t n_fwd_in = lstm ? 7 : 6;
   if (ctx.inputs.size() < n_fwd_in || (ctx.inputs.size() - n_fwd_in) % 2 != 0)
-    ctx.fail("expected " + std::to_string(n_fwd_in) + " forward inputs, then the forward outputs and one gradient each" +
+    ctx.fail("expected " + std::to_string(n_fwd_in) +
+             " forward inputs, then the forward outputs and one gradient each" +
              (lstm ? " (peephole weights P are not supported)" : ""));
   const size_t n_out = (ctx.inputs.size() - n_fwd_in) / 2;
   const size_t first_dy = n_fwd_in + n_out;
@@ -254,7 +276,9 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
     if (k >= n_out || !ctx.has_in(first_dy + k)) return nullptr;
     const Tensor& t = ctx.in(first_dy + k);
     ctx.expect_dtype(t, DType::kFloat32, what);
-    if (t.shape != s) ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected " + shape_to_string(s));
+    if (t.shape != s)
+      ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected " +
+               shape_to_string(s));
     return t.as<float>();
   };
   const float* dy = grad_in(0, {T, D, B, H}, "dY");
@@ -276,7 +300,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
   float* dc0 = lstm ? grad_out(6, {D, B, H}) : nullptr;
 
   std::vector<float> dh(static_cast<size_t>(B * H)), dc(static_cast<size_t>(B * H));
-  std::vector<float> dg(static_cast<size_t>(B * GH)), tmp_h(static_cast<size_t>(B * H)), tmp_x(static_cast<size_t>(B * I));
+  std::vector<float> dg(static_cast<size_t>(B * GH)), tmp_h(static_cast<size_t>(B * H)),
+      tmp_x(static_cast<size_t>(B * I));
   std::vector<float> dlin(static_cast<size_t>(B * H));
   for (int64_t d = 0; d < D; ++d) {
     Tape tape;
@@ -326,7 +351,7 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
             g[j] = lv[j] ? dhb[j] * (hp[j] - hn) * z * (1 - z) : 0.0f;
             g[2 * H + j] = dhpre;
             if (r.linear_before_reset) {
-              dl[j] = dhpre * rg;                                    // d(Hp Rh^T + Rbh)
+              dl[j] = dhpre * rg;  // d(Hp Rh^T + Rbh)
               g[H + j] = lv[H + j] ? dhpre * lin[j] * rg * (1 - rg) : 0.0f;
             } else {
               dl[j] = dhpre;  // d((r*Hp) Rh^T) w.r.t. its output; r's part needs Rh, below
@@ -347,7 +372,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
           const float* hp = hps + b * H;
           for (int64_t j = 0; j < H; ++j) {
             const float rg = a[H + j];
-            dg[static_cast<size_t>(b * GH + H + j)] = lv[H + j] ? tmp_h[static_cast<size_t>(b * H + j)] * hp[j] * rg * (1 - rg) : 0.0f;
+            dg[static_cast<size_t>(b * GH + H + j)] =
+                lv[H + j] ? tmp_h[static_cast<size_t>(b * H + j)] * hp[j] * rg * (1 - rg) : 0.0f;
           }
         }
       }
@@ -359,7 +385,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
       if (!lstm && dr) {
         // h block: lbr=1 -> dlin^T Hp; lbr=0 -> dh_pre^T (r*Hp) (tape.lin holds r*Hp).
         const float* src = r.linear_before_reset ? hps : tape.lin.data() + s * B * H;
-        sgemm(true, false, H, H, B, 1.0f, dlin.data(), H, src, H, 1.0f, dr + d * GH * H + 2 * H * H, H);
+        sgemm(true, false, H, H, B, 1.0f, dlin.data(), H, src, H, 1.0f, dr + d * GH * H + 2 * H * H,
+              H);
       }
       if (db) {
         float* wbg = db + d * 2 * GH;
@@ -369,7 +396,9 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
             const float v = dg[static_cast<size_t>(b * GH + j)];
             wbg[j] += v;
             // GRU's Rbh sits inside the reset product: its gradient is dlin, not dh_pre.
-            rbg[j] += (!lstm && j >= 2 * H && r.linear_before_reset) ? dlin[static_cast<size_t>(b * H + j - 2 * H)] : v;
+            rbg[j] += (!lstm && j >= 2 * H && r.linear_before_reset)
+                          ? dlin[static_cast<size_t>(b * H + j - 2 * H)]
+                          : v;
           }
       }
       if (dx) {
@@ -395,14 +424,18 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
         std::vector<float> extra(static_cast<size_t>(H), 0.0f);
         if (r.linear_before_reset) {
           // dlin Rh
-          sgemm(false, false, 1, H, H, 1.0f, dlin.data() + b * H, H, R + 2 * H * H, H, 0.0f, extra.data(), H);
+          sgemm(false, false, 1, H, H, 1.0f, dlin.data() + b * H, H, R + 2 * H * H, H, 0.0f,
+                extra.data(), H);
         } else {
           // du * r, with du = dh_pre Rh
           std::vector<float> du(static_cast<size_t>(H));
-          sgemm(false, false, 1, H, H, 1.0f, dlin.data() + b * H, H, R + 2 * H * H, H, 0.0f, du.data(), H);
-          for (int64_t j = 0; j < H; ++j) extra[static_cast<size_t>(j)] = du[static_cast<size_t>(j)] * a[H + j];
+          sgemm(false, false, 1, H, H, 1.0f, dlin.data() + b * H, H, R + 2 * H * H, H, 0.0f,
+                du.data(), H);
+          for (int64_t j = 0; j < H; ++j)
+            extra[static_cast<size_t>(j)] = du[static_cast<size_t>(j)] * a[H + j];
         }
-        for (int64_t j = 0; j < H; ++j) dhb[j] = dhb[j] * a[j] + th[j] + extra[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < H; ++j)
+          dhb[j] = dhb[j] * a[j] + th[j] + extra[static_cast<size_t>(j)];
       }
     }
     if (dh0) std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
@@ -412,9 +445,17 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
 
 }  // namespace
 
-void k_lstm(const KernelContext& ctx) { rnn_forward(ctx, true); }
-void k_gru(const KernelContext& ctx) { rnn_forward(ctx, false); }
-void k_lstm_grad(const KernelContext& ctx) { rnn_backward(ctx, true); }
-void k_gru_grad(const KernelContext& ctx) { rnn_backward(ctx, false); }
+void k_lstm(const KernelContext& ctx) {
+  rnn_forward(ctx, true);
+}
+void k_gru(const KernelContext& ctx) {
+  rnn_forward(ctx, false);
+}
+void k_lstm_grad(const KernelContext& ctx) {
+  rnn_backward(ctx, true);
+}
+void k_gru_grad(const KernelContext& ctx) {
+  rnn_backward(ctx, false);
+}
 
 }  // namespace planner::rt::kernels

@@ -65,12 +65,15 @@ void k_transpose(const KernelContext& ctx) {
     perm.resize(x.shape.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
   }
-  if (perm.size() != x.shape.size()) ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
+  if (perm.size() != x.shape.size())
+    ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " +
+             std::to_string(x.rank()));
   std::vector<bool> seen(perm.size(), false);
   Shape out;
   std::vector<int64_t> in_st = strides_of(x.shape), st;
   for (int64_t p : perm) {
-    if (p < 0 || p >= x.rank() || seen[static_cast<size_t>(p)]) ctx.fail("perm is not a permutation");
+    if (p < 0 || p >= x.rank() || seen[static_cast<size_t>(p)])
+      ctx.fail("perm is not a permutation");
     seen[static_cast<size_t>(p)] = true;
     out.push_back(x.shape[static_cast<size_t>(p)]);
     st.push_back(in_st[static_cast<size_t>(p)]);
@@ -79,7 +82,8 @@ void k_transpose(const KernelContext& ctx) {
   const size_t es = dtype_size(x.dtype);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(ctx.out(0).data);
-  strided_loop(out, 0, st, [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
+  strided_loop(out, 0, st,
+               [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
 }
 
 void k_reshape(const KernelContext& ctx) {
@@ -91,7 +95,8 @@ void k_reshape(const KernelContext& ctx) {
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t d = spec[i];
     if (d == 0 && !allowzero) {
-      if (i >= x.shape.size()) ctx.fail("shape entry 0 at " + std::to_string(i) + " has no input dimension to copy");
+      if (i >= x.shape.size())
+        ctx.fail("shape entry 0 at " + std::to_string(i) + " has no input dimension to copy");
       d = x.shape[i];
     } else if (d == -1) {
       if (infer >= 0) ctx.fail("shape has more than one -1");
@@ -106,17 +111,20 @@ void k_reshape(const KernelContext& ctx) {
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
-      ctx.fail("cannot infer -1 reshaping " + shape_to_string(x.shape) + " to " + shape_to_string(spec));
+      ctx.fail("cannot infer -1 reshaping " + shape_to_string(x.shape) + " to " +
+               shape_to_string(spec));
     out[static_cast<size_t>(infer)] = x.numel() / known;
   }
-  if (num_elements(out) != x.numel()) ctx.fail("cannot reshape " + shape_to_string(x.shape) + " to " + shape_to_string(out));
+  if (num_elements(out) != x.numel())
+    ctx.fail("cannot reshape " + shape_to_string(x.shape) + " to " + shape_to_string(out));
   copy_same(ctx, out);
 }
 
 void k_flatten(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   int64_t axis = ctx.attr_int("axis", 1);
-  if (axis < -x.rank() || axis > x.rank()) ctx.fail("axis " + std::to_string(axis) + " is out of range");
+  if (axis < -x.rank() || axis > x.rank())
+    ctx.fail("axis " + std::to_string(axis) + " is out of range");
   if (axis < 0) axis += x.rank();
   int64_t a = 1;
   for (int64_t i = 0; i < axis; ++i) a *= x.shape[static_cast<size_t>(i)];
@@ -129,7 +137,9 @@ void k_squeeze(const KernelContext& ctx) {
   std::vector<bool> drop(x.shape.size(), false);
   for (int64_t a : axes) {
     int64_t n = ctx.norm_axis(a, x.rank());
-    if (x.shape[static_cast<size_t>(n)] != 1) ctx.fail("cannot squeeze axis " + std::to_string(a) + " of extent " + std::to_string(x.shape[static_cast<size_t>(n)]));
+    if (x.shape[static_cast<size_t>(n)] != 1)
+      ctx.fail("cannot squeeze axis " + std::to_string(a) + " of extent " +
+               std::to_string(x.shape[static_cast<size_t>(n)]));
     drop[static_cast<size_t>(n)] = true;
   }
   Shape out;
@@ -150,7 +160,8 @@ void k_unsqueeze(const KernelContext& ctx) {
   }
   Shape out;
   size_t k = 0;
-  for (int64_t i = 0; i < r; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.shape[k++]);
+  for (int64_t i = 0; i < r; ++i)
+    out.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.shape[k++]);
   copy_same(ctx, out);
 }
 
@@ -163,9 +174,12 @@ void k_concat(const KernelContext& ctx) {
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
     const Tensor& t = ctx.in(i);
     Shape a = t.shape, b = first.shape;
-    if (t.dtype != first.dtype || a.size() != b.size()) ctx.fail("input " + std::to_string(i) + " does not match input 0");
+    if (t.dtype != first.dtype || a.size() != b.size())
+      ctx.fail("input " + std::to_string(i) + " does not match input 0");
     a[static_cast<size_t>(axis)] = b[static_cast<size_t>(axis)] = 0;
-    if (a != b) ctx.fail("input " + std::to_string(i) + " has shape " + shape_to_string(t.shape) + ", incompatible with " + shape_to_string(first.shape));
+    if (a != b)
+      ctx.fail("input " + std::to_string(i) + " has shape " + shape_to_string(t.shape) +
+               ", incompatible with " + shape_to_string(first.shape));
     out[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
   }
   ctx.expect_out(0, first.dtype, out);
@@ -193,19 +207,25 @@ void k_split(const KernelContext& ctx) {
   const int64_t dim = x.shape[static_cast<size_t>(axis)];
   const int64_t n = static_cast<int64_t>(ctx.outputs.size());
   if (n == 0) ctx.fail("needs at least one output");
-  std::vector<int64_t> sizes = ctx.has_in(1) ? ctx.ints_of(ctx.in(1), "split") : ctx.attr_ints("split");
+  std::vector<int64_t> sizes =
+      ctx.has_in(1) ? ctx.ints_of(ctx.in(1), "split") : ctx.attr_ints("split");
   if (sizes.empty()) {
     // Equal pieces; opset 18 lets the last one be smaller.
     const int64_t piece = (dim + n - 1) / n;
-    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(piece, dim - i * piece)));
+    for (int64_t i = 0; i < n; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(piece, dim - i * piece)));
   }
-  if (static_cast<int64_t>(sizes.size()) != n) ctx.fail("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n) + " outputs");
+  if (static_cast<int64_t>(sizes.size()) != n)
+    ctx.fail("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n) +
+             " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) ctx.fail("split sizes must be non-negative");
     total += s;
   }
-  if (total != dim) ctx.fail("split sizes sum to " + std::to_string(total) + ", not the axis extent " + std::to_string(dim));
+  if (total != dim)
+    ctx.fail("split sizes sum to " + std::to_string(total) + ", not the axis extent " +
+             std::to_string(dim));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.shape.size(); ++i) inner *= x.shape[i];
@@ -219,7 +239,8 @@ void k_split(const KernelContext& ctx) {
     auto* dst = static_cast<uint8_t*>(ctx.out(static_cast<size_t>(k)).data);
     const int64_t piece = sizes[static_cast<size_t>(k)] * inner;
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + o * piece * static_cast<int64_t>(es), src + (o * dim * inner + at) * static_cast<int64_t>(es),
+      std::memcpy(dst + o * piece * static_cast<int64_t>(es),
+                  src + (o * dim * inner + at) * static_cast<int64_t>(es),
                   static_cast<size_t>(piece) * es);
     at += piece;
   }
@@ -305,7 +326,8 @@ void k_slice(const KernelContext& ctx) {
   const size_t es = dtype_size(x.dtype);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(ctx.out(0).data);
-  strided_loop(r.extent, base, st, [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
+  strided_loop(r.extent, base, st,
+               [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
 }
 
 void k_slice_grad(const KernelContext& ctx) {
@@ -315,7 +337,9 @@ void k_slice_grad(const KernelContext& ctx) {
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(dx, DType::kFloat32, "dX");
   SliceRegion r = slice_region(ctx, dx.shape, 1);
-  if (dy.shape != r.extent) ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(r.extent));
+  if (dy.shape != r.extent)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " +
+             shape_to_string(r.extent));
   int64_t base;
   std::vector<int64_t> st;
   slice_strides(r, dx.shape, &base, &st);
@@ -335,21 +359,30 @@ struct PadSpec {
   Shape out;
 };
 
-PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in, const Tensor* axes_in) {
+PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in,
+                 const Tensor* axes_in) {
   PadSpec p;
   std::string mode = ctx.attr_string("mode", "constant");
-  if (mode == "constant") p.mode = PadMode::kConstant;
-  else if (mode == "reflect") p.mode = PadMode::kReflect;
-  else if (mode == "edge") p.mode = PadMode::kEdge;
-  else if (mode == "wrap") p.mode = PadMode::kWrap;
-  else ctx.fail("unknown mode \"" + mode + "\"");
+  if (mode == "constant")
+    p.mode = PadMode::kConstant;
+  else if (mode == "reflect")
+    p.mode = PadMode::kReflect;
+  else if (mode == "edge")
+    p.mode = PadMode::kEdge;
+  else if (mode == "wrap")
+    p.mode = PadMode::kWrap;
+  else
+    ctx.fail("unknown mode \"" + mode + "\"");
   std::vector<int64_t> pads = pads_in ? ctx.ints_of(*pads_in, "pads") : ctx.attr_ints("pads");
   const int64_t r = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes;
-  if (axes_in) axes = ctx.ints_of(*axes_in, "axes");
+  if (axes_in)
+    axes = ctx.ints_of(*axes_in, "axes");
   else
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
-  if (pads.size() != 2 * axes.size()) ctx.fail("pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+  if (pads.size() != 2 * axes.size())
+    ctx.fail("pads has " + std::to_string(pads.size()) + " entries for " +
+             std::to_string(axes.size()) + " axes");
   p.begin.assign(x.size(), 0);
   p.end.assign(x.size(), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -360,8 +393,10 @@ PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in
   for (size_t d = 0; d < x.size(); ++d) {
     const int64_t o = x[d] + p.begin[d] + p.end[d];
     if (o < 0) ctx.fail("pads crop axis " + std::to_string(d) + " below zero");
-    if (p.mode != PadMode::kConstant && x[d] == 0 && o > 0) ctx.fail("cannot pad an empty axis in mode " + mode);
-    if (p.mode == PadMode::kReflect && (p.begin[d] >= x[d] || p.end[d] >= x[d]) && x[d] > 1 && (p.begin[d] > 0 || p.end[d] > 0))
+    if (p.mode != PadMode::kConstant && x[d] == 0 && o > 0)
+      ctx.fail("cannot pad an empty axis in mode " + mode);
+    if (p.mode == PadMode::kReflect && (p.begin[d] >= x[d] || p.end[d] >= x[d]) && x[d] > 1 &&
+        (p.begin[d] > 0 || p.end[d] > 0))
       ctx.fail("reflect pads must be smaller than the axis extent " + std::to_string(x[d]));
     p.out.push_back(o);
   }
@@ -373,9 +408,12 @@ int64_t pad_source(PadMode mode, int64_t o, int64_t begin, int64_t dim) {
   int64_t i = o - begin;
   if (i >= 0 && i < dim) return i;
   switch (mode) {
-    case PadMode::kConstant: return -1;
-    case PadMode::kEdge: return std::clamp<int64_t>(i, 0, dim - 1);
-    case PadMode::kWrap: return ((i % dim) + dim) % dim;
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return std::clamp<int64_t>(i, 0, dim - 1);
+    case PadMode::kWrap:
+      return ((i % dim) + dim) % dim;
     case PadMode::kReflect: {
       if (dim == 1) return 0;
       const int64_t period = 2 * (dim - 1);
@@ -408,7 +446,8 @@ void pad_loop(const PadSpec& p, const Shape& x, F&& f) {
 
 void k_pad(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
-  PadSpec p = pad_spec(ctx, x.shape, ctx.has_in(1) ? &ctx.in(1) : nullptr, ctx.has_in(3) ? &ctx.in(3) : nullptr);
+  PadSpec p = pad_spec(ctx, x.shape, ctx.has_in(1) ? &ctx.in(1) : nullptr,
+                       ctx.has_in(3) ? &ctx.in(3) : nullptr);
   ctx.expect_out(0, x.dtype, p.out);
   const Tensor& y = ctx.out(0);
   double value = ctx.attr_float("value", 0.0);
@@ -434,8 +473,10 @@ void k_pad_grad(const KernelContext& ctx) {
   const Tensor& dx = ctx.out(0);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(dx, DType::kFloat32, "dX");
-  PadSpec p = pad_spec(ctx, dx.shape, ctx.has_in(1) ? &ctx.in(1) : nullptr, ctx.has_in(3) ? &ctx.in(3) : nullptr);
-  if (dy.shape != p.out) ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(p.out));
+  PadSpec p = pad_spec(ctx, dx.shape, ctx.has_in(1) ? &ctx.in(1) : nullptr,
+                       ctx.has_in(3) ? &ctx.in(3) : nullptr);
+  if (dy.shape != p.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(p.out));
   float* d = dx.as<float>();
   std::fill(d, d + dx.numel(), 0.0f);
   const float* g = dy.as<float>();
@@ -452,15 +493,16 @@ void k_expand(const KernelContext& ctx) {
   const size_t es = dtype_size(x.dtype);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(ctx.out(0).data);
-  strided_loop(out, 0, broadcast_strides(x.shape, out), [&](int64_t o, int64_t i) {
-    std::memcpy(dst + o * es, src + i * es, es);
-  });
+  strided_loop(out, 0, broadcast_strides(x.shape, out),
+               [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
 }
 
 void k_tile(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   std::vector<int64_t> reps = ctx.ints_of(ctx.in(1), "repeats");
-  if (reps.size() != x.shape.size()) ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.rank()));
+  if (reps.size() != x.shape.size())
+    ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
+             std::to_string(x.rank()));
   Shape out;
   for (size_t i = 0; i < reps.size(); ++i) {
     if (reps[i] < 0) ctx.fail("repeats must be non-negative");
@@ -482,11 +524,13 @@ void k_range(const KernelContext& ctx) {
   const Tensor& s = ctx.in(0);
   const Tensor& l = ctx.in(1);
   const Tensor& d = ctx.in(2);
-  if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1) ctx.fail("start, limit and delta must be scalars");
+  if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1)
+    ctx.fail("start, limit and delta must be scalars");
   if (s.dtype != l.dtype || s.dtype != d.dtype) ctx.fail("start, limit and delta differ in type");
   const Tensor& y = ctx.out(0);
   if (s.dtype == DType::kInt64 || s.dtype == DType::kInt32) {
-    const int64_t a = static_cast<int64_t>(load_as_double(s, 0)), b = static_cast<int64_t>(load_as_double(l, 0)),
+    const int64_t a = static_cast<int64_t>(load_as_double(s, 0)),
+                  b = static_cast<int64_t>(load_as_double(l, 0)),
                   st = static_cast<int64_t>(load_as_double(d, 0));
     if (st == 0) ctx.fail("delta must be non-zero");
     int64_t n = st > 0 ? (b - a + st - 1) / st : (a - b + (-st) - 1) / (-st);
@@ -531,12 +575,16 @@ void k_constant(const KernelContext& ctx) {
     if (it == ctx.attrs.end()) continue;
     if (found) ctx.fail("more than one value attribute");
     found = true;
-    if (auto* v = std::get_if<int64_t>(&it->second)) values = {static_cast<double>(*v)};
-    else if (auto* v = std::get_if<double>(&it->second)) values = {*v};
+    if (auto* v = std::get_if<int64_t>(&it->second))
+      values = {static_cast<double>(*v)};
+    else if (auto* v = std::get_if<double>(&it->second))
+      values = {*v};
     else if (auto* v = std::get_if<std::vector<int64_t>>(&it->second))
       for (int64_t e : *v) values.push_back(static_cast<double>(e));
-    else if (auto* v = std::get_if<std::vector<double>>(&it->second)) values = *v;
-    else ctx.fail(std::string("attribute '") + name + "' must be numeric");
+    else if (auto* v = std::get_if<std::vector<double>>(&it->second))
+      values = *v;
+    else
+      ctx.fail(std::string("attribute '") + name + "' must be numeric");
   }
   if (!found) ctx.fail("needs a value attribute (value, value_float(s) or value_int(s))");
   if (static_cast<int64_t>(values.size()) != y.numel())
@@ -550,10 +598,13 @@ void k_constant(const KernelContext& ctx) {
       if (auto* v = std::get_if<int64_t>(&it->second)) y.as<int64_t>()[0] = *v;
       if (auto* v = std::get_if<std::vector<int64_t>>(&it->second))
         std::copy(v->begin(), v->end(), y.as<int64_t>());
-      if (std::holds_alternative<int64_t>(it->second) || std::holds_alternative<std::vector<int64_t>>(it->second)) return;
+      if (std::holds_alternative<int64_t>(it->second) ||
+          std::holds_alternative<std::vector<int64_t>>(it->second))
+        return;
     }
   }
-  for (size_t i = 0; i < values.size(); ++i) store_from_double(y, static_cast<int64_t>(i), values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    store_from_double(y, static_cast<int64_t>(i), values[i]);
 }
 
 void k_shape(const KernelContext& ctx) {
@@ -596,7 +647,8 @@ GatherShapes gather_shapes(const KernelContext& ctx, const Shape& data, const Te
 std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& indices, int64_t dim) {
   std::vector<int64_t> idx = ctx.ints_of(indices, "indices");
   for (int64_t& i : idx) {
-    if (i < -dim || i >= dim) ctx.fail("index " + std::to_string(i) + " is out of range for extent " + std::to_string(dim));
+    if (i < -dim || i >= dim)
+      ctx.fail("index " + std::to_string(i) + " is out of range for extent " + std::to_string(dim));
     if (i < 0) i += dim;
   }
   return idx;
@@ -617,7 +669,8 @@ void k_gather(const KernelContext& ctx) {
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t k = 0; k < g.count; ++k)
       std::memcpy(dst + (static_cast<size_t>(o * g.count + k)) * block,
-                  src + static_cast<size_t>(o * g.dim + idx[static_cast<size_t>(k)]) * block, block);
+                  src + static_cast<size_t>(o * g.dim + idx[static_cast<size_t>(k)]) * block,
+                  block);
 }
 
 void k_gather_grad(const KernelContext& ctx) {
@@ -629,7 +682,8 @@ void k_gather_grad(const KernelContext& ctx) {
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(dx, DType::kFloat32, "dX");
   GatherShapes g = gather_shapes(ctx, dx.shape, ind);
-  if (dy.shape != g.out) ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(g.out));
+  if (dy.shape != g.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(g.out));
   std::vector<int64_t> idx = checked_indices(ctx, ind, g.dim);
   float* d = dx.as<float>();
   std::fill(d, d + dx.numel(), 0.0f);

@@ -9,26 +9,40 @@ namespace planner::rt {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::kUndefined: return 0;
-    case DType::kFloat32: return 4;
-    case DType::kUInt8: return 1;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kBool: return 1;
-    case DType::kFloat16: return 2;
+    case DType::kUndefined:
+      return 0;
+    case DType::kFloat32:
+      return 4;
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kBool:
+      return 1;
+    case DType::kFloat16:
+      return 2;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kUndefined: return "none";
-    case DType::kFloat32: return "f32";
-    case DType::kUInt8: return "u8";
-    case DType::kInt32: return "i32";
-    case DType::kInt64: return "i64";
-    case DType::kBool: return "bool";
-    case DType::kFloat16: return "f16";
+    case DType::kUndefined:
+      return "none";
+    case DType::kFloat32:
+      return "f32";
+    case DType::kUInt8:
+      return "u8";
+    case DType::kInt32:
+      return "i32";
+    case DType::kInt64:
+      return "i64";
+    case DType::kBool:
+      return "bool";
+    case DType::kFloat16:
+      return "f16";
   }
   return "?";
 }
@@ -97,7 +111,8 @@ void Allocator::reset_peak() {
   peak_ = current_;
 }
 
-TensorBuffer::TensorBuffer(Allocator& allocator, DType dtype, Shape shape) : allocator_(&allocator) {
+TensorBuffer::TensorBuffer(Allocator& allocator, DType dtype, Shape shape)
+    : allocator_(&allocator) {
   if (dtype == DType::kUndefined) throw Error("cannot allocate a tensor of undefined type");
   for (int64_t d : shape)
     if (d < 0) throw Error("cannot allocate a tensor of shape " + shape_to_string(shape));
@@ -123,7 +138,9 @@ TensorBuffer& TensorBuffer::operator=(TensorBuffer&& other) noexcept {
   return *this;
 }
 
-TensorBuffer::~TensorBuffer() { release(); }
+TensorBuffer::~TensorBuffer() {
+  release();
+}
 
 void TensorBuffer::release() {
   if (allocator_ && view_.data) allocator_->deallocate(view_.data, view_.bytes());

@@ -36,13 +36,15 @@ std::vector<std::string> on_ranks(int n, const std::function<void(Communicator&)
 }
 
 // Rank r's value at element i: distinct per rank and element, exact in f32.
-float val(int r, int64_t i) { return static_cast<float>(r * 100 + i) * 0.25f + 0.125f; }
+float val(int r, int64_t i) {
+  return static_cast<float>(r * 100 + i) * 0.25f + 0.125f;
+}
 
 std::mutex check_mutex;  // doctest's CHECK is not thread-safe
-#define TCHECK(...)                                   \
-  do {                                                \
-    std::lock_guard<std::mutex> _lock(check_mutex);   \
-    CHECK(__VA_ARGS__);                               \
+#define TCHECK(...)                                 \
+  do {                                              \
+    std::lock_guard<std::mutex> _lock(check_mutex); \
+    CHECK(__VA_ARGS__);                             \
   } while (0)
 
 }  // namespace
@@ -52,13 +54,18 @@ TEST_CASE("all_reduce sum, max, min, prod over full groups") {
     auto errs = on_ranks(n, [&](Communicator& c) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProd}) {
         Buf in = Z({2, 3}), out = Z({2, 3});
-        for (int64_t i = 0; i < 6; ++i) in.f()[i] = op == ReduceOp::kProd ? 1.0f + 0.01f * static_cast<float>(c.rank() + i) : val(c.rank(), i);
+        for (int64_t i = 0; i < 6; ++i)
+          in.f()[i] = op == ReduceOp::kProd ? 1.0f + 0.01f * static_cast<float>(c.rank() + i)
+                                            : val(c.rank(), i);
         c.all_reduce(in.t, out.t, op);
         for (int64_t i = 0; i < 6; ++i) {
           float ref = op == ReduceOp::kProd ? 1.0f + 0.01f * static_cast<float>(i) : val(0, i);
           for (int r = 1; r < n; ++r) {
             float v = op == ReduceOp::kProd ? 1.0f + 0.01f * static_cast<float>(r + i) : val(r, i);
-            ref = op == ReduceOp::kSum ? ref + v : op == ReduceOp::kMax ? std::max(ref, v) : op == ReduceOp::kMin ? std::min(ref, v) : ref * v;
+            ref = op == ReduceOp::kSum   ? ref + v
+                  : op == ReduceOp::kMax ? std::max(ref, v)
+                  : op == ReduceOp::kMin ? std::min(ref, v)
+                                         : ref * v;
           }
           TCHECK(out.f()[i] == ref);  // bit-exact: folded in rank order
         }
@@ -87,7 +94,8 @@ TEST_CASE("all_gather (equal and unequal pieces), reduce_scatter, all_to_all, br
       int64_t col = 0;
       for (int q = 0; q < n; ++q) {
         for (int64_t row = 0; row < 2; ++row)
-          for (int64_t k = 0; k <= q; ++k) TCHECK(out.f()[row * total + col + k] == val(q, row * (q + 1) + k));
+          for (int64_t k = 0; k <= q; ++k)
+            TCHECK(out.f()[row * total + col + k] == val(q, row * (q + 1) + k));
         col += q + 1;
       }
       // reduce_scatter with unequal pieces along axis 0: rank r gets r+1 rows
@@ -106,7 +114,8 @@ TEST_CASE("all_gather (equal and unequal pieces), reduce_scatter, all_to_all, br
       c.all_to_all(a.t, b.t, 0, 1);
       for (int q = 0; q < n; ++q)
         for (int64_t row = 0; row < 2; ++row)
-          for (int64_t k = 0; k < 3; ++k) TCHECK(b.f()[row * 3 * n + q * 3 + k] == val(q, (r * 2 + row) * 3 + k));
+          for (int64_t k = 0; k < 3; ++k)
+            TCHECK(b.f()[row * 3 * n + q * 3 + k] == val(q, (r * 2 + row) * 3 + k));
       // broadcast from the last rank
       Buf t = Z({5});
       for (int64_t i = 0; i < 5; ++i) t.f()[i] = val(r, i);
@@ -162,53 +171,74 @@ TEST_CASE("send and recv by peer and tag") {
 TEST_CASE("mismatched or missing peers give an error, not a hang") {
   using namespace std::chrono_literals;
   SUBCASE("different sizes") {
-    auto errs = on_ranks(2, [&](Communicator& c) {
-      Buf in = Z({c.rank() == 0 ? 3 : 4}), out = Z({c.rank() == 0 ? 3 : 4});
-      c.all_reduce(in.t, out.t, ReduceOp::kSum);
-    }, 2000ms);
+    auto errs = on_ranks(
+        2,
+        [&](Communicator& c) {
+          Buf in = Z({c.rank() == 0 ? 3 : 4}), out = Z({c.rank() == 0 ? 3 : 4});
+          c.all_reduce(in.t, out.t, ReduceOp::kSum);
+        },
+        2000ms);
     CHECK(errs[0].find("all_reduce over group [0,1] (call 1): shapes differ") != std::string::npos);
     CHECK(errs[1].find("shapes differ") != std::string::npos);
   }
   SUBCASE("different operations") {
-    auto errs = on_ranks(2, [&](Communicator& c) {
-      Buf in = Z({2}), out = Z({2});
-      if (c.rank() == 0) c.all_reduce(in.t, out.t, ReduceOp::kSum);
-      else c.broadcast(in.t, 0);
-    }, 2000ms);
-    CHECK(errs[0].find("rank 1 called broadcast while rank 0 called all_reduce") != std::string::npos);
+    auto errs = on_ranks(
+        2,
+        [&](Communicator& c) {
+          Buf in = Z({2}), out = Z({2});
+          if (c.rank() == 0)
+            c.all_reduce(in.t, out.t, ReduceOp::kSum);
+          else
+            c.broadcast(in.t, 0);
+        },
+        2000ms);
+    CHECK(errs[0].find("rank 1 called broadcast while rank 0 called all_reduce") !=
+          std::string::npos);
     CHECK(errs[1] != "");
   }
   SUBCASE("a missing peer times out") {
-    auto errs = on_ranks(3, [&](Communicator& c) {
-      if (c.rank() == 2) return;
-      c.barrier();
-    }, 200ms);
+    auto errs = on_ranks(
+        3,
+        [&](Communicator& c) {
+          if (c.rank() == 2) return;
+          c.barrier();
+        },
+        200ms);
     for (int r : {0, 1}) {
-      CHECK(errs[static_cast<size_t>(r)].find("barrier over group [0,1,2] (call 1): timed out after 200 ms waiting for rank(s) 2") != std::string::npos);
+      CHECK(errs[static_cast<size_t>(r)].find("barrier over group [0,1,2] (call 1): timed out "
+                                              "after 200 ms waiting for rank(s) 2") !=
+            std::string::npos);
     }
     CHECK(errs[2] == "");
   }
   SUBCASE("recv without a send times out; wrong shape is refused") {
-    auto errs = on_ranks(2, [&](Communicator& c) {
-      Buf t = Z({3});
-      if (c.rank() == 0) {
-        c.send(Z({4}).t, 1, 0);
-        return;
-      }
-      try {
-        c.recv(t.t, 0, 0);
-      } catch (const Error& e) {
-        TCHECK(std::string(e.what()).find("message is f32[4], expected f32[3]") != std::string::npos);
-      }
-      c.recv(t.t, 0, 7);
-    }, 200ms);
+    auto errs = on_ranks(
+        2,
+        [&](Communicator& c) {
+          Buf t = Z({3});
+          if (c.rank() == 0) {
+            c.send(Z({4}).t, 1, 0);
+            return;
+          }
+          try {
+            c.recv(t.t, 0, 0);
+          } catch (const Error& e) {
+            TCHECK(std::string(e.what()).find("message is f32[4], expected f32[3]") !=
+                   std::string::npos);
+          }
+          c.recv(t.t, 0, 7);
+        },
+        200ms);
     CHECK(errs[1].find("rank 1: recv from rank 0 tag 7: timed out") != std::string::npos);
   }
   SUBCASE("bad groups") {
-    auto errs = on_ranks(2, [&](Communicator& c) {
-      Buf t = Z({1});
-      c.all_reduce(t.t, t.t, ReduceOp::kSum, {c.rank() == 0 ? 1 : 0, 5});
-    }, 200ms);
+    auto errs = on_ranks(
+        2,
+        [&](Communicator& c) {
+          Buf t = Z({1});
+          c.all_reduce(t.t, t.t, ReduceOp::kSum, {c.rank() == 0 ? 1 : 0, 5});
+        },
+        200ms);
     CHECK(errs[0].find("ranks must lie in [0, 2)") != std::string::npos);
   }
 }

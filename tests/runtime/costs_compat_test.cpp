@@ -10,8 +10,11 @@ using namespace rt_test;
 
 TEST_CASE("the planner reads the runtime's costs file and finds each kernel by its attributes") {
   planner::rt::Profiler prof;
-  Attributes ra = {{"group", int64_t{1}}, {"pads", Shape{1, 1, 1, 1}}, {"auto_pad", std::string("NOTSET")},
-                   {"epsilon", 1e-5}, {"alpha", 0.1}};
+  Attributes ra = {{"group", int64_t{1}},
+                   {"pads", Shape{1, 1, 1, 1}},
+                   {"auto_pad", std::string("NOTSET")},
+                   {"epsilon", 1e-5},
+                   {"alpha", 0.1}};
   Buf x = R({1, 2, 5, 5}, 1), w = R({3, 2, 3, 3}, 2);
   prof.record("", "Conv", ra, std::vector<Tensor>{x.t, w.t}, 0.25);
   prof.record("", "Conv", ra, std::vector<Tensor>{x.t, w.t}, 0.75);

@@ -10,7 +10,8 @@ using planner::rt::Error;
 namespace {
 
 // Forward op `op` on (x plus fixed extra inputs) -> output of `out_shape`.
-std::function<std::vector<float>()> fwd(const std::string& op, Attributes attrs, std::vector<Tensor> ins, Shape out_shape) {
+std::function<std::vector<float>()> fwd(const std::string& op, Attributes attrs,
+                                        std::vector<Tensor> ins, Shape out_shape) {
   return [=] {
     Buf y = Z(out_shape);
     run(op, attrs, ins, {y.t});
@@ -27,12 +28,16 @@ TEST_CASE("UnaryGrad for every unary op the training graph differentiates") {
     Attributes attrs;
   };
   const std::vector<U> ops = {
-      {"Relu", -1, 1, {}}, {"Sigmoid", -2, 2, {}}, {"Tanh", -2, 2, {}}, {"Erf", -2, 2, {}},
-      {"Sqrt", 0.5, 2, {}}, {"Exp", -1, 1, {}}, {"Log", 0.5, 2, {}}, {"Abs", -1, 1, {}},
-      {"Gelu", -2, 2, {}}, {"Gelu", -2, 2, {{"approximate", std::string("tanh")}}},
-      {"Softplus", -2, 2, {}}, {"LeakyRelu", -1, 1, {{"alpha", 0.2}}}, {"Elu", -1, 1, {}},
-      {"Selu", -1, 1, {}}, {"Reciprocal", 0.5, 2, {}}, {"Softsign", -2, 2, {}},
-      {"HardSigmoid", -2, 2, {}}, {"Sin", -2, 2, {}}, {"Cos", -2, 2, {}}, {"Mish", -2, 2, {}},
+      {"Relu", -1, 1, {}},        {"Sigmoid", -2, 2, {}},
+      {"Tanh", -2, 2, {}},        {"Erf", -2, 2, {}},
+      {"Sqrt", 0.5, 2, {}},       {"Exp", -1, 1, {}},
+      {"Log", 0.5, 2, {}},        {"Abs", -1, 1, {}},
+      {"Gelu", -2, 2, {}},        {"Gelu", -2, 2, {{"approximate", std::string("tanh")}}},
+      {"Softplus", -2, 2, {}},    {"LeakyRelu", -1, 1, {{"alpha", 0.2}}},
+      {"Elu", -1, 1, {}},         {"Selu", -1, 1, {}},
+      {"Reciprocal", 0.5, 2, {}}, {"Softsign", -2, 2, {}},
+      {"HardSigmoid", -2, 2, {}}, {"Sin", -2, 2, {}},
+      {"Cos", -2, 2, {}},         {"Mish", -2, 2, {}},
       {"HardSwish", -4, 4, {}}};
   uint64_t seed = 100;
   for (const U& u : ops) {
@@ -52,11 +57,13 @@ TEST_CASE("UnaryGrad for every unary op the training graph differentiates") {
 }
 
 TEST_CASE("UnaryGrad for Pow (broadcast exponent) and Clip") {
-  Buf x = R({2, 3}, 1, 0.5, 2), e = F({3}, {2, 0.5f, 3}), y = Z({2, 3}), dy = R({2, 3}, 2), dx = Z({2, 3});
+  Buf x = R({2, 3}, 1, 0.5, 2), e = F({3}, {2, 0.5f, 3}), y = Z({2, 3}), dy = R({2, 3}, 2),
+      dx = Z({2, 3});
   run("Pow", {}, {x.t, e.t}, {y.t});
   run_planner("UnaryGrad", {{"op", std::string("Pow")}}, {dy.t, x.t, y.t, e.t}, {dx.t});
   check_grad(fwd("Pow", {}, {x.t, e.t}, {2, 3}), x, dy.values(), dx.values(), 1e-3);
-  Buf xc = F({5}, {-2, -0.5f, 0.2f, 0.7f, 3}), lo = F({}, {-1}), hi = F({}, {1}), yc = Z({5}), dyc = R({5}, 3), dxc = Z({5});
+  Buf xc = F({5}, {-2, -0.5f, 0.2f, 0.7f, 3}), lo = F({}, {-1}), hi = F({}, {1}), yc = Z({5}),
+      dyc = R({5}, 3), dxc = Z({5});
   run("Clip", {}, {xc.t, lo.t, hi.t}, {yc.t});
   run_planner("UnaryGrad", {{"op", std::string("Clip")}}, {dyc.t, xc.t, yc.t, lo.t}, {dxc.t});
   check_grad(fwd("Clip", {}, {xc.t, lo.t, hi.t}, {5}), xc, dyc.values(), dxc.values(), 1e-3);
@@ -97,8 +104,10 @@ TEST_CASE("ReduceGrad for ReduceSum, ReduceMean, ReduceMax, ReduceMin") {
     run(op, fb, {x.t}, {y2.t});
     Attributes gb = fb;
     gb["op"] = std::string(op);
-    if (o == "ReduceMax" || o == "ReduceMin") run_planner("ReduceGrad", gb, {dy2.t, x.t, y2.t}, {dx2.t});
-    else run_planner("ReduceGrad", gb, {dy2.t, x.t}, {dx2.t});
+    if (o == "ReduceMax" || o == "ReduceMin")
+      run_planner("ReduceGrad", gb, {dy2.t, x.t, y2.t}, {dx2.t});
+    else
+      run_planner("ReduceGrad", gb, {dy2.t, x.t}, {dx2.t});
     check_grad(fwd(op, fb, {x.t}, {1, 3, 1}), x, dy2.values(), dx2.values(), 1e-3);
   }
 }
@@ -111,12 +120,30 @@ TEST_CASE("GlobalPoolGrad and PoolGrad") {
     run_planner("GlobalPoolGrad", {{"op", std::string(op)}}, {dy.t, x.t}, {dx.t});
     check_grad(fwd(op, {}, {x.t}, {2, 3, 1, 1}), x, dy.values(), dx.values(), 1e-3);
   }
-  struct P { const char* op; Attributes a; Shape out; };
+  struct P {
+    const char* op;
+    Attributes a;
+    Shape out;
+  };
   std::vector<P> cases = {
-      {"MaxPool", {{"kernel_shape", Shape{2, 3}}, {"strides", Shape{2, 1}}, {"pads", Shape{1, 1, 0, 1}}}, {2, 3, 2, 5}},
-      {"AveragePool", {{"kernel_shape", Shape{3, 3}}, {"strides", Shape{1, 2}}, {"pads", Shape{1, 1, 1, 1}}}, {2, 3, 4, 3}},
-      {"AveragePool", {{"kernel_shape", Shape{3, 3}}, {"strides", Shape{1, 2}}, {"pads", Shape{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}}, {2, 3, 4, 3}},
-      {"MaxPool", {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}}, {"dilations", Shape{1, 2}}}, {2, 3, 2, 2}},
+      {"MaxPool",
+       {{"kernel_shape", Shape{2, 3}}, {"strides", Shape{2, 1}}, {"pads", Shape{1, 1, 0, 1}}},
+       {2, 3, 2, 5}},
+      {"AveragePool",
+       {{"kernel_shape", Shape{3, 3}}, {"strides", Shape{1, 2}}, {"pads", Shape{1, 1, 1, 1}}},
+       {2, 3, 4, 3}},
+      {"AveragePool",
+       {{"kernel_shape", Shape{3, 3}},
+        {"strides", Shape{1, 2}},
+        {"pads", Shape{1, 1, 1, 1}},
+        {"count_include_pad", int64_t{1}}},
+       {2, 3, 4, 3}},
+      {"MaxPool",
+       {{"kernel_shape", Shape{2, 2}},
+        {"strides", Shape{2, 2}},
+        {"ceil_mode", int64_t{1}},
+        {"dilations", Shape{1, 2}}},
+       {2, 3, 2, 2}},
   };
   for (const P& c : cases) {
     INFO(std::string(c.op));
@@ -159,7 +186,8 @@ TEST_CASE("LayerNormGrad: dX, dScale, dBias") {
 }
 
 TEST_CASE("BatchNormGrad (inference form): dX, dScale, dBias") {
-  Buf x = R({2, 3, 2, 2}, 41), s = R({3}, 42), b = R({3}, 43), m = R({3}, 44), v = R({3}, 45, 0.5, 2), dy = R({2, 3, 2, 2}, 46);
+  Buf x = R({2, 3, 2, 2}, 41), s = R({3}, 42), b = R({3}, 43), m = R({3}, 44),
+      v = R({3}, 45, 0.5, 2), dy = R({2, 3, 2, 2}, 46);
   Attributes a = {{"epsilon", 1e-5}};
   Buf dx = Z({2, 3, 2, 2}), ds = Z({3}), dbias = Z({3});
   run_planner("BatchNormGrad", a, {dy.t, x.t, s.t, m.t, v.t}, {dx.t, ds.t, dbias.t});
@@ -170,12 +198,27 @@ TEST_CASE("BatchNormGrad (inference form): dX, dScale, dBias") {
 }
 
 TEST_CASE("ConvGradData and ConvGradFilter") {
-  struct C { Shape x, w, y; Attributes a; };
+  struct C {
+    Shape x, w, y;
+    Attributes a;
+  };
   std::vector<C> cases = {
-      {{2, 4, 6, 5}, {6, 2, 3, 2}, {2, 6, 3, 4}, {{"group", int64_t{2}}, {"strides", Shape{2, 1}}, {"pads", Shape{1, 0, 1, 1}}, {"dilations", Shape{1, 2}}}},
-      {{1, 3, 5, 5}, {3, 1, 3, 3}, {1, 3, 5, 5}, {{"group", int64_t{3}}, {"pads", Shape{1, 1, 1, 1}}}},
+      {{2, 4, 6, 5},
+       {6, 2, 3, 2},
+       {2, 6, 3, 4},
+       {{"group", int64_t{2}},
+        {"strides", Shape{2, 1}},
+        {"pads", Shape{1, 0, 1, 1}},
+        {"dilations", Shape{1, 2}}}},
+      {{1, 3, 5, 5},
+       {3, 1, 3, 3},
+       {1, 3, 5, 5},
+       {{"group", int64_t{3}}, {"pads", Shape{1, 1, 1, 1}}}},
       {{2, 2, 7}, {3, 2, 3}, {2, 3, 3}, {{"strides", Shape{2}}}},
-      {{1, 1, 5, 5}, {2, 1, 3, 3}, {1, 2, 3, 3}, {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Shape{2, 2}}}},
+      {{1, 1, 5, 5},
+       {2, 1, 3, 3},
+       {1, 2, 3, 3},
+       {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Shape{2, 2}}}},
   };
   uint64_t seed = 50;
   for (const C& c : cases) {
@@ -191,10 +234,12 @@ TEST_CASE("ConvGradData and ConvGradFilter") {
 
 TEST_CASE("SliceGrad, PadGrad, GatherGrad, ZerosLike") {
   Buf x = R({3, 5}, 61);
-  Buf st = I64({2}, {-1, 4}), en = I64({2}, {-100, 0}), ax = I64({2}, {0, 1}), sp = I64({2}, {-2, -3});
+  Buf st = I64({2}, {-1, 4}), en = I64({2}, {-100, 0}), ax = I64({2}, {0, 1}),
+      sp = I64({2}, {-2, -3});
   Buf dy = R({2, 2}, 62), dx = Z({3, 5});
   run_planner("SliceGrad", {{"op", std::string("Slice")}}, {dy.t, st.t, en.t, ax.t, sp.t}, {dx.t});
-  check_grad(fwd("Slice", {}, {x.t, st.t, en.t, ax.t, sp.t}, {2, 2}), x, dy.values(), dx.values(), 1e-3);
+  check_grad(fwd("Slice", {}, {x.t, st.t, en.t, ax.t, sp.t}, {2, 2}), x, dy.values(), dx.values(),
+             1e-3);
   for (const char* mode : {"constant", "reflect", "edge"}) {
     INFO(mode);
     Buf pads = I64({4}, {1, 2, 2, -1});
@@ -208,7 +253,8 @@ TEST_CASE("SliceGrad, PadGrad, GatherGrad, ZerosLike") {
   Buf ind = I64({2, 2}, {4, -1, 0, 4});
   Buf dyg = R({3, 2, 2}, 64), dxg = Z({3, 5});
   run_planner("GatherGrad", {{"axis", int64_t{1}}}, {dyg.t, ind.t}, {dxg.t});
-  check_grad(fwd("Gather", {{"axis", int64_t{1}}}, {x.t, ind.t}, {3, 2, 2}), x, dyg.values(), dxg.values(), 1e-3);
+  check_grad(fwd("Gather", {{"axis", int64_t{1}}}, {x.t, ind.t}, {3, 2, 2}), x, dyg.values(),
+             dxg.values(), 1e-3);
   Buf zl = R({3, 5}, 65);
   run_planner("ZerosLike", {}, {x.t}, {zl.t});
   CHECK(std::all_of(zl.f(), zl.f() + 15, [](float v) { return v == 0; }));
@@ -228,8 +274,12 @@ TEST_CASE("SGD, Momentum, Adam") {
   expect_close(po.values(), {0.99f, -0.99f}, 1e-6, 1e-6);
   expect_close(mo.values(), {0.05f, -0.2f}, 1e-7, 1e-6);
   expect_close(so.values(), {0.00025f, 0.004f}, 1e-9, 1e-5);
-  run_planner("Adam", {{"lr", 0.01}, {"step", int64_t{3}}}, {p.t, g.t, mo.t, so.t}, {po.t, mo.t, so.t});
+  run_planner("Adam", {{"lr", 0.01}, {"step", int64_t{3}}}, {p.t, g.t, mo.t, so.t},
+              {po.t, mo.t, so.t});
   const double m2 = 0.9 * 0.05 + 0.1 * 0.5, v2 = 0.999 * 0.00025 + 0.001 * 0.25;
-  CHECK(po.f()[0] == doctest::Approx(1 - 0.01 * (m2 / (1 - 0.729)) / (std::sqrt(v2 / (1 - std::pow(0.999, 3))) + 1e-8)).epsilon(1e-5));
-  CHECK_THROWS_WITH_AS(run_planner("SGD", {}, {p.t, Z({3}).t}, {po.t}), doctest::Contains("input 1 has shape [3]"), Error);
+  CHECK(po.f()[0] == doctest::Approx(1 - 0.01 * (m2 / (1 - 0.729)) /
+                                             (std::sqrt(v2 / (1 - std::pow(0.999, 3))) + 1e-8))
+                         .epsilon(1e-5));
+  CHECK_THROWS_WITH_AS(run_planner("SGD", {}, {p.t, Z({3}).t}, {po.t}),
+                       doctest::Contains("input 1 has shape [3]"), Error);
 }

@@ -27,8 +27,11 @@ TEST_CASE("binary ops broadcast like numpy") {
   Buf e = Z({4});
   run("Pow", {}, {b.t, I64({1}, {3}).t}, {e.t});
   for (int j = 0; j < 4; ++j) CHECK(e.f()[j] == doctest::Approx(std::pow(b.f()[j], 3)));
-  CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, Z({4, 4}).t}, {y.t}), doctest::Contains("shapes [2,3,1] and [4,4] cannot be broadcast"), Error);
-  CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, b.t}, {Z({2, 3, 5}).t}), doctest::Contains("node 'n' (Add): output 0 has shape [2,3,5], expected [2,3,4]"), Error);
+  CHECK_THROWS_WITH_AS(run("Add", {}, {a.t, Z({4, 4}).t}, {y.t}),
+                       doctest::Contains("shapes [2,3,1] and [4,4] cannot be broadcast"), Error);
+  CHECK_THROWS_WITH_AS(
+      run("Add", {}, {a.t, b.t}, {Z({2, 3, 5}).t}),
+      doctest::Contains("node 'n' (Add): output 0 has shape [2,3,5], expected [2,3,4]"), Error);
 }
 
 TEST_CASE("integer arithmetic, comparisons, Where, Not, Cast") {
@@ -36,7 +39,8 @@ TEST_CASE("integer arithmetic, comparisons, Where, Not, Cast") {
   Buf y(DType::kInt64, {3});
   run("Add", {}, {a.t, b.t}, {y.t});
   CHECK(y.t.as<int64_t>()[1] == -5);
-  CHECK_THROWS_WITH_AS(run("Div", {}, {a.t, b.t}, {y.t}), doctest::Contains("division by zero"), Error);
+  CHECK_THROWS_WITH_AS(run("Div", {}, {a.t, b.t}, {y.t}), doctest::Contains("division by zero"),
+                       Error);
   Buf lt(DType::kBool, {3});
   run("Less", {}, {a.t, b.t}, {lt.t});
   CHECK(lt.t.as<bool>()[0] == false);
@@ -64,7 +68,8 @@ TEST_CASE("integer arithmetic, comparisons, Where, Not, Cast") {
   run("Cast", {{"to", int64_t{10}}}, {F({4}, {1.0f, -2.5f, 0.1f, 65504.0f}).t}, {h.t});
   run("Cast", {{"to", int64_t{1}}}, {h.t}, {back.t});
   expect_close(back.values(), {1.0f, -2.5f, 0.0999755859375f, 65504.0f}, 0, 0);
-  CHECK_THROWS_WITH_AS(run("Cast", {{"to", int64_t{6}}}, {f.t}, {i.t}), doctest::Contains("does not match the output type"), Error);
+  CHECK_THROWS_WITH_AS(run("Cast", {{"to", int64_t{6}}}, {f.t}, {i.t}),
+                       doctest::Contains("does not match the output type"), Error);
 }
 
 TEST_CASE("variadic Sum/Max/Min, Clip, Identity, Dropout, unary functions") {
@@ -121,8 +126,8 @@ TEST_CASE("unary function values") {
 
 namespace {
 
-std::vector<float> naive_matmul(const Buf& a, const Buf& b, int64_t m, int64_t k, int64_t n, int64_t abatch_stride,
-                                int64_t bbatch_stride, int64_t batches) {
+std::vector<float> naive_matmul(const Buf& a, const Buf& b, int64_t m, int64_t k, int64_t n,
+                                int64_t abatch_stride, int64_t bbatch_stride, int64_t batches) {
   std::vector<float> y;
   for (int64_t bt = 0; bt < batches; ++bt)
     for (int64_t i = 0; i < m; ++i)
@@ -157,13 +162,16 @@ TEST_CASE("MatMul: batched, broadcast, 1-D") {
         }
   Buf v = R({4}, 8), yv = Z({2, 3});
   run("MatMul", {}, {a.t, v.t}, {yv.t});
-  CHECK(yv.f()[4] == doctest::Approx(a.f()[16] * v.f()[0] + a.f()[17] * v.f()[1] + a.f()[18] * v.f()[2] + a.f()[19] * v.f()[3]));
-  CHECK_THROWS_WITH_AS(run("MatMul", {}, {a.t, R({5, 5}, 1).t}, {y.t}), doctest::Contains("inner dimensions differ"), Error);
+  CHECK(yv.f()[4] == doctest::Approx(a.f()[16] * v.f()[0] + a.f()[17] * v.f()[1] +
+                                     a.f()[18] * v.f()[2] + a.f()[19] * v.f()[3]));
+  CHECK_THROWS_WITH_AS(run("MatMul", {}, {a.t, R({5, 5}, 1).t}, {y.t}),
+                       doctest::Contains("inner dimensions differ"), Error);
 }
 
 TEST_CASE("Gemm: transA, transB, alpha, beta, broadcast C") {
   Buf a = R({4, 3}, 1), b = R({5, 4}, 2), c = R({5}, 3), y = Z({3, 5});
-  run("Gemm", {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}, {a.t, b.t, c.t}, {y.t});
+  run("Gemm", {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}},
+      {a.t, b.t, c.t}, {y.t});
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j) {
       double s = 0;
@@ -182,8 +190,8 @@ namespace {
 
 // The 7-loop definition of a 2-D convolution (batch, out channel, out y, out x, in channel of
 // the group, kernel y, kernel x).
-std::vector<float> naive_conv2d(const Buf& x, const Buf& w, const Buf* b, int64_t group, Shape strides,
-                                Shape pads, Shape dil, Shape out) {
+std::vector<float> naive_conv2d(const Buf& x, const Buf& w, const Buf* b, int64_t group,
+                                Shape strides, Shape pads, Shape dil, Shape out) {
   const int64_t N = x.t.shape[0], C = x.t.shape[1], H = x.t.shape[2], W = x.t.shape[3];
   const int64_t M = w.t.shape[0], CG = w.t.shape[1], KH = w.t.shape[2], KW = w.t.shape[3];
   const int64_t OH = out[0], OW = out[1];
@@ -200,7 +208,8 @@ std::vector<float> naive_conv2d(const Buf& x, const Buf& w, const Buf* b, int64_
                 const int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
                 const int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                s += x.f()[((n * C + g * CG + c) * H + iy) * W + ix] * w.f()[((m * CG + c) * KH + ky) * KW + kx];
+                s += x.f()[((n * C + g * CG + c) * H + iy) * W + ix] *
+                     w.f()[((m * CG + c) * KH + ky) * KW + kx];
               }
           y[static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox)] = static_cast<float>(s);
         }
@@ -210,17 +219,25 @@ std::vector<float> naive_conv2d(const Buf& x, const Buf& w, const Buf* b, int64_
 }  // namespace
 
 TEST_CASE("Conv 2-D with pads, strides, dilations and groups matches the 7-loop reference") {
-  struct Case { int64_t c, m, group, h, w, kh, kw; Shape strides, pads, dil; };
+  struct Case {
+    int64_t c, m, group, h, w, kh, kw;
+    Shape strides, pads, dil;
+  };
   for (const Case& k : {Case{4, 6, 2, 7, 8, 3, 2, {2, 1}, {1, 0, 2, 1}, {1, 2}},
-                        Case{3, 3, 3, 5, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},   // depthwise
+                        Case{3, 3, 3, 5, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // depthwise
                         Case{2, 4, 1, 6, 6, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
                         Case{4, 8, 4, 9, 7, 3, 3, {3, 2}, {2, 1, 0, 2}, {2, 1}}}) {
-    Buf x = R({2, k.c, k.h, k.w}, 11), w = R({k.m, k.c / k.group, k.kh, k.kw}, 12), b = R({k.m}, 13);
+    Buf x = R({2, k.c, k.h, k.w}, 11), w = R({k.m, k.c / k.group, k.kh, k.kw}, 12),
+        b = R({k.m}, 13);
     Shape out = {(k.h + k.pads[0] + k.pads[2] - (k.kh - 1) * k.dil[0] - 1) / k.strides[0] + 1,
                  (k.w + k.pads[1] + k.pads[3] - (k.kw - 1) * k.dil[1] - 1) / k.strides[1] + 1};
     Buf y = Z({2, k.m, out[0], out[1]});
-    run("Conv", {{"group", k.group}, {"strides", k.strides}, {"pads", k.pads}, {"dilations", k.dil}}, {x.t, w.t, b.t}, {y.t});
-    expect_close(y.values(), naive_conv2d(x, w, &b, k.group, k.strides, {k.pads[0], k.pads[1]}, k.dil, out), 1e-5, 1e-4);
+    run("Conv",
+        {{"group", k.group}, {"strides", k.strides}, {"pads", k.pads}, {"dilations", k.dil}},
+        {x.t, w.t, b.t}, {y.t});
+    expect_close(y.values(),
+                 naive_conv2d(x, w, &b, k.group, k.strides, {k.pads[0], k.pads[1]}, k.dil, out),
+                 1e-5, 1e-4);
   }
 }
 
@@ -242,19 +259,25 @@ TEST_CASE("Conv 1-D, 3-D and auto_pad") {
   double s = 0;
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) s += x3.f()[(1 + a) * 20 + (2 + b) * 5 + (3 + c)] * w3.f()[8 + a * 4 + b * 2 + c];
+      for (int c = 0; c < 2; ++c)
+        s += x3.f()[(1 + a) * 20 + (2 + b) * 5 + (3 + c)] * w3.f()[8 + a * 4 + b * 2 + c];
   CHECK(y3.f()[((1 * 2 + 1) * 3 + 2) * 4 + 3] == doctest::Approx(s).epsilon(1e-5));
   Buf xs = R({1, 1, 5, 5}, 5), ws = R({1, 1, 3, 3}, 6), ys = Z({1, 1, 3, 3});
-  run("Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Shape{2, 2}}}, {xs.t, ws.t}, {ys.t});
+  run("Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Shape{2, 2}}}, {xs.t, ws.t},
+      {ys.t});
   // SAME_UPPER with stride 2 on 5: total pad 2, begin 1: output (0,0) centred on input (0,0).
-  CHECK(ys.f()[0] == doctest::Approx(naive_conv2d(xs, ws, nullptr, 1, {2, 2}, {1, 1}, {1, 1}, {3, 3})[0]));
-  CHECK_THROWS_WITH_AS(run("Conv", {}, {xs.t, ws.t}, {Z({1, 1, 2, 2}).t}), doctest::Contains("output 0 has shape [1,1,2,2], expected [1,1,3,3]"), Error);
+  CHECK(ys.f()[0] ==
+        doctest::Approx(naive_conv2d(xs, ws, nullptr, 1, {2, 2}, {1, 1}, {1, 1}, {3, 3})[0]));
+  CHECK_THROWS_WITH_AS(run("Conv", {}, {xs.t, ws.t}, {Z({1, 1, 2, 2}).t}),
+                       doctest::Contains("output 0 has shape [1,1,2,2], expected [1,1,3,3]"),
+                       Error);
 }
 
 TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), GlobalAveragePool") {
   Buf x = F({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   Buf y = Z({1, 1, 2, 2});
-  Attributes pads = {{"kernel_shape", Shape{2, 2}}, {"pads", Shape{1, 1, 0, 0}}, {"strides", Shape{2, 2}}};
+  Attributes pads = {
+      {"kernel_shape", Shape{2, 2}}, {"pads", Shape{1, 1, 0, 0}}, {"strides", Shape{2, 2}}};
   run("MaxPool", pads, {x.t}, {y.t});
   expect_close(y.values(), {1, 3, 7, 9}, 0, 0);
   run("AveragePool", pads, {x.t}, {y.t});
@@ -264,10 +287,14 @@ TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), GlobalAveragePoo
   run("AveragePool", inc, {x.t}, {y.t});
   expect_close(y.values(), {0.25f, 1.25f, 2.75f, 7}, 0, 0);
   Buf yc = Z({1, 1, 2, 2});
-  run("MaxPool", {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}}}, {x.t}, {yc.t});
+  run("MaxPool",
+      {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}}}, {x.t},
+      {yc.t});
   expect_close(yc.values(), {5, 6, 8, 9}, 0, 0);
   Buf idx(DType::kInt64, {1, 1, 2, 2});
-  run("MaxPool", {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}}}, {x.t}, {yc.t, idx.t});
+  run("MaxPool",
+      {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}}}, {x.t},
+      {yc.t, idx.t});
   CHECK(idx.t.as<int64_t>()[0] == 4);
   CHECK(idx.t.as<int64_t>()[3] == 8);
   Buf g = Z({1, 1, 1, 1});
@@ -279,7 +306,8 @@ TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), GlobalAveragePoo
 
 TEST_CASE("BatchNormalization, LayerNormalization, Softmax, LogSoftmax") {
   Buf x = R({2, 3, 4}, 1);
-  Buf sc = F({3}, {1, 2, 3}), b = F({3}, {0, 1, -1}), mean = F({3}, {0.1f, 0.2f, 0.3f}), var = F({3}, {1, 4, 9});
+  Buf sc = F({3}, {1, 2, 3}), b = F({3}, {0, 1, -1}), mean = F({3}, {0.1f, 0.2f, 0.3f}),
+      var = F({3}, {1, 4, 9});
   Buf y = Z({2, 3, 4});
   run("BatchNormalization", {{"epsilon", 0.0}}, {x.t, sc.t, b.t, mean.t, var.t}, {y.t});
   CHECK(y.f()[1 * 12 + 2 * 4 + 3] == doctest::Approx((x.f()[23] - 0.3) / 3 * 3 - 1));
@@ -294,7 +322,9 @@ TEST_CASE("BatchNormalization, LayerNormalization, Softmax, LogSoftmax") {
     CHECK(mo.f()[r] == doctest::Approx(m).epsilon(1e-5));
     CHECK(io.f()[r] == doctest::Approx(1 / std::sqrt(v + 1e-5)).epsilon(1e-4));
     for (int i = 0; i < 4; ++i)
-      CHECK(y.f()[r * 4 + i] == doctest::Approx((x.f()[r * 4 + i] - m) / std::sqrt(v + 1e-5) * s4.f()[i] + b4.f()[i]).epsilon(1e-4));
+      CHECK(y.f()[r * 4 + i] ==
+            doctest::Approx((x.f()[r * 4 + i] - m) / std::sqrt(v + 1e-5) * s4.f()[i] + b4.f()[i])
+                .epsilon(1e-4));
   }
   Buf s12 = R({3, 4}, 4), m1 = Z({2, 1, 1});
   run("LayerNormalization", {{"axis", int64_t{1}}}, {x.t, s12.t}, {y.t, m1.t});
@@ -329,7 +359,8 @@ TEST_CASE("reductions: axes attribute and input, keepdims, noop_with_empty_axes"
   Buf same = Z({2, 3});
   run("ReduceSum", {{"noop_with_empty_axes", int64_t{1}}}, {x.t, I64({0}, {}).t}, {same.t});
   expect_close(same.values(), x.values(), 0, 0);
-  CHECK_THROWS_WITH_AS(run("ReduceSum", {}, {x.t, I64({1}, {2}).t}, {y.t}), doctest::Contains("out of range"), Error);
+  CHECK_THROWS_WITH_AS(run("ReduceSum", {}, {x.t, I64({1}, {2}).t}, {y.t}),
+                       doctest::Contains("out of range"), Error);
 }
 
 TEST_CASE("Transpose, Reshape, Flatten, Squeeze, Unsqueeze") {
@@ -339,7 +370,8 @@ TEST_CASE("Transpose, Reshape, Flatten, Squeeze, Unsqueeze") {
   Buf r = Z({2, 12});
   run("Reshape", {}, {x.t, I64({2}, {0, -1}).t}, {r.t});
   expect_close(r.values(), x.values(), 0, 0);
-  CHECK_THROWS_WITH_AS(run("Reshape", {}, {x.t, I64({2}, {5, -1}).t}, {r.t}), doctest::Contains("cannot infer"), Error);
+  CHECK_THROWS_WITH_AS(run("Reshape", {}, {x.t, I64({2}, {5, -1}).t}, {r.t}),
+                       doctest::Contains("cannot infer"), Error);
   Buf f = Z({6, 4});
   run("Flatten", {{"axis", int64_t{2}}}, {x.t}, {f.t});
   Buf u = Z({2, 1, 3, 4, 1});
@@ -348,7 +380,8 @@ TEST_CASE("Transpose, Reshape, Flatten, Squeeze, Unsqueeze") {
   run("Squeeze", {}, {u.t, I64({2}, {1, 4}).t}, {s.t});
   run("Squeeze", {}, {u.t}, {s.t});
   expect_close(s.values(), x.values(), 0, 0);
-  CHECK_THROWS_WITH_AS(run("Squeeze", {}, {x.t, I64({1}, {0}).t}, {s.t}), doctest::Contains("cannot squeeze"), Error);
+  CHECK_THROWS_WITH_AS(run("Squeeze", {}, {x.t, I64({1}, {0}).t}, {s.t}),
+                       doctest::Contains("cannot squeeze"), Error);
 }
 
 TEST_CASE("Concat, Split (input, attribute, equal)") {
@@ -364,13 +397,15 @@ TEST_CASE("Concat, Split (input, attribute, equal)") {
   Buf e = F({6}, {0, 1, 2, 3, 4, 5}), e1 = Z({2}), e2 = Z({2}), e3 = Z({2});
   run("Split", {}, {e.t}, {e1.t, e2.t, e3.t});
   expect_close(e3.values(), {4, 5}, 0, 0);
-  CHECK_THROWS_WITH_AS(run("Split", {}, {e.t, I64({2}, {1, 2}).t}, {e1.t, e2.t}), doctest::Contains("sum to 3"), Error);
+  CHECK_THROWS_WITH_AS(run("Split", {}, {e.t, I64({2}, {1, 2}).t}, {e1.t, e2.t}),
+                       doctest::Contains("sum to 3"), Error);
 }
 
 TEST_CASE("Slice: negative starts, steps, clamping") {
   Buf x = F({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   Buf y = Z({2, 2});
-  run("Slice", {}, {x.t, I64({1}, {-1}).t, I64({1}, {-100}).t, I64({1}, {1}).t, I64({1}, {-3}).t}, {y.t});
+  run("Slice", {}, {x.t, I64({1}, {-1}).t, I64({1}, {-100}).t, I64({1}, {1}).t, I64({1}, {-3}).t},
+      {y.t});
   expect_close(y.values(), {4, 1, 9, 6}, 0, 0);
   Buf z = Z({1, 3});
   run("Slice", {}, {x.t, I64({2}, {1, 2}).t, I64({2}, {1000, INT64_MAX}).t}, {z.t});
@@ -378,14 +413,17 @@ TEST_CASE("Slice: negative starts, steps, clamping") {
   Buf w = Z({2, 0});
   run("Slice", {}, {x.t, I64({1}, {3}).t, I64({1}, {1}).t, I64({1}, {1}).t}, {w.t});
   Buf v = Z({2, 5});
-  run("Slice", {}, {x.t, I64({1}, {INT64_MAX}).t, I64({1}, {INT64_MIN}).t, I64({1}, {1}).t, I64({1}, {-1}).t}, {v.t});
+  run("Slice", {},
+      {x.t, I64({1}, {INT64_MAX}).t, I64({1}, {INT64_MIN}).t, I64({1}, {1}).t, I64({1}, {-1}).t},
+      {v.t});
   expect_close(v.values(), {4, 3, 2, 1, 0, 9, 8, 7, 6, 5}, 0, 0);
 }
 
 TEST_CASE("Pad constant, reflect, edge; Expand; Tile") {
   Buf x = F({1, 3}, {1, 2, 3});
   Buf y = Z({1, 7});
-  run("Pad", {{"mode", std::string("constant")}}, {x.t, I64({4}, {0, 2, 0, 2}).t, F({}, {9}).t}, {y.t});
+  run("Pad", {{"mode", std::string("constant")}}, {x.t, I64({4}, {0, 2, 0, 2}).t, F({}, {9}).t},
+      {y.t});
   expect_close(y.values(), {9, 9, 1, 2, 3, 9, 9}, 0, 0);
   run("Pad", {{"mode", std::string("reflect")}}, {x.t, I64({4}, {0, 2, 0, 2}).t}, {y.t});
   expect_close(y.values(), {3, 2, 1, 2, 3, 2, 1}, 0, 0);
@@ -422,7 +460,8 @@ TEST_CASE("Range, ConstantOfShape, Shape, Gather") {
   Buf g0 = Z({1, 3});
   run("Gather", {}, {x.t, I64({1}, {1}).t}, {g0.t});
   expect_close(g0.values(), {3, 4, 5}, 0, 0);
-  CHECK_THROWS_WITH_AS(run("Gather", {}, {x.t, I64({1}, {2}).t}, {g0.t}), doctest::Contains("index 2 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(run("Gather", {}, {x.t, I64({1}, {2}).t}, {g0.t}),
+                       doctest::Contains("index 2 is out of range"), Error);
 }
 
 TEST_CASE("Constant from value, value_floats, value_ints") {
@@ -436,13 +475,17 @@ TEST_CASE("Constant from value, value_floats, value_ints") {
   run("Constant", {{"value_ints", Shape{INT64_MAX, -3}}}, {}, {i.t});
   CHECK(i.t.as<int64_t>()[0] == INT64_MAX);
   CHECK(i.t.as<int64_t>()[1] == -3);
-  CHECK_THROWS_WITH_AS(run("Constant", {{"value_ints", Shape{1, 2, 3}}}, {}, {i.t}), doctest::Contains("the value has 3 elements"), Error);
+  CHECK_THROWS_WITH_AS(run("Constant", {{"value_ints", Shape{1, 2, 3}}}, {}, {i.t}),
+                       doctest::Contains("the value has 3 elements"), Error);
 }
 
 TEST_CASE("unknown operators and missing inputs fail with one clear line") {
   Buf x = F({1}, {1});
-  CHECK_THROWS_WITH_AS(run("Rleu", {}, {x.t}, {x.t}), "node 'n' (Rleu): no kernel for operator 'Rleu'; did you mean 'Relu'?", Error);
-  CHECK_THROWS_WITH_AS(run("Add", {}, {x.t}, {x.t}), "node 'n' (Add): required input 1 is missing", Error);
+  CHECK_THROWS_WITH_AS(run("Rleu", {}, {x.t}, {x.t}),
+                       "node 'n' (Rleu): no kernel for operator 'Rleu'; did you mean 'Relu'?",
+                       Error);
+  CHECK_THROWS_WITH_AS(run("Add", {}, {x.t}, {x.t}), "node 'n' (Add): required input 1 is missing",
+                       Error);
   CHECK(planner::rt::has_kernel("ai.onnx", "Conv"));
   CHECK(planner::rt::has_kernel("ai.planner", "LSTMGrad"));
   CHECK_FALSE(planner::rt::has_kernel("ai.planner", "Grad"));

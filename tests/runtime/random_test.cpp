@@ -35,7 +35,8 @@ TEST_CASE("integer and bool fills; bad regions throw") {
   Buf ids(DType::kInt64, {1000});
   fill_uniform(ids.t, 7, "input_ids", 0, 10);
   int64_t lo = 100, hi = -1;
-  for (int64_t i = 0; i < 1000; ++i) lo = std::min(lo, ids.t.as<int64_t>()[i]), hi = std::max(hi, ids.t.as<int64_t>()[i]);
+  for (int64_t i = 0; i < 1000; ++i)
+    lo = std::min(lo, ids.t.as<int64_t>()[i]), hi = std::max(hi, ids.t.as<int64_t>()[i]);
   CHECK(lo == 0);
   CHECK(hi == 9);
   Buf part = Z({3, 3});

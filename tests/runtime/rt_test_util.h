@@ -58,7 +58,9 @@ inline Buf Bools(Shape s, std::vector<int> v) {
   for (size_t i = 0; i < v.size(); ++i) b.t.as<bool>()[i] = v[i] != 0;
   return b;
 }
-inline Buf Z(Shape s, DType d = DType::kFloat32) { return Buf(d, std::move(s)); }
+inline Buf Z(Shape s, DType d = DType::kFloat32) {
+  return Buf(d, std::move(s));
+}
 /// Uniform values in [lo, hi) from the runtime's own initialiser.
 inline Buf R(Shape s, uint64_t seed, double lo = -1, double hi = 1) {
   Buf b(DType::kFloat32, std::move(s));
@@ -76,8 +78,8 @@ inline void run_planner(std::string_view op, const Attributes& attrs, std::vecto
 }
 
 /// Expects |a - b| <= atol + rtol * |b| element-wise, printing the first failing index.
-inline void expect_close(const std::vector<float>& a, const std::vector<float>& b, double atol = 1e-5,
-                         double rtol = 1e-5) {
+inline void expect_close(const std::vector<float>& a, const std::vector<float>& b,
+                         double atol = 1e-5, double rtol = 1e-5) {
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     if (!(std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]))) {

@@ -57,11 +57,13 @@ class Communicator {
 
   /// out = in_0 op in_1 op … over the group's members in ascending rank order. in and out
   /// have the same type and shape on every member.
-  void all_reduce(const Tensor& in, const Tensor& out, ReduceOp op, const std::vector<int>& group = {});
+  void all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
+                  const std::vector<int>& group = {});
 
   /// out = the members' inputs concatenated along `axis` in group order. Pieces may differ in
   /// extent along `axis` (all other dimensions equal); out's extent is their sum.
-  void all_gather(const Tensor& in, const Tensor& out, int64_t axis, const std::vector<int>& group = {});
+  void all_gather(const Tensor& in, const Tensor& out, int64_t axis,
+                  const std::vector<int>& group = {});
 
   /// Reduces the members' inputs (same shape everywhere) and leaves member j the j-th piece
   /// along `axis`: pieces follow group order, each member's extent is its out's extent along
@@ -94,7 +96,8 @@ class Communicator {
   // Posts this rank's part of collective `what`, waits for the group, checks, calls
   // compute(all posts, my position) and waits until every member is done reading.
   template <typename Compute>
-  void rendezvous(const char* what, const std::vector<int>& group, const Post& post, Compute&& compute);
+  void rendezvous(const char* what, const std::vector<int>& group, const Post& post,
+                  Compute&& compute);
 
   CpuWorld* world_;
   int rank_;

@@ -18,10 +18,10 @@ namespace planner::rt {
 /// What a measured kernel is, as the planner looks it up in a --costs file.
 struct KernelKey {
   std::string op_type;
-  std::string domain;      ///< "" for ONNX
-  std::string attributes;  ///< canonical text, see attribute_text()
+  std::string domain;               ///< "" for ONNX
+  std::string attributes;           ///< canonical text, see attribute_text()
   std::vector<Shape> input_shapes;  ///< of the present inputs, in order
-  std::string dtype;       ///< short name of the first input's type ("f32")
+  std::string dtype;                ///< short name of the first input's type ("f32")
   auto operator<=>(const KernelKey&) const = default;
 };
 

@@ -58,7 +58,8 @@ struct Tensor {
 
   Tensor() = default;
   /// A view of `data` holding num_elements(shape) elements of `dtype`.
-  Tensor(DType dtype, Shape shape, void* data) : dtype(dtype), shape(std::move(shape)), data(data) {}
+  Tensor(DType dtype, Shape shape, void* data)
+      : dtype(dtype), shape(std::move(shape)), data(data) {}
 
   /// False for an omitted optional tensor.
   bool present() const { return dtype != DType::kUndefined; }
@@ -113,7 +114,9 @@ class TensorBuffer {
   const Tensor& view() const { return view_; }
   /// Typed element pointer (see Tensor::as).
   template <typename T>
-  T* as() const { return view_.as<T>(); }
+  T* as() const {
+    return view_.as<T>();
+  }
 
  private:
   void release();
@@ -124,12 +127,30 @@ class TensorBuffer {
 namespace detail {
 template <typename T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::kUInt8; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::kInt32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::kInt64; }
-template <> constexpr DType dtype_of<bool>() { return DType::kBool; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::kFloat16; }
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::kUInt8;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::kInt64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::kBool;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::kFloat16;
+}
 [[noreturn]] void throw_dtype_mismatch(DType have, DType want);
 }  // namespace detail
 
