@@ -33,7 +33,9 @@ class CpuWorld {
   CpuWorld(const CpuWorld&) = delete;
   CpuWorld& operator=(const CpuWorld&) = delete;
 
+  /// Number of ranks.
   int size() const { return size_; }
+  /// How long a collective or recv waits for its peers before failing.
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   struct State;  ///< rendezvous slots and mailboxes (collectives.cpp)
@@ -52,7 +54,9 @@ class Communicator {
   /// The communicator of `rank` (0 <= rank < world.size()).
   Communicator(CpuWorld& world, int rank);
 
+  /// This communicator's rank.
   int rank() const { return rank_; }
+  /// Number of ranks in the world.
   int world_size() const { return world_->size(); }
 
   /// out = in_0 op in_1 op … over the group's members in ascending rank order. in and out

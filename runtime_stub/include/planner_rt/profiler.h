@@ -56,6 +56,7 @@ class Profiler {
   std::vector<Entry> entries() const;
   /// Total recorded seconds.
   double total_seconds() const;
+  /// Forgets every sample.
   void clear() { entries_.clear(); }
 
  private:
@@ -72,6 +73,7 @@ std::string cpu_device_name();
 /// Measures one training or inference step.
 class StepTimer {
  public:
+  /// Starts (or restarts) the clock; construction starts it too.
   void start() { begin_ = std::chrono::steady_clock::now(); }
   /// Seconds since start().
   double stop() const {

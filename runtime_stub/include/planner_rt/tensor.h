@@ -63,8 +63,11 @@ struct Tensor {
 
   /// False for an omitted optional tensor.
   bool present() const { return dtype != DType::kUndefined; }
+  /// Number of dimensions.
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  /// Number of elements.
   int64_t numel() const { return num_elements(shape); }
+  /// Size of the data in bytes.
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
 
   /// Typed element pointer. Precondition (checked): T matches dtype.
