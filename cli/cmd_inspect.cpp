@@ -1,5 +1,6 @@
 // `planner inspect MODEL`: what a model is made of, before any planning.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -11,7 +12,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/tdl_flags.h"
+#include "analysis/coarsen.h"
 #include "analysis/op_strategies.h"
+#include "analysis/training_graph.h"
 #include "importers/onnx_import.h"
 #include "ir/op_stats.h"
 #include "support/units.h"
@@ -25,7 +28,47 @@ struct InspectFlags {
   bool dump_graph = false;
   TdlFlags tdl;
   bool strategies = false;  ///< per operator, the number of partition strategies
+  std::string mode = "infer";      ///< train: also summarise the training step and its groups
+  std::string optimizer = "sgd";   ///< the update in train mode
 };
+
+// `inspect --mode train`: the training step's size and Tofu's coarsening of it.
+struct TrainingSummary {
+  int ops = 0, forward = 0, backward = 0, update = 0;
+  int groups = 0, classes = 0, blocks = 0, merged = 0;
+  int64_t optimizer_state_bytes = 0;
+};
+
+Expected<TrainingSummary> summarise_training(const ir::Graph& graph, const tdl::Library& library,
+                                             const InspectFlags& flags) {
+  analysis::TrainingOptions options;
+  options.optimizer = flags.optimizer == "adam"       ? analysis::Optimizer::kAdam
+                      : flags.optimizer == "momentum" ? analysis::Optimizer::kMomentum
+                                                      : analysis::Optimizer::kSgd;
+  PLANNER_TRY_ASSIGN(analysis::TrainingGraph tg,
+                     analysis::build_training_graph(graph, options, flags.model.model_path));
+  analysis::StrategyCache cache(library);
+  PLANNER_TRY_ASSIGN(analysis::GraphStrategies all,
+                     analysis::analyze_graph(cache, tg.graph, flags.model.model_path));
+  analysis::Coarsening c = analysis::coarsen(tg.graph, tg.op_group, [&](ir::OpId id) {
+    const analysis::OpStrategies* s = all.per_op[static_cast<size_t>(id)];
+    return !s->replicated && s->analysis->elementwise;
+  });
+  TrainingSummary out;
+  out.ops = tg.graph.num_ops();
+  for (analysis::Phase p : tg.op_phase) {
+    out.forward += p == analysis::Phase::kForward;
+    out.backward += p == analysis::Phase::kBackward;
+    out.update += p == analysis::Phase::kUpdate;
+  }
+  out.groups = static_cast<int>(c.groups.size());
+  out.classes = c.num_classes;
+  out.blocks = static_cast<int>(c.blocks.size());
+  out.merged = c.merged_elementwise;
+  for (const ir::Tensor& t : tg.graph.tensors())
+    if (t.role == ir::TensorRole::kOptimizerState) out.optimizer_state_bytes += t.num_bytes();
+  return out;
+}
 
 // Operator types the library cannot describe, with their counts, sorted by type: these are
 // kept whole (replicated) by the planner.
@@ -105,6 +148,12 @@ int run_inspect(const InspectFlags& flags) {
   ir::GraphStats stats = ir::graph_stats(*graph);
   auto counts = sorted_counts(stats.op_counts);
   auto undescribed = undescribed_ops(*graph, *library);
+  std::optional<TrainingSummary> training;
+  if (flags.mode == "train") {
+    auto t = summarise_training(*graph, *library, flags);
+    if (!t) return report(t.error());
+    training = *t;
+  }
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json j;
@@ -118,6 +167,17 @@ int run_inspect(const InspectFlags& flags) {
     j["parameters"] = {{"count", stats.parameter_count}, {"bytes", stats.parameter_bytes}};
     j["activation_bytes"] = stats.activation_bytes;
     j["forward_flops"] = stats.forward_flops;
+    if (training)
+      j["training"] = {{"optimizer", flags.optimizer},
+                       {"ops", training->ops},
+                       {"forward_ops", training->forward},
+                       {"backward_ops", training->backward},
+                       {"update_ops", training->update},
+                       {"groups", training->groups},
+                       {"group_classes", training->classes},
+                       {"repeated_blocks", training->blocks},
+                       {"merged_elementwise", training->merged},
+                       {"optimizer_state_bytes", training->optimizer_state_bytes}};
     j["inputs"] = nlohmann::ordered_json::array();
     for (ir::TensorId t : graph->inputs) j["inputs"].push_back(tensor_json(graph->tensor(t)));
     j["outputs"] = nlohmann::ordered_json::array();
@@ -147,6 +207,14 @@ int run_inspect(const InspectFlags& flags) {
   };
   print_tensors("inputs", graph->inputs);
   print_tensors("outputs", graph->outputs);
+  if (training) {
+    std::printf("training     %d operators: %d forward, %d backward, %d update (%s)\n", training->ops,
+                training->forward, training->backward, training->update, flags.optimizer.c_str());
+    std::printf("groups       %d (each forward operator with its backward operators; %d element-wise "
+                "merges), %d classes, %d repeated blocks\n",
+                training->groups, training->merged, training->classes, training->blocks);
+    std::printf("opt. state   %s\n", format_bytes(static_cast<double>(training->optimizer_state_bytes)).c_str());
+  }
   return 0;
 }
 
@@ -160,6 +228,10 @@ void configure_inspect(CLI::App& app, std::function<int()>& run) {
   app.add_flag("--strategies", flags->strategies,
                "per operator, the number of partition strategies its description offers");
   flags->tdl.add_to(app);
+  app.add_option("--mode", flags->mode, "infer (the forward graph) or train (also the training step)")
+      ->check(CLI::IsMember({"infer", "train"}));
+  app.add_option("--optimizer", flags->optimizer, "the optimizer of the training step")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   run = [flags] { return run_inspect(*flags); };
 }
 

@@ -1,0 +1,1 @@
+$PLANNER inspect $MODELS/gpt2_small.onnx --mode train --format json
