@@ -206,6 +206,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
     return ranges;
   };
 
+  GroupId current_group = kNoGroup;  // resident buffers belong to the op that placed them
   auto resident_buffer = [&](ir::TensorId t, DeviceId d, const Box& box) {
     auto key = std::make_pair(t, d);
     auto it = buffer_of.find(key);
@@ -216,7 +217,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
       return;
     }
     PendingBuffer pb;
-    pb.buffer = Buffer{graph_.tensor(t).name, plan.compute[static_cast<size_t>(d)], bytes, kNoTask, {}, kNoGroup};
+    pb.buffer = Buffer{graph_.tensor(t).name, plan.compute[static_cast<size_t>(d)], bytes, kNoTask, {}, current_group};
     pb.resident = true;
     buffer_of[key] = buffers.size();
     buffers.push_back(std::move(pb));
@@ -230,6 +231,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
     PLANNER_TRY(check_config(id, c));
     const OpInfo& in = info(id);
     const GroupId group = g.add_group(op.name);
+    current_group = group;
     plan.op_group.resize(static_cast<size_t>(graph_.num_ops()), kNoGroup);
     plan.op_group[static_cast<size_t>(id)] = group;
     const int shards = c.num_shards();
@@ -403,7 +405,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
           int64_t bytes = box_bytes(part, tensor);
           sent_from[best->device] += static_cast<double>(bytes);
           Task tr;
-          tr.name = fmt::format("{} -> {} ({})", tensor.name, op.name, d);
+          tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name, best->device, d, &p - pieces.data());
           tr.resource = plan.channel[static_cast<size_t>(best->device)];
           tr.kind = TaskKind::kComm;
           tr.duration = topology_.latency(best->device, d) +
@@ -429,7 +431,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
         } else if (fetched.size() > 1) {
           // A zero-time join on the device marks the assembled box ready.
           Task join;
-          join.name = fmt::format("{} assembled on {}", tensor.name, d);
+          join.name = fmt::format("{} assembled for {} on gpu{}", tensor.name, op.name, d);
           join.resource = sync;
           join.kind = TaskKind::kComm;
           join.op = id;
@@ -532,7 +534,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
           double bytes = static_cast<double>(box_bytes(b, tensor));
           CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members, bytes);
           Task join;
-          join.name = fmt::format("all-reduce {} (join)", tensor.name);
+          join.name = fmt::format("all-reduce {} (join, tile {}, replica {})", tensor.name, tile, r);
           join.resource = sync;
           join.kind = TaskKind::kComm;
           join.op = id;
@@ -542,7 +544,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
           for (DeviceId m : members) {
             g.add_edge(producer_on.at(m), join_id);
             Task member;
-            member.name = fmt::format("all-reduce {} ({} devices, {})", tensor.name, members.size(),
+            member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m, members.size(),
                                       algorithm_name(cost.algorithm));
             member.resource = plan.channel[static_cast<size_t>(m)];
             member.kind = TaskKind::kComm;

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "analysis/lowering.h"
+#include "analysis/plan_delta.h"
+#include <random>
 #include "analysis/simulator.h"
 #include "analysis/training_graph.h"
 #include "importers/onnx_import.h"
@@ -92,6 +94,77 @@ void BM_Lowering(benchmark::State& state, const std::string& name) {
   }
 }
 
+// Delta simulation of single-operator changes (each: a random new config of one operator,
+// lowered, diffed into a Change) against full simulation of the same step, as a search pays
+// per proposal: apply, read the step time, revert.
+struct DeltaSetup {
+  std::unique_ptr<analysis::Simulation> sim;
+  std::vector<analysis::Change> changes;
+  std::vector<analysis::TaskGraph> targets;  // the same proposals as whole task graphs
+};
+
+DeltaSetup* delta_setup(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<DeltaSetup>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second.get();
+  Prepared* p = prepare(name);
+  if (!p) return nullptr;
+  auto plan = p->lowering->lower(p->configs);
+  if (!plan) return nullptr;
+  auto sim = analysis::Simulation::create(std::move(plan->graph));
+  if (!sim) return nullptr;
+  auto setup = std::make_unique<DeltaSetup>();
+  setup->sim = std::make_unique<analysis::Simulation>(std::move(*sim));
+  std::mt19937 rng(7);
+  const auto& g = p->training.graph;
+  while (setup->changes.size() < 8) {
+    ir::OpId op = static_cast<ir::OpId>(rng() % static_cast<unsigned>(g.num_ops()));
+    const auto& vars = p->lowering->splittable(op);
+    if (vars.empty()) continue;
+    auto v = vars.begin();
+    std::advance(v, static_cast<long>(rng() % vars.size()));
+    int k = static_cast<int>(std::min<int64_t>(v->second, 1 << (1 + rng() % 4)));
+    if (k < 2) continue;
+    std::vector<analysis::OpConfig> next = p->configs;
+    std::vector<int> devices(static_cast<size_t>(k));
+    std::iota(devices.begin(), devices.end(), static_cast<int>(rng() % static_cast<unsigned>(17 - k)));
+    next[static_cast<size_t>(op)] = analysis::OpConfig::split(v->first, devices);
+    auto target = p->lowering->lower(next);
+    if (!target) continue;
+    auto change = analysis::change_between(setup->sim->graph(), target->graph);
+    if (!change) continue;
+    setup->changes.push_back(std::move(*change));
+    setup->targets.push_back(std::move(target->graph));
+  }
+  return cache.emplace(name, std::move(setup)).first->second.get();
+}
+
+void BM_DeltaProposal(benchmark::State& state, const std::string& name) {
+  DeltaSetup* d = delta_setup(name);
+  if (!d) {
+    state.SkipWithError("shared model absent or not importable");
+    return;
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    auto ids = d->sim->apply(d->changes[i++ % d->changes.size()]);
+    benchmark::DoNotOptimize(d->sim->step_time());
+    d->sim->revert();
+  }
+}
+
+void BM_FullProposal(benchmark::State& state, const std::string& name) {
+  DeltaSetup* d = delta_setup(name);
+  if (!d) {
+    state.SkipWithError("shared model absent or not importable");
+    return;
+  }
+  // The same proposals, each costed by a full (step time only) simulation of its task graph.
+  size_t i = 0;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(analysis::simulate_step_time(d->targets[i++ % d->targets.size()]));
+}
+
 const char* kModels[] = {"alexnet", "vgg16", "resnet50", "inception_v3", "bert_base", "gpt2_small",
                          "lstm_lm", "lstm_lm_unrolled", "mlp_8192x4"};
 
@@ -100,6 +173,12 @@ int register_all() {
     benchmark::RegisterBenchmark((std::string("FullSimulation/") + m).c_str(), BM_FullSimulation, m)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("Lowering/") + m).c_str(), BM_Lowering, m)
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (const char* m : {"gpt2_small", "resnet50"}) {
+    benchmark::RegisterBenchmark((std::string("DeltaProposal/") + m).c_str(), BM_DeltaProposal, m)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("FullProposal/") + m).c_str(), BM_FullProposal, m)
         ->Unit(benchmark::kMillisecond);
   }
   return 0;
