@@ -22,5 +22,6 @@ struct CommandSpec {
 void configure_inspect(CLI::App& app, std::function<int()>& run);
 void configure_topology(CLI::App& app, std::function<int()>& run);
 void configure_tdl(CLI::App& app, std::function<int()>& run);
+void configure_diff(CLI::App& app, std::function<int()>& run);
 
 }  // namespace planner::cli

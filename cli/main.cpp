@@ -22,6 +22,7 @@ constexpr std::array kCommands = {
                 configure_inspect},
     CommandSpec{"topology", "list, show and check device topologies", configure_topology},
     CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
+    CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
 };
 
 size_t edit_distance(std::string_view a, std::string_view b) {
