@@ -82,29 +82,37 @@ std::string topology_text(const search::PlanTopology& t) {
                      t.num_nodes == 1 ? "" : "s");
 }
 
+std::string search_text(const search::PlanSearch& s) {
+  return fmt::format("{} (seed {})", s.algorithm, s.seed);
+}
+
 // ---------------------------------------------------------------------------------------------
 // JSON output: everything, no truncation; a program reads it.
 
-json metric_json(const search::MetricChange& c) {
+// Byte counts are integers in the plan and stay integers here; times are seconds.
+json metric_json(const search::MetricChange& c, bool integral) {
+  auto value = [&](double v) { return integral ? json(static_cast<int64_t>(v)) : json(v); };
   json j;
-  j["old"] = c.old_value;
-  j["new"] = c.new_value;
-  j["delta"] = c.delta();
+  j["old"] = value(c.old_value);
+  j["new"] = value(c.new_value);
+  j["delta"] = value(c.delta());
   auto p = c.percent();
   j["percent"] = p ? json(*p) : json(nullptr);
   return j;
 }
 
 json metrics_json(const search::MetricsChange& m) {
-  return {{"step_time_s", metric_json(m.step_time_s)},
-          {"peak_memory_bytes", metric_json(m.peak_memory_bytes)},
-          {"comm_bytes", metric_json(m.comm_bytes)}};
+  return {{"step_time_s", metric_json(m.step_time_s, false)},
+          {"peak_memory_bytes", metric_json(m.peak_memory_bytes, true)},
+          {"comm_bytes", metric_json(m.comm_bytes, true)}};
 }
 
-json side_json(const std::string& file, const search::PlanTopology& t, const std::string& mode) {
+json side_json(const std::string& file, const search::PlanTopology& t, const std::string& mode,
+               const search::PlanSearch& s) {
   return {{"file", file},
           {"topology", {{"name", t.name}, {"num_devices", t.num_devices}, {"num_nodes", t.num_nodes}}},
-          {"mode", mode}};
+          {"mode", mode},
+          {"search", {{"algorithm", s.algorithm}, {"seed", s.seed}}}};
 }
 
 json op_json(const search::PlanOp& op) {
@@ -119,8 +127,8 @@ json tensor_json(const search::PlanTensor& t) {
 void print_json(const DiffFlags& flags, const search::PlanDiff& diff, const std::vector<Gate>& gates) {
   json j;
   j["model"] = {{"name", diff.model.name}, {"sha256", diff.model.sha256}};
-  j["old"] = side_json(flags.old_path, diff.old_topology, diff.old_mode);
-  j["new"] = side_json(flags.new_path, diff.new_topology, diff.new_mode);
+  j["old"] = side_json(flags.old_path, diff.old_topology, diff.old_mode, diff.old_search);
+  j["new"] = side_json(flags.new_path, diff.new_topology, diff.new_mode, diff.new_search);
   j["topology_changed"] = diff.topology_changed();
   j["predicted"] = metrics_json(diff.predicted);
   j["baselines"] = json::object();
@@ -214,8 +222,11 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   header.push_back({"model", fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
   header.push_back({"topology", diff.topology_changed()
                                     ? topology_text(diff.old_topology) + " → " +
-                                          topology_text(diff.new_topology) + " (changed)"
+                                          topology_text(diff.new_topology)
                                     : topology_text(diff.new_topology)});
+  header.push_back({"search", search_text(diff.old_search) == search_text(diff.new_search)
+                                  ? search_text(diff.new_search)
+                                  : search_text(diff.old_search) + " → " + search_text(diff.new_search)});
   header.push_back({"mode", diff.old_mode == diff.new_mode ? diff.new_mode
                                                            : diff.old_mode + " → " + diff.new_mode});
   print_rows(header, "");
@@ -290,17 +301,19 @@ int run_diff(const DiffFlags& flags) {
   else
     print_table(flags, *diff);
   std::fflush(stdout);
+  // Every gate says how it went, on stderr, so a CI log shows the margin even when it passes.
   bool tripped = false;
   for (const Gate& g : gates) {
-    if (!g.tripped) continue;
-    tripped = true;
+    tripped = tripped || g.tripped;
     auto p = g.change.percent();
     Unit unit = g.metric == std::string("step_time_s") ? Unit::kSeconds : Unit::kBytes;
-    std::fprintf(stderr, "gate: %s %g tripped: %s %s (%s → %s), more than the %g%% allowed\n",
-                 g.flag, g.limit_percent, g.what,
-                 p ? fmt::format("grew {:.1f}%", *p).c_str() : "grew from 0",
-                 format_value(g.change.old_value, unit).c_str(),
-                 format_value(g.change.new_value, unit).c_str(), g.limit_percent);
+    std::string change = p ? fmt::format("{} {:.1f}%", *p < 0 ? "shrank" : "grew", std::fabs(*p))
+                           : g.change.new_value > 0 ? "grew from 0" : "stayed 0";
+    std::fprintf(stderr, "%s: %s %g: %s %s (%s → %s), %s the %g%% allowed\n",
+                 g.tripped ? "gate tripped" : "gate passed", g.flag, g.limit_percent, g.what,
+                 change.c_str(), format_value(g.change.old_value, unit).c_str(),
+                 format_value(g.change.new_value, unit).c_str(),
+                 g.tripped ? "more than" : "within", g.limit_percent);
   }
   return tripped ? kGateTripped : 0;
 }

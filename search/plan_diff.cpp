@@ -54,6 +54,8 @@ Expected<PlanDiff> diff_plans(const Plan& old_plan, const Plan& new_plan) {
   diff.new_topology = new_plan.topology;
   diff.old_mode = old_plan.mode;
   diff.new_mode = new_plan.mode;
+  diff.old_search = old_plan.search;
+  diff.new_search = new_plan.search;
   diff.predicted = compare(old_plan.predicted, new_plan.predicted);
   for (const auto& [name, metrics] : old_plan.baselines) {
     auto it = new_plan.baselines.find(name);

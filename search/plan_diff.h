@@ -56,6 +56,8 @@ struct PlanDiff {
   PlanTopology new_topology;   ///< the new plan's devices (may differ: reported, not refused)
   std::string old_mode;        ///< "train" or "infer"
   std::string new_mode;        ///< "train" or "infer"
+  PlanSearch old_search;       ///< how the old plan was found
+  PlanSearch new_search;       ///< how the new plan was found
   MetricsChange predicted;     ///< predicted cost, old vs new
   /// Baselines present in both plans, by name.
   std::map<std::string, MetricsChange> baselines;
