@@ -288,6 +288,11 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
 }
 
 int run_diff(const DiffFlags& flags) {
+  for (auto [flag, limit] : {std::pair{"--fail-if-slower", flags.fail_if_slower},
+                             std::pair{"--fail-if-more-memory", flags.fail_if_more_memory},
+                             std::pair{"--fail-if-more-comm", flags.fail_if_more_comm}})
+    if (limit && !(*limit >= 0 && std::isfinite(*limit)))
+      return report(make_error("{}: expected a percentage of at least 0, got {}", flag, *limit));
   auto old_plan = search::load_plan(flags.old_path);
   if (!old_plan) return report(old_plan.error());
   auto new_plan = search::load_plan(flags.new_path);
@@ -327,16 +332,13 @@ void configure_diff(CLI::App& app, std::function<int()>& run) {
   add_format_flag(app, flags->format);
   app.add_option("--fail-if-slower", flags->fail_if_slower,
                  "exit 3 when the predicted step time grew by more than PCT percent")
-      ->option_text("PCT")
-      ->check(CLI::NonNegativeNumber);
+      ->option_text("PCT");
   app.add_option("--fail-if-more-memory", flags->fail_if_more_memory,
                  "exit 3 when the predicted peak memory grew by more than PCT percent")
-      ->option_text("PCT")
-      ->check(CLI::NonNegativeNumber);
+      ->option_text("PCT");
   app.add_option("--fail-if-more-comm", flags->fail_if_more_comm,
                  "exit 3 when the predicted communication grew by more than PCT percent")
-      ->option_text("PCT")
-      ->check(CLI::NonNegativeNumber);
+      ->option_text("PCT");
   app.add_flag("--all", flags->all,
                fmt::format("list every change (the table shows {} per list)", kDefaultLines));
   app.footer(
