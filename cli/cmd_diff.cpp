@@ -170,26 +170,33 @@ void print_json(const DiffFlags& flags, const search::PlanDiff& diff, const std:
 // ---------------------------------------------------------------------------------------------
 // Table output: what a person takes in at a glance.
 
+// Columns on a terminal: UTF-8 code points, so that "→" and non-ASCII names count as one.
+size_t display_width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
 // Rows of cells printed with each column padded to its widest cell (the last left ragged).
 void print_rows(const std::vector<std::vector<std::string>>& rows, const char* indent) {
   std::vector<size_t> width;
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c) {
       if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
+      width[c] = std::max(width[c], display_width(row[c]));
     }
   for (const auto& row : rows) {
     std::string line = indent;
     for (size_t c = 0; c < row.size(); ++c) {
       line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+      if (c + 1 < row.size()) line += std::string(width[c] - display_width(row[c]) + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::printf("%s\n", line.c_str());
   }
 }
 
-// A titled list of at most `limit` rows, then "… and M more".
+// A titled list of at most kDefaultLines rows (all with --all), then "… and M more".
 void print_list(const std::string& title, std::vector<std::vector<std::string>> rows, bool all) {
   if (rows.empty()) return;
   std::printf("\n%s (%zu)\n", title.c_str(), rows.size());

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <thread>
 
 #include <doctest/doctest.h>
 
@@ -141,6 +142,17 @@ TEST_CASE("determinism: equal plans give byte-identical files, built in any orde
   std::string text = plan_to_json(a);
   CHECK(text.find("\"group\": \"fc2\"") != std::string::npos);
   CHECK(text.find("\"group\"") == text.find("\"group\": \"fc2\""));
+}
+
+TEST_CASE("determinism: writing from several threads at once gives the same bytes") {
+  const Plan plan = mlp_plan();
+  const std::string expected = plan_to_json(plan);
+  std::vector<std::string> out(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < out.size(); ++i)
+    threads.emplace_back([&, i] { out[i] = plan_to_json(plan); });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& text : out) CHECK(text == expected);
 }
 
 // Parses the JSON of mlp_plan() after `mutate` and returns the error message (or "ok").
