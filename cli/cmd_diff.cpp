@@ -38,10 +38,10 @@ struct DiffFlags {
 
 // One --fail-if gate and its outcome.
 struct Gate {
-  const char* flag;         // the option that set it
-  const char* metric;       // key in the JSON output
-  const char* what;         // words for the message
-  double limit_percent;     // allowed increase
+  const char* flag;      // the option that set it
+  const char* metric;    // key in the JSON output
+  const char* what;      // words for the message
+  double limit_percent;  // allowed increase
   search::MetricChange change;
   bool tripped = false;
 };
@@ -69,7 +69,8 @@ std::vector<Gate> evaluate_gates(const DiffFlags& flags, const search::PlanDiff&
     g.tripped = p ? *p > *limit : change.new_value > 0;
     gates.push_back(g);
   };
-  add(flags.fail_if_slower, "--fail-if-slower", "step_time_s", "step time", diff.predicted.step_time_s);
+  add(flags.fail_if_slower, "--fail-if-slower", "step_time_s", "step time",
+      diff.predicted.step_time_s);
   add(flags.fail_if_more_memory, "--fail-if-more-memory", "peak_memory_bytes", "peak memory",
       diff.predicted.peak_memory_bytes);
   add(flags.fail_if_more_comm, "--fail-if-more-comm", "comm_bytes", "communication",
@@ -109,22 +110,26 @@ json metrics_json(const search::MetricsChange& m) {
 
 json side_json(const std::string& file, const search::PlanTopology& t, const std::string& mode,
                const search::PlanSearch& s) {
-  return {{"file", file},
-          {"topology", {{"name", t.name}, {"num_devices", t.num_devices}, {"num_nodes", t.num_nodes}}},
-          {"mode", mode},
-          {"search", {{"algorithm", s.algorithm}, {"seed", s.seed}}}};
+  return {
+      {"file", file},
+      {"topology", {{"name", t.name}, {"num_devices", t.num_devices}, {"num_nodes", t.num_nodes}}},
+      {"mode", mode},
+      {"search", {{"algorithm", s.algorithm}, {"seed", s.seed}}}};
 }
 
 json op_json(const search::PlanOp& op) {
-  return {{"name", op.name}, {"op_type", op.op_type},
-          {"phase", std::string(analysis::phase_name(op.phase))}, {"config", op.config.to_string()}};
+  return {{"name", op.name},
+          {"op_type", op.op_type},
+          {"phase", std::string(analysis::phase_name(op.phase))},
+          {"config", op.config.to_string()}};
 }
 
 json tensor_json(const search::PlanTensor& t) {
   return {{"name", t.name}, {"shape", t.shape}, {"sharding", t.sharding.to_string()}};
 }
 
-void print_json(const DiffFlags& flags, const search::PlanDiff& diff, const std::vector<Gate>& gates) {
+void print_json(const DiffFlags& flags, const search::PlanDiff& diff,
+                const std::vector<Gate>& gates) {
   json j;
   j["model"] = {{"name", diff.model.name}, {"sha256", diff.model.sha256}};
   j["old"] = side_json(flags.old_path, diff.old_topology, diff.old_mode, diff.old_search);
@@ -172,9 +177,8 @@ void print_json(const DiffFlags& flags, const search::PlanDiff& diff, const std:
 
 // Columns on a terminal: UTF-8 code points, so that "→" and non-ASCII names count as one.
 size_t display_width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Rows of cells printed with each column padded to its widest cell (the last left ragged).
@@ -207,7 +211,8 @@ void print_list(const std::string& title, std::vector<std::vector<std::string>> 
     std::printf("  … and %zu more (--all shows everything)\n", total - rows.size());
 }
 
-void print_metric_rows(const search::MetricsChange& m, std::vector<std::vector<std::string>>& rows) {
+void print_metric_rows(const search::MetricsChange& m,
+                       std::vector<std::vector<std::string>>& rows) {
   auto row = [&](const char* name, const search::MetricChange& c, Unit unit) {
     rows.push_back({name, format_value(c.old_value, unit), "→", format_value(c.new_value, unit),
                     format_percent(c)});
@@ -218,24 +223,29 @@ void print_metric_rows(const search::MetricsChange& m, std::vector<std::vector<s
 }
 
 bool unchanged(const search::MetricsChange& m) {
-  return m.step_time_s.delta() == 0 && m.peak_memory_bytes.delta() == 0 && m.comm_bytes.delta() == 0;
+  return m.step_time_s.delta() == 0 && m.peak_memory_bytes.delta() == 0 &&
+         m.comm_bytes.delta() == 0;
 }
 
-std::string config_text(const search::PlanOp& op) { return op.config.to_string(); }
+std::string config_text(const search::PlanOp& op) {
+  return op.config.to_string();
+}
 
 void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   std::vector<std::vector<std::string>> header;
   header.push_back({"plans", flags.old_path + " → " + flags.new_path});
-  header.push_back({"model", fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
-  header.push_back({"topology", diff.topology_changed()
-                                    ? topology_text(diff.old_topology) + " → " +
-                                          topology_text(diff.new_topology)
-                                    : topology_text(diff.new_topology)});
-  header.push_back({"search", search_text(diff.old_search) == search_text(diff.new_search)
-                                  ? search_text(diff.new_search)
-                                  : search_text(diff.old_search) + " → " + search_text(diff.new_search)});
-  header.push_back({"mode", diff.old_mode == diff.new_mode ? diff.new_mode
-                                                           : diff.old_mode + " → " + diff.new_mode});
+  header.push_back(
+      {"model", fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
+  header.push_back({"topology", diff.topology_changed() ? topology_text(diff.old_topology) + " → " +
+                                                              topology_text(diff.new_topology)
+                                                        : topology_text(diff.new_topology)});
+  header.push_back(
+      {"search", search_text(diff.old_search) == search_text(diff.new_search)
+                     ? search_text(diff.new_search)
+                     : search_text(diff.old_search) + " → " + search_text(diff.new_search)});
+  header.push_back({"mode", diff.old_mode == diff.new_mode
+                                ? diff.new_mode
+                                : diff.old_mode + " → " + diff.new_mode});
   print_rows(header, "");
 
   std::printf("\npredicted\n");
@@ -259,8 +269,9 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const search::OpChange& c : diff.changed_ops) {
-    std::string type = c.old_op.op_type == c.new_op.op_type ? c.new_op.op_type
-                                                            : c.old_op.op_type + " → " + c.new_op.op_type;
+    std::string type = c.old_op.op_type == c.new_op.op_type
+                           ? c.new_op.op_type
+                           : c.old_op.op_type + " → " + c.new_op.op_type;
     std::string what = config_text(c.old_op) == config_text(c.new_op)
                            ? config_text(c.new_op)
                            : config_text(c.old_op) + " → " + config_text(c.new_op);
@@ -274,7 +285,8 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
                              std::pair{"removed operators", &diff.removed_ops}}) {
     rows.clear();
     for (const search::PlanOp& op : *list)
-      rows.push_back({op.name, op.op_type, std::string(analysis::phase_name(op.phase)), config_text(op)});
+      rows.push_back(
+          {op.name, op.op_type, std::string(analysis::phase_name(op.phase)), config_text(op)});
     print_list(title, std::move(rows), flags.all);
   }
   rows.clear();
@@ -305,7 +317,9 @@ int run_diff(const DiffFlags& flags) {
   auto new_plan = search::load_plan(flags.new_path);
   if (!new_plan) return report(new_plan.error());
   auto diff = search::diff_plans(*old_plan, *new_plan);
-  if (!diff) return report(diff.error().with_context(fmt::format("{} vs {}", flags.old_path, flags.new_path)));
+  if (!diff)
+    return report(
+        diff.error().with_context(fmt::format("{} vs {}", flags.old_path, flags.new_path)));
 
   std::vector<Gate> gates = evaluate_gates(flags, *diff);
   if (flags.format == Format::kJson)
@@ -320,12 +334,13 @@ int run_diff(const DiffFlags& flags) {
     auto p = g.change.percent();
     Unit unit = g.metric == std::string("step_time_s") ? Unit::kSeconds : Unit::kBytes;
     std::string change = p ? fmt::format("{} {:.1f}%", *p < 0 ? "shrank" : "grew", std::fabs(*p))
-                           : g.change.new_value > 0 ? "grew from 0" : "stayed 0";
+                         : g.change.new_value > 0 ? "grew from 0"
+                                                  : "stayed 0";
     std::fprintf(stderr, "%s: %s %g: %s %s (%s → %s), %s the %g%% allowed\n",
                  g.tripped ? "gate tripped" : "gate passed", g.flag, g.limit_percent, g.what,
                  change.c_str(), format_value(g.change.old_value, unit).c_str(),
-                 format_value(g.change.new_value, unit).c_str(),
-                 g.tripped ? "more than" : "within", g.limit_percent);
+                 format_value(g.change.new_value, unit).c_str(), g.tripped ? "more than" : "within",
+                 g.limit_percent);
   }
   return tripped ? kGateTripped : 0;
 }

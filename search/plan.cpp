@@ -34,7 +34,9 @@ Error at(const std::string& path, const std::string& message) {
   return Error(path + ": " + message);
 }
 
-std::string index_path(const std::string& path, size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string index_path(const std::string& path, size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Names of enumerations as the file spells them.
@@ -71,10 +73,13 @@ std::string alternatives(const T (&values)[N], NameFn name) {
 
 Expected<void> validate_metrics(const PlanMetrics& m, const std::string& path) {
   if (!std::isfinite(m.step_time_s) || m.step_time_s < 0)
-    return at(path + ".step_time_s", fmt::format("must be a finite number >= 0, got {}", m.step_time_s));
+    return at(path + ".step_time_s",
+              fmt::format("must be a finite number >= 0, got {}", m.step_time_s));
   if (m.peak_memory_bytes < 0)
-    return at(path + ".peak_memory_bytes", fmt::format("must be >= 0, got {}", m.peak_memory_bytes));
-  if (m.comm_bytes < 0) return at(path + ".comm_bytes", fmt::format("must be >= 0, got {}", m.comm_bytes));
+    return at(path + ".peak_memory_bytes",
+              fmt::format("must be >= 0, got {}", m.peak_memory_bytes));
+  if (m.comm_bytes < 0)
+    return at(path + ".comm_bytes", fmt::format("must be >= 0, got {}", m.comm_bytes));
   return ok();
 }
 
@@ -84,13 +89,16 @@ Expected<void> validate_devices(const std::vector<int>& devices, int num_devices
   std::set<int> seen;
   for (int d : devices) {
     if (d < 0 || d >= num_devices)
-      return at(path, fmt::format("{}: device {} is not among the {} devices", what, d, num_devices));
-    if (!seen.insert(d).second) return at(path, fmt::format("{}: device {} is listed twice", what, d));
+      return at(path,
+                fmt::format("{}: device {} is not among the {} devices", what, d, num_devices));
+    if (!seen.insert(d).second)
+      return at(path, fmt::format("{}: device {} is listed twice", what, d));
   }
   return ok();
 }
 
-Expected<void> validate_config(const analysis::OpConfig& c, int num_devices, const std::string& path) {
+Expected<void> validate_config(const analysis::OpConfig& c, int num_devices,
+                               const std::string& path) {
   std::string text = c.to_string();
   int64_t shards = c.replicas;
   for (const auto& [var, pieces] : c.splits) {
@@ -118,7 +126,9 @@ bool is_sha256_hex(const std::string& s) {
 // device list of 1,024 GPUs into 1,024 lines per operator. Arrays of scalars, and objects of
 // scalars inside arrays, go on one line instead; everything else is indented by 2.
 
-bool is_scalar(const json& v) { return !v.is_object() && !v.is_array(); }
+bool is_scalar(const json& v) {
+  return !v.is_object() && !v.is_array();
+}
 
 bool all_scalars(const json& v) {
   return std::all_of(v.begin(), v.end(), [](const json& e) { return is_scalar(e); });
@@ -182,7 +192,8 @@ json op_json(const PlanOp& op) {
   if (op.group) j["group"] = *op.group;
   j["config"] = op.config.to_string();
   j["splits"] = json::array();
-  for (const auto& [var, pieces] : op.config.splits) j["splits"].push_back({{"var", var}, {"pieces", pieces}});
+  for (const auto& [var, pieces] : op.config.splits)
+    j["splits"].push_back({{"var", var}, {"pieces", pieces}});
   j["replicas"] = op.config.replicas;
   j["devices"] = op.config.devices;
   return j;
@@ -222,12 +233,18 @@ std::string describe(const json& v) {
   std::string text = scalar_text(v);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
-    case json::value_t::string: return "string " + text;
-    case json::value_t::boolean: return "boolean " + text;
-    case json::value_t::null: return "null";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return text;
+    case json::value_t::string:
+      return "string " + text;
+    case json::value_t::boolean:
+      return "boolean " + text;
+    case json::value_t::null:
+      return "null";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return text;
   }
 }
 
@@ -238,14 +255,16 @@ std::string key_path(const std::string& path, const std::string& key) {
   return plain ? path + "." + key : path + "[" + scalar_text(json(key)) + "]";
 }
 
-Expected<void> expect_type(const json& v, const std::string& path, json::value_t type, const char* name) {
+Expected<void> expect_type(const json& v, const std::string& path, json::value_t type,
+                           const char* name) {
   if (v.type() == type) return ok();
   return at(path, fmt::format("expected {}, got {}", name, describe(v)));
 }
 
 // The format is closed: an unknown field is most likely a typo, which silently dropping would
 // hide from whoever wrote it.
-Expected<void> check_fields(const json& obj, const std::string& path, std::vector<std::string> allowed) {
+Expected<void> check_fields(const json& obj, const std::string& path,
+                            std::vector<std::string> allowed) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
     std::string best;
@@ -264,19 +283,22 @@ Expected<const json*> field(const json& obj, const std::string& path, const std:
   return &*it;
 }
 
-Expected<const json*> object_field(const json& obj, const std::string& path, const std::string& key) {
+Expected<const json*> object_field(const json& obj, const std::string& path,
+                                   const std::string& key) {
   PLANNER_TRY_ASSIGN(const json* v, field(obj, path, key));
   PLANNER_TRY(expect_type(*v, key_path(path, key), json::value_t::object, "an object"));
   return v;
 }
 
-Expected<const json*> array_field(const json& obj, const std::string& path, const std::string& key) {
+Expected<const json*> array_field(const json& obj, const std::string& path,
+                                  const std::string& key) {
   PLANNER_TRY_ASSIGN(const json* v, field(obj, path, key));
   PLANNER_TRY(expect_type(*v, key_path(path, key), json::value_t::array, "an array"));
   return v;
 }
 
-Expected<std::string> string_field(const json& obj, const std::string& path, const std::string& key) {
+Expected<std::string> string_field(const json& obj, const std::string& path,
+                                   const std::string& key) {
   PLANNER_TRY_ASSIGN(const json* v, field(obj, path, key));
   PLANNER_TRY(expect_type(*v, key_path(path, key), json::value_t::string, "a string"));
   return v->get<std::string>();
@@ -284,7 +306,8 @@ Expected<std::string> string_field(const json& obj, const std::string& path, con
 
 // An integer in [lo, hi]; 8.0 is not an integer here: the writer never writes one that way.
 Expected<int64_t> int_value(const json& v, const std::string& path, int64_t lo, int64_t hi) {
-  if (!v.is_number_integer()) return at(path, fmt::format("expected an integer, got {}", describe(v)));
+  if (!v.is_number_integer())
+    return at(path, fmt::format("expected an integer, got {}", describe(v)));
   bool too_big = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi);
   int64_t n = too_big ? hi : v.get<int64_t>();
   if (too_big || n < lo || n > hi)
@@ -324,8 +347,9 @@ Expected<PlanMetrics> read_metrics(const json& obj, const std::string& path) {
 
 Expected<PlanOp> read_op(const json& j, const std::string& path) {
   PLANNER_TRY(expect_type(j, path, json::value_t::object, "an object"));
-  PLANNER_TRY(check_fields(j, path, {"name", "op_type", "domain", "phase", "group", "config",
-                                     "splits", "replicas", "devices"}));
+  PLANNER_TRY(check_fields(
+      j, path,
+      {"name", "op_type", "domain", "phase", "group", "config", "splits", "replicas", "devices"}));
   PlanOp op;
   PLANNER_TRY_ASSIGN(op.name, string_field(j, path, "name"));
   PLANNER_TRY_ASSIGN(op.op_type, string_field(j, path, "op_type"));
@@ -361,19 +385,19 @@ Expected<PlanOp> read_op(const json& j, const std::string& path) {
   structured.replicas = static_cast<int>(replicas);
   PLANNER_TRY_ASSIGN(structured.devices,
                      int_array_field(j, path, "devices", 0, std::numeric_limits<int>::max()));
-  const char* differs = structured.splits != op.config.splits     ? "splits"
+  const char* differs = structured.splits != op.config.splits       ? "splits"
                         : structured.replicas != op.config.replicas ? "replicas"
                         : structured.devices != op.config.devices   ? "devices"
                                                                     : nullptr;
-  if (differs)
-    return at(path + "." + differs, fmt::format("does not match config '{}'", text));
+  if (differs) return at(path + "." + differs, fmt::format("does not match config '{}'", text));
   return op;
 }
 
 Expected<PlanTensor> read_tensor(const json& j, const std::string& path) {
   PLANNER_TRY(expect_type(j, path, json::value_t::object, "an object"));
-  PLANNER_TRY(check_fields(j, path, {"name", "dtype", "shape", "role", "sharding", "tiles",
-                                     "partial", "replicas", "devices"}));
+  PLANNER_TRY(check_fields(
+      j, path,
+      {"name", "dtype", "shape", "role", "sharding", "tiles", "partial", "replicas", "devices"}));
   PlanTensor t;
   PLANNER_TRY_ASSIGN(t.name, string_field(j, path, "name"));
   PLANNER_TRY_ASSIGN(std::string dtype, string_field(j, path, "dtype"));
@@ -410,8 +434,7 @@ Expected<PlanTensor> read_tensor(const json& j, const std::string& path) {
                         : structured.replicas != t.sharding.replicas ? "replicas"
                         : structured.devices != t.sharding.devices   ? "devices"
                                                                      : nullptr;
-  if (differs)
-    return at(path + "." + differs, fmt::format("does not match sharding '{}'", text));
+  if (differs) return at(path + "." + differs, fmt::format("does not match sharding '{}'", text));
   return t;
 }
 
@@ -428,8 +451,9 @@ Expected<Plan> read_plan(const json& root) {
               fmt::format("unsupported plan schema version {}; this planner reads version {}",
                           version->dump(), kPlanSchemaVersion));
   plan.schema_version = kPlanSchemaVersion;
-  PLANNER_TRY(check_fields(root, "$", {"schema_version", "model", "topology", "mode", "search",
-                                       "predicted", "baselines", "ops", "tensors"}));
+  PLANNER_TRY(check_fields(root, "$",
+                           {"schema_version", "model", "topology", "mode", "search", "predicted",
+                            "baselines", "ops", "tensors"}));
 
   PLANNER_TRY_ASSIGN(const json* model, object_field(root, "$", "model"));
   PLANNER_TRY(check_fields(*model, "$.model", {"name", "sha256", "num_nodes"}));
@@ -496,9 +520,11 @@ Expected<void> validate_plan(const Plan& plan) {
     return at("$.model.num_nodes", fmt::format("must be >= 0, got {}", plan.model.num_nodes));
   if (plan.topology.name.empty()) return at("$.topology.name", "must not be empty");
   if (plan.topology.num_devices < 1)
-    return at("$.topology.num_devices", fmt::format("must be at least 1, got {}", plan.topology.num_devices));
+    return at("$.topology.num_devices",
+              fmt::format("must be at least 1, got {}", plan.topology.num_devices));
   if (plan.topology.num_nodes < 1)
-    return at("$.topology.num_nodes", fmt::format("must be at least 1, got {}", plan.topology.num_nodes));
+    return at("$.topology.num_nodes",
+              fmt::format("must be at least 1, got {}", plan.topology.num_nodes));
   if (plan.mode != "train" && plan.mode != "infer")
     return at("$.mode", fmt::format("expected 'train' or 'infer', got '{}'", plan.mode));
   if (plan.search.algorithm.empty()) return at("$.search.algorithm", "must not be empty");
@@ -520,10 +546,11 @@ Expected<void> validate_plan(const Plan& plan) {
     if (op.op_type.empty()) return at(path + ".op_type", "must not be empty");
     auto [it, fresh] = op_index.emplace(op.name, i);
     if (!fresh)
-      return at(path + ".name", fmt::format("'{}' is also the name of $.ops[{}]", op.name, it->second));
+      return at(path + ".name",
+                fmt::format("'{}' is also the name of $.ops[{}]", op.name, it->second));
     if (plan.mode == "infer" && op.phase != analysis::Phase::kForward)
-      return at(path + ".phase", fmt::format("{} operator in an inference plan",
-                                             analysis::phase_name(op.phase)));
+      return at(path + ".phase",
+                fmt::format("{} operator in an inference plan", analysis::phase_name(op.phase)));
     PLANNER_TRY(validate_config(op.config, num_devices, path + ".config"));
   }
   // Groups may name operators later in the list (an update can precede nothing, but a plan
@@ -547,9 +574,11 @@ Expected<void> validate_plan(const Plan& plan) {
       return at(path + ".name",
                 fmt::format("'{}' is also the name of $.tensors[{}]", t.name, it->second));
     for (size_t d = 0; d < t.shape.size(); ++d)
-      if (t.shape[d] < 0) return at(index_path(path + ".shape", d), fmt::format("must be >= 0, got {}", t.shape[d]));
+      if (t.shape[d] < 0)
+        return at(index_path(path + ".shape", d), fmt::format("must be >= 0, got {}", t.shape[d]));
     if (t.sharding.partial > kMaxPieces || t.sharding.replicas > kMaxPieces ||
-        std::any_of(t.sharding.tiles.begin(), t.sharding.tiles.end(), [](int n) { return n > kMaxPieces; }))
+        std::any_of(t.sharding.tiles.begin(), t.sharding.tiles.end(),
+                    [](int n) { return n > kMaxPieces; }))
       return at(path + ".sharding", fmt::format("{}: too many pieces", t.sharding.to_string()));
     auto valid = t.sharding.validate(t.shape, num_devices);
     if (!valid) return valid.error().with_context(path + ".sharding");
@@ -620,14 +649,16 @@ Expected<Plan> load_plan(const std::string& path) {
 
 Expected<void> write_plan(const Plan& plan, const std::string& path) {
   auto valid = validate_plan(plan);
-  if (!valid) return valid.error().with_context(fmt::format("{}: refusing to write an invalid plan", path));
+  if (!valid)
+    return valid.error().with_context(fmt::format("{}: refusing to write an invalid plan", path));
   const std::string text = plan_to_json(plan);
 
   // The temporary file lives in the target's folder so that rename() stays within one file
   // system and is atomic.
   std::string temp = path + ".tmp-XXXXXX";
   int fd = ::mkstemp(temp.data());
-  if (fd < 0) return make_error("{}: cannot create a temporary file: {}", path, std::strerror(errno));
+  if (fd < 0)
+    return make_error("{}: cannot create a temporary file: {}", path, std::strerror(errno));
   auto fail = [&](const char* what) -> Expected<void> {
     Error error = make_error("{}: {}: {}", path, what, std::strerror(errno));
     if (fd >= 0) ::close(fd);

@@ -74,11 +74,11 @@ struct PlanOp {
 
 /// One tensor and how it is laid out over the devices.
 struct PlanTensor {
-  std::string name;                            ///< unique within the plan
-  ir::DType dtype = ir::DType::kFloat32;       ///< element type
-  std::vector<int64_t> shape;                  ///< static shape; {} is a scalar
+  std::string name;                                   ///< unique within the plan
+  ir::DType dtype = ir::DType::kFloat32;              ///< element type
+  std::vector<int64_t> shape;                         ///< static shape; {} is a scalar
   ir::TensorRole role = ir::TensorRole::kActivation;  ///< input, param, activation, ...
-  analysis::Sharding sharding;                 ///< tiles, partial sums, replicas, devices
+  analysis::Sharding sharding;                        ///< tiles, partial sums, replicas, devices
   bool operator==(const PlanTensor&) const = default;
 };
 

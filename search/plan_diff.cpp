@@ -15,7 +15,9 @@ MetricsChange compare(const PlanMetrics& a, const PlanMetrics& b) {
 }
 
 // The first 12 hex digits tell models apart in a message without a 64-digit wall.
-std::string short_hash(const std::string& sha256) { return sha256.substr(0, 12); }
+std::string short_hash(const std::string& sha256) {
+  return sha256.substr(0, 12);
+}
 
 // Matches `old_items` and `new_items` by name: `changed` gets pairs that differ by `same`,
 // `added` the new-only items in new order, `removed` the old-only items in old order.
@@ -40,14 +42,16 @@ void match_by_name(const std::vector<T>& old_items, const std::vector<T>& new_it
 
 Expected<PlanDiff> diff_plans(const Plan& old_plan, const Plan& new_plan) {
   if (old_plan.schema_version != new_plan.schema_version)
-    return make_error("plans of different schema versions ({} and {}): convert both to one "
-                      "version before comparing them",
-                      old_plan.schema_version, new_plan.schema_version);
+    return make_error(
+        "plans of different schema versions ({} and {}): convert both to one "
+        "version before comparing them",
+        old_plan.schema_version, new_plan.schema_version);
   if (old_plan.model.sha256 != new_plan.model.sha256)
-    return make_error("plans of different models: '{}' (sha256 {}) and '{}' (sha256 {}); diff "
-                      "compares plans of one model",
-                      old_plan.model.name, short_hash(old_plan.model.sha256), new_plan.model.name,
-                      short_hash(new_plan.model.sha256));
+    return make_error(
+        "plans of different models: '{}' (sha256 {}) and '{}' (sha256 {}); diff "
+        "compares plans of one model",
+        old_plan.model.name, short_hash(old_plan.model.sha256), new_plan.model.name,
+        short_hash(new_plan.model.sha256));
   PlanDiff diff;
   diff.model = new_plan.model;
   diff.old_topology = old_plan.topology;

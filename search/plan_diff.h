@@ -36,9 +36,9 @@ struct MetricsChange {
 
 /// An operator present in both plans whose type, phase or configuration differs.
 struct OpChange {
-  std::string name;              ///< the operator (same in both plans)
-  PlanOp old_op;                 ///< as in the old plan
-  PlanOp new_op;                 ///< as in the new plan
+  std::string name;  ///< the operator (same in both plans)
+  PlanOp old_op;     ///< as in the old plan
+  PlanOp new_op;     ///< as in the new plan
 };
 
 /// A tensor present in both plans whose sharding or shape differs.
@@ -51,19 +51,19 @@ struct TensorChange {
 /// Everything `planner diff` reports. Lists are in plan order: changed and added entries in
 /// the new plan's order, removed ones in the old plan's.
 struct PlanDiff {
-  PlanModel model;             ///< the model both plans are for
-  PlanTopology old_topology;   ///< the old plan's devices
-  PlanTopology new_topology;   ///< the new plan's devices (may differ: reported, not refused)
-  std::string old_mode;        ///< "train" or "infer"
-  std::string new_mode;        ///< "train" or "infer"
-  PlanSearch old_search;       ///< how the old plan was found
-  PlanSearch new_search;       ///< how the new plan was found
-  MetricsChange predicted;     ///< predicted cost, old vs new
+  PlanModel model;            ///< the model both plans are for
+  PlanTopology old_topology;  ///< the old plan's devices
+  PlanTopology new_topology;  ///< the new plan's devices (may differ: reported, not refused)
+  std::string old_mode;       ///< "train" or "infer"
+  std::string new_mode;       ///< "train" or "infer"
+  PlanSearch old_search;      ///< how the old plan was found
+  PlanSearch new_search;      ///< how the new plan was found
+  MetricsChange predicted;    ///< predicted cost, old vs new
   /// Baselines present in both plans, by name.
   std::map<std::string, MetricsChange> baselines;
-  std::vector<OpChange> changed_ops;      ///< in both, different
-  std::vector<PlanOp> added_ops;          ///< only in the new plan
-  std::vector<PlanOp> removed_ops;        ///< only in the old plan
+  std::vector<OpChange> changed_ops;          ///< in both, different
+  std::vector<PlanOp> added_ops;              ///< only in the new plan
+  std::vector<PlanOp> removed_ops;            ///< only in the old plan
   std::vector<TensorChange> changed_tensors;  ///< in both, different
   std::vector<PlanTensor> added_tensors;      ///< only in the new plan
   std::vector<PlanTensor> removed_tensors;    ///< only in the old plan

@@ -20,7 +20,9 @@ constexpr std::array<uint32_t, 64> kRoundConstants = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+constexpr uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 }  // namespace
 
@@ -74,7 +76,8 @@ std::array<uint8_t, 32> Sha256::digest() {
     buffered_ = 0;
   }
   std::fill(buffer_.begin() + static_cast<std::ptrdiff_t>(buffered_), buffer_.begin() + 56, 0);
-  for (int i = 0; i < 8; ++i) buffer_[56 + static_cast<size_t>(i)] = static_cast<uint8_t>(bit_length >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    buffer_[56 + static_cast<size_t>(i)] = static_cast<uint8_t>(bit_length >> (56 - 8 * i));
   compress(buffer_.data());
   finished_ = true;
   std::array<uint8_t, 32> out;

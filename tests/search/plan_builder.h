@@ -45,12 +45,14 @@ inline Plan mlp_plan() {
   p.ops.push_back(make_op("relu1", "Relu", Phase::kForward, "{b:8}@0-7"));
   p.ops.push_back(make_op("fc2", "Gemm", Phase::kForward, "{b:8}@0-7"));
   p.ops.push_back(make_op("fc2/grad_w", "Gemm", Phase::kBackward, "{b:8}@0-7", "fc2"));
-  p.ops.push_back(make_op("fc1.weight/update", "SgdUpdate", Phase::kUpdate, "{}*R8@0-7", "fc1",
-                          "ai.planner"));
+  p.ops.push_back(
+      make_op("fc1.weight/update", "SgdUpdate", Phase::kUpdate, "{}*R8@0-7", "fc1", "ai.planner"));
   p.tensors.push_back(make_tensor("x", {64, 1024}, ir::TensorRole::kInput, "S[8,1]@0-7"));
-  p.tensors.push_back(make_tensor("fc1.weight", {1024, 4096}, ir::TensorRole::kParameter, "S[1,1]*R8@0-7"));
+  p.tensors.push_back(
+      make_tensor("fc1.weight", {1024, 4096}, ir::TensorRole::kParameter, "S[1,1]*R8@0-7"));
   p.tensors.push_back(make_tensor("h1", {64, 4096}, ir::TensorRole::kActivation, "S[8,1]@0-7"));
-  p.tensors.push_back(make_tensor("fc2.weight", {4096, 1024}, ir::TensorRole::kParameter, "S[1,1]*R8@0-7"));
+  p.tensors.push_back(
+      make_tensor("fc2.weight", {4096, 1024}, ir::TensorRole::kParameter, "S[1,1]*R8@0-7"));
   return p;
 }
 

@@ -28,10 +28,11 @@ TEST_CASE("changed, added and removed operators, in plan order") {
   Plan old_plan = mlp_plan();
   Plan new_plan = mlp_plan();
   new_plan.ops[0].config = *analysis::parse_op_config("{m:2,n:4}@0-7");  // fc1
-  new_plan.ops[3].phase = Phase::kUpdate;                                 // fc2/grad_w
-  new_plan.ops[4].group = "fc2";  // a group alone is not a change
-  new_plan.ops.erase(new_plan.ops.begin() + 1);                           // relu1
-  new_plan.ops.push_back(make_op("fc2.weight/update", "SgdUpdate", Phase::kUpdate, "{}*R8@0-7", "fc2"));
+  new_plan.ops[3].phase = Phase::kUpdate;                                // fc2/grad_w
+  new_plan.ops[4].group = "fc2";                 // a group alone is not a change
+  new_plan.ops.erase(new_plan.ops.begin() + 1);  // relu1
+  new_plan.ops.push_back(
+      make_op("fc2.weight/update", "SgdUpdate", Phase::kUpdate, "{}*R8@0-7", "fc2"));
   new_plan.ops.insert(new_plan.ops.begin(), make_op("cast", "Cast", Phase::kForward, "{b:8}@0-7"));
   auto diff = diff_plans(old_plan, new_plan);
   REQUIRE(diff);
@@ -63,10 +64,11 @@ TEST_CASE("an operator whose type changed under the same name is a change") {
 
 TEST_CASE("tensors whose sharding changed; added and removed tensors") {
   Plan new_plan = mlp_plan();
-  new_plan.tensors[1].sharding = *analysis::parse_sharding("S[1,8]@0-7");   // fc1.weight
-  new_plan.tensors[2].sharding = *analysis::parse_sharding("S[2,4]@0-7");   // h1
-  new_plan.tensors.pop_back();                                                // fc2.weight
-  new_plan.tensors.push_back(make_tensor("h2", {64, 1024}, ir::TensorRole::kActivation, "S[8,1]@0-7"));
+  new_plan.tensors[1].sharding = *analysis::parse_sharding("S[1,8]@0-7");  // fc1.weight
+  new_plan.tensors[2].sharding = *analysis::parse_sharding("S[2,4]@0-7");  // h1
+  new_plan.tensors.pop_back();                                             // fc2.weight
+  new_plan.tensors.push_back(
+      make_tensor("h2", {64, 1024}, ir::TensorRole::kActivation, "S[8,1]@0-7"));
   auto diff = diff_plans(mlp_plan(), new_plan);
   REQUIRE(diff);
   REQUIRE(diff->changed_tensors.size() == 2);

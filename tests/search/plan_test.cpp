@@ -1,6 +1,9 @@
 // Tests for search/plan.cpp: the file's bytes, round trips, every validation error, atomic writes.
 #include "search/plan.h"
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -115,13 +118,14 @@ TEST_CASE("the file's layout is fixed: key order, one-line lists, 2-space indent
 
 TEST_CASE("doubles are written in the shortest form that reads back exactly") {
   Plan plan = mlp_plan();
-  for (auto [value, text] : {std::pair{0.1, "0.1"}, std::pair{1e-05, "1e-05"},
-                             std::pair{12.0, "12.0"}, std::pair{0.0, "0.0"},
-                             std::pair{1.0 / 3.0, "0.3333333333333333"},
-                             std::pair{123456.789, "123456.789"}}) {
+  for (auto [value, text] :
+       {std::pair{0.1, "0.1"}, std::pair{1e-05, "1e-05"}, std::pair{12.0, "12.0"},
+        std::pair{0.0, "0.0"}, std::pair{1.0 / 3.0, "0.3333333333333333"},
+        std::pair{123456.789, "123456.789"}}) {
     plan.predicted.step_time_s = value;
     std::string out = plan_to_json(plan);
-    CHECK_MESSAGE(out.find(std::string("\"step_time_s\": ") + text + ",") != std::string::npos, text);
+    CHECK_MESSAGE(out.find(std::string("\"step_time_s\": ") + text + ",") != std::string::npos,
+                  text);
     auto back = parse_plan(out, "plan.json");
     REQUIRE(back);
     CHECK(back->predicted.step_time_s == value);  // exact, not approximately
@@ -165,11 +169,13 @@ std::string error_after(const std::function<void(json&)>& mutate) {
 
 TEST_CASE("every validation error names the file and the JSON path") {
   CHECK(error_after([](json&) {}) == "ok");
-  CHECK(error_after([](json& j) { j = json::array(); }) == "plan.json: $: expected an object, got an array");
+  CHECK(error_after([](json& j) { j = json::array(); }) ==
+        "plan.json: $: expected an object, got an array");
   CHECK(error_after([](json& j) { j.erase("schema_version"); }) ==
         "plan.json: $: missing field 'schema_version'");
   CHECK(error_after([](json& j) { j["schema_version"] = 2; }) ==
-        "plan.json: $.schema_version: unsupported plan schema version 2; this planner reads version 1");
+        "plan.json: $.schema_version: unsupported plan schema version 2; this planner reads "
+        "version 1");
   CHECK(error_after([](json& j) { j["schema_version"] = "1"; }) ==
         "plan.json: $.schema_version: expected an integer, got string \"1\"");
   CHECK(error_after([](json& j) { j["modell"] = 1; }) ==
@@ -177,7 +183,8 @@ TEST_CASE("every validation error names the file and the JSON path") {
   CHECK(error_after([](json& j) { j.erase("model"); }) == "plan.json: $: missing field 'model'");
   CHECK(error_after([](json& j) { j["model"]["sha256"] = "ABC"; }) ==
         "plan.json: $.model.sha256: expected 64 lowercase hex digits, got 'ABC'");
-  CHECK(error_after([](json& j) { j["model"]["name"] = ""; }) == "plan.json: $.model.name: must not be empty");
+  CHECK(error_after([](json& j) { j["model"]["name"] = ""; }) ==
+        "plan.json: $.model.name: must not be empty");
   CHECK(error_after([](json& j) { j["model"]["num_nodes"] = 2.5; }) ==
         "plan.json: $.model.num_nodes: expected an integer, got 2.5");
   CHECK(error_after([](json& j) { j["topology"]["num_devices"] = 0; }) ==
@@ -198,8 +205,9 @@ TEST_CASE("every validation error names the file and the JSON path") {
         "plan.json: $.predicted.step_time_s: must be a finite number >= 0, got -1");
   CHECK(error_after([](json& j) { j["predicted"]["comm_bytes"] = -5; }) ==
         "plan.json: $.predicted.comm_bytes: must be between 0 and 9223372036854775807, got -5");
-  CHECK(error_after([](json& j) { j["predicted"]["peak_memory_byte"] = 5; }) ==
-        "plan.json: $.predicted.peak_memory_byte: unknown field, did you mean 'peak_memory_bytes'?");
+  CHECK(
+      error_after([](json& j) { j["predicted"]["peak_memory_byte"] = 5; }) ==
+      "plan.json: $.predicted.peak_memory_byte: unknown field, did you mean 'peak_memory_bytes'?");
   CHECK(error_after([](json& j) { j["baselines"].erase("data_parallel"); }) ==
         "plan.json: $.baselines: missing the 'data_parallel' baseline");
   CHECK(error_after([](json& j) { j["baselines"]["zero 3"] = json::object(); }) ==
@@ -250,8 +258,9 @@ TEST_CASE("every validation error names the file and the JSON path") {
         "plan.json: $.tensors[0].shape[1]: must be between 0 and 9223372036854775807, got -1");
   CHECK(error_after([](json& j) { j["tensors"][0]["sharding"] = "S[8,1]"; }) ==
         "plan.json: $.tensors[0].sharding: bad sharding 'S[8,1]': expected '@' and a device list");
-  CHECK(error_after([](json& j) { j["tensors"][0]["tiles"] = {4, 2}; }) ==
-        "plan.json: $.tensors[0].tiles: does not match sharding 'S[8,1]@0-7'");
+  CHECK(error_after([](json& j) {
+          j["tensors"][0]["tiles"] = {4, 2};
+        }) == "plan.json: $.tensors[0].tiles: does not match sharding 'S[8,1]@0-7'");
   CHECK(error_after([](json& j) { j["tensors"][1]["replicas"] = 1; }) ==
         "plan.json: $.tensors[1].replicas: does not match sharding 'S[1,1]*R8@0-7'");
   CHECK(error_after([](json& j) { j["tensors"][2]["name"] = "x"; }) ==
@@ -282,7 +291,8 @@ TEST_CASE("validate_plan checks plans built in memory") {
   plan.schema_version = 7;
   r = validate_plan(plan);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == "$.schema_version: unsupported plan schema version 7; this planner reads version 1");
+  CHECK(r.error().message() ==
+        "$.schema_version: unsupported plan schema version 7; this planner reads version 1");
   plan = mlp_plan();
   plan.ops[2].config.devices.pop_back();
   r = validate_plan(plan);
@@ -303,7 +313,8 @@ TEST_CASE("write_plan then load_plan gives the plan back") {
   plan.search.seed = 43;
   REQUIRE(write_plan(plan, path));
   CHECK(load_plan(path)->search.seed == 43);
-  CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 1);
+  CHECK(std::distance(std::filesystem::directory_iterator(dir),
+                      std::filesystem::directory_iterator()) == 1);
   std::filesystem::remove_all(dir);
 }
 
@@ -317,8 +328,9 @@ TEST_CASE("a failed write leaves no partial file and an existing plan untouched"
   bad.mode = "training";
   auto r = write_plan(bad, path);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == path + ": refusing to write an invalid plan: $.mode: expected "
-                                      "'train' or 'infer', got 'training'");
+  CHECK(r.error().message() == path +
+                                   ": refusing to write an invalid plan: $.mode: expected "
+                                   "'train' or 'infer', got 'training'");
   CHECK(read_text(path) == before);
 
   // The rename fails when the target is a folder: the temporary file must go.
@@ -327,13 +339,42 @@ TEST_CASE("a failed write leaves no partial file and an existing plan untouched"
   r = write_plan(mlp_plan(), target.string());
   REQUIRE_FALSE(r);
   CHECK(r.error().message() == target.string() + ": cannot replace: Is a directory");
-  CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 2);
+  CHECK(std::distance(std::filesystem::directory_iterator(dir),
+                      std::filesystem::directory_iterator()) == 2);
   CHECK(read_text(path) == before);
 
   r = write_plan(mlp_plan(), (dir / "missing" / "plan.json").string());
   REQUIRE_FALSE(r);
   CHECK(r.error().message() == (dir / "missing" / "plan.json").string() +
                                    ": cannot create a temporary file: No such file or directory");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a write that fails half-way (file size limit) leaves no partial file") {
+  auto dir = fresh_dir("half_way");
+  std::string path = (dir / "plan.json").string();
+  REQUIRE(write_plan(mlp_plan(), path));
+  const std::string before = read_text(path);
+  Plan bigger = mlp_plan();
+  for (int i = 0; i < 50; ++i)
+    bigger.tensors.push_back(testing::make_tensor("t" + std::to_string(i), {64, 64},
+                                                  ir::TensorRole::kActivation, "S[8,1]@0-7"));
+  // Writes past RLIMIT_FSIZE fail with EFBIG (once SIGXFSZ is ignored): a disk filling up
+  // in the middle of the file, without needing a full disk.
+  rlimit old_limit{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old_limit;
+  small.rlim_cur = static_cast<rlim_t>(before.size() + 100);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  auto r = write_plan(bigger, path);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message() == path + ": cannot write: File too large");
+  CHECK(read_text(path) == before);
+  CHECK(std::distance(std::filesystem::directory_iterator(dir),
+                      std::filesystem::directory_iterator()) == 1);
   std::filesystem::remove_all(dir);
 }
 
@@ -351,8 +392,8 @@ TEST_CASE("load_plan: missing files and folders are errors") {
 // The schema's "required" lists, checked against docs/plan.example.json by hand: no JSON
 // Schema library is a dependency, so this covers what matters most — that the example (and
 // so the format) and the schema name the same required keys, and that the writer emits them.
-void check_required(const json& schema, const json& defs, const json& value, const std::string& path,
-                    int& checked) {
+void check_required(const json& schema, const json& defs, const json& value,
+                    const std::string& path, int& checked) {
   const json* s = &schema;
   if (s->contains("$ref")) {
     std::string ref = (*s)["$ref"];
@@ -361,17 +402,21 @@ void check_required(const json& schema, const json& defs, const json& value, con
   }
   if (s->contains("required")) {
     for (const auto& key : (*s)["required"]) {
-      CHECK_MESSAGE(value.contains(key.get<std::string>()), path << " lacks required '" << key << "'");
+      CHECK_MESSAGE(value.contains(key.get<std::string>()),
+                    path << " lacks required '" << key << "'");
       ++checked;
     }
   }
   if (value.is_object()) {
-    const bool closed = s->contains("additionalProperties") && (*s)["additionalProperties"] == false;
+    const bool closed =
+        s->contains("additionalProperties") && (*s)["additionalProperties"] == false;
     for (auto it = value.begin(); it != value.end(); ++it) {
       if (s->contains("properties") && (*s)["properties"].contains(it.key()))
-        check_required((*s)["properties"][it.key()], defs, it.value(), path + "." + it.key(), checked);
+        check_required((*s)["properties"][it.key()], defs, it.value(), path + "." + it.key(),
+                       checked);
       else if (s->contains("additionalProperties") && (*s)["additionalProperties"].is_object())
-        check_required((*s)["additionalProperties"], defs, it.value(), path + "." + it.key(), checked);
+        check_required((*s)["additionalProperties"], defs, it.value(), path + "." + it.key(),
+                       checked);
       else
         CHECK_MESSAGE(!closed, path << "." << it.key() << " is not in the schema");
     }

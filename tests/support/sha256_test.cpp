@@ -32,7 +32,8 @@ TEST_CASE("messages whose padding ends at or crosses a block boundary") {
       {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
       {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
       {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"}};
-  for (const auto& [length, digest] : cases) CHECK_MESSAGE(sha256_hex(std::string(length, 'a')) == digest, length);
+  for (const auto& [length, digest] : cases)
+    CHECK_MESSAGE(sha256_hex(std::string(length, 'a')) == digest, length);
 }
 
 TEST_CASE("streaming in pieces of any size gives the same digest") {
@@ -41,7 +42,8 @@ TEST_CASE("streaming in pieces of any size gives the same digest") {
   const std::string whole = sha256_hex(message);
   for (size_t piece : {1, 3, 55, 56, 63, 64, 65, 200}) {
     Sha256 h;
-    for (size_t i = 0; i < message.size(); i += piece) h.update(std::string_view(message).substr(i, piece));
+    for (size_t i = 0; i < message.size(); i += piece)
+      h.update(std::string_view(message).substr(i, piece));
     CHECK_MESSAGE(h.hex_digest() == whole, "piece size " << piece);
   }
   // Lengths around the padding boundary (55, 56, 64 bytes) each hash differently.
@@ -64,7 +66,8 @@ TEST_CASE("a file's digest is that of its bytes; a missing file is an error") {
   CHECK(missing.error().message() == path.string() + ": cannot open file");
   auto dir = sha256_file(std::filesystem::temp_directory_path().string());
   REQUIRE_FALSE(dir);
-  CHECK(dir.error().message() == std::filesystem::temp_directory_path().string() + ": is a directory");
+  CHECK(dir.error().message() ==
+        std::filesystem::temp_directory_path().string() + ": is a directory");
 }
 
 }  // namespace
