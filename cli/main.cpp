@@ -24,6 +24,7 @@ constexpr std::array kCommands = {
     CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
+    CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
 };
 
 size_t edit_distance(std::string_view a, std::string_view b) {

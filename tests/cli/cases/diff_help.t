@@ -1,0 +1,2 @@
+# The options and the exit codes.
+$PLANNER diff --help
