@@ -1,5 +1,6 @@
 // Element-wise kernels: unary functions, numpy-broadcast binary and variadic ops, comparisons,
-// Where, Clip, Cast, Identity, Dropout (inference), and UnaryGrad which shares the functions.
+// Where, Clip, Cast, Identity, Dropout (inference), UnaryGrad which shares the functions, and
+// LossGrad (the gradient of the training step's loss 0.5*sum(y^2)).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -724,6 +725,19 @@ void k_where_grad(const KernelContext& ctx) {
   broadcast_loop<1>(dy.shape, {c.shape}, [&](int64_t o, const std::array<int64_t, 1>& off) {
     out[o] = (cs[off[0]] == (branch == 1)) ? dys[o] : 0.0f;
   });
+}
+
+// ---- LossGrad: the gradient of 0.5 * sum(y^2), which is y ----------------------------------
+
+void k_loss_grad(const KernelContext& ctx) {
+  // Input Y (a model output), output dY = Y: the seed of the backward pass. A plain copy, so
+  // f16 outputs are seeded exactly as f32 ones.
+  ctx.expect_arity(1, 1, "(Y) -> dY");
+  const Tensor& y = ctx.in(0);
+  if (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16)
+    ctx.fail("Y has type " + std::string(dtype_name(y.dtype)) + ", expected f32 or f16");
+  ctx.expect_out(0, y.dtype, y.shape);
+  if (ctx.out(0).data != y.data) std::memcpy(ctx.out(0).data, y.data, y.bytes());
 }
 
 }  // namespace planner::rt::kernels

@@ -105,7 +105,9 @@ constexpr Entry kKernels[] = {
     // recurrent
     {"", "LSTM", k_lstm},
     {"", "GRU", k_gru},
+    {"", "RNN", k_rnn},
     // ai.planner: backward
+    {"ai.planner", "LossGrad", k_loss_grad},
     {"ai.planner", "ConvGradData", k_conv_grad_data},
     {"ai.planner", "ConvGradFilter", k_conv_grad_filter},
     {"ai.planner", "UnaryGrad", k_unary_grad},
@@ -116,12 +118,16 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "PoolGrad", k_pool_grad},
     {"ai.planner", "SoftmaxGrad", k_softmax_grad},
     {"ai.planner", "LayerNormGrad", k_layer_norm_grad},
+    {"ai.planner", "LayerNormParamGrad", k_layer_norm_param_grad},
     {"ai.planner", "BatchNormGrad", k_batch_norm_grad},
+    {"ai.planner", "BatchNormParamGrad", k_batch_norm_param_grad},
     {"ai.planner", "SliceGrad", k_slice_grad},
     {"ai.planner", "PadGrad", k_pad_grad},
     {"ai.planner", "GatherGrad", k_gather_grad},
-    {"ai.planner", "LSTMGrad", k_lstm_grad},
+    {"ai.planner", "LSTMGradData", k_lstm_grad_data},
+    {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights},
     {"ai.planner", "GRUGrad", k_gru_grad},
+    {"ai.planner", "RNNGrad", k_rnn_grad},
     {"ai.planner", "ZerosLike", k_zeros_like},
     // ai.planner: optimizers
     {"ai.planner", "SGD", k_sgd},

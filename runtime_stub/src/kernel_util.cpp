@@ -67,6 +67,15 @@ void KernelContext::expect_dtype(const Tensor& t, DType d, const std::string& wh
          std::string(dtype_name(d)));
 }
 
+void KernelContext::expect_arity(size_t n_in, size_t n_out, const std::string& signature) const {
+  size_t last_in = inputs.size(), last_out = outputs.size();
+  while (last_in > 0 && !inputs[last_in - 1].present()) --last_in;
+  while (last_out > 0 && !outputs[last_out - 1].present()) --last_out;
+  if (last_in > n_in || last_out > n_out)
+    fail("got " + std::to_string(last_in) + " inputs and " + std::to_string(last_out) +
+         " outputs, expected " + signature);
+}
+
 void KernelContext::expect_out_shape(size_t i, const Shape& shape) const {
   const Tensor& o = out(i);
   if (o.shape != shape)

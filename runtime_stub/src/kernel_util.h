@@ -29,6 +29,10 @@ struct KernelContext {
   /// Required output i; fails when it is missing.
   const Tensor& out(size_t i) const;
 
+  /// Fails when an input past the first `n_in` or an output past the first `n_out` is present
+  /// (trailing absent ones are fine); `signature` ("(dY, X) -> dX") names what is expected.
+  void expect_arity(size_t n_in, size_t n_out, const std::string& signature) const;
+
   bool has_attr(const std::string& name) const { return attrs.count(name) != 0; }
   int64_t attr_int(const std::string& name, int64_t fallback) const;
   double attr_float(const std::string& name, double fallback) const;
@@ -131,6 +135,10 @@ void k_clip(const KernelContext&);
 void k_cast(const KernelContext&);
 void k_identity(const KernelContext&);
 void k_dropout(const KernelContext&);
+void k_unary_grad(const KernelContext&);
+void k_div_grad_b(const KernelContext&);
+void k_where_grad(const KernelContext&);
+void k_loss_grad(const KernelContext&);
 // linalg.cpp
 void k_matmul(const KernelContext&);
 void k_gemm(const KernelContext&);
@@ -150,12 +158,14 @@ void k_batch_norm(const KernelContext&);
 void k_layer_norm(const KernelContext&);
 void k_softmax(const KernelContext&);
 void k_batch_norm_grad(const KernelContext&);
+void k_batch_norm_param_grad(const KernelContext&);
 void k_layer_norm_grad(const KernelContext&);
+void k_layer_norm_param_grad(const KernelContext&);
 void k_softmax_grad(const KernelContext&);
 // reduce.cpp
 void k_reduce(const KernelContext&);
 void k_reduce_grad(const KernelContext&);
-// shape.cpp
+// shape_ops.cpp
 void k_transpose(const KernelContext&);
 void k_reshape(const KernelContext&);
 void k_flatten(const KernelContext&);
@@ -179,12 +189,12 @@ void k_zeros_like(const KernelContext&);
 // rnn.cpp
 void k_lstm(const KernelContext&);
 void k_gru(const KernelContext&);
-void k_lstm_grad(const KernelContext&);
+void k_rnn(const KernelContext&);
+void k_lstm_grad_data(const KernelContext&);
+void k_lstm_grad_weights(const KernelContext&);
 void k_gru_grad(const KernelContext&);
-// grad.cpp (element-wise gradients and optimizers)
-void k_unary_grad(const KernelContext&);
-void k_div_grad_b(const KernelContext&);
-void k_where_grad(const KernelContext&);
+void k_rnn_grad(const KernelContext&);
+// optim.cpp
 void k_sgd(const KernelContext&);
 void k_momentum(const KernelContext&);
 void k_adam(const KernelContext&);

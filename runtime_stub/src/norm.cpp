@@ -1,5 +1,5 @@
 // BatchNormalization (inference form), LayerNormalization, Softmax/LogSoftmax, and their
-// gradients BatchNormGrad, LayerNormGrad, SoftmaxGrad.
+// gradients: BatchNormGrad/BatchNormParamGrad, LayerNormGrad/LayerNormParamGrad, SoftmaxGrad.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,67 +59,132 @@ void k_batch_norm(const KernelContext& ctx) {
 }
 
 void k_batch_norm_grad(const KernelContext& ctx) {
-  // Inputs (dY, X, scale, mean, var); outputs (dX, dScale, dBias), each optional.
+  // Inputs (dY, scale, var), attribute epsilon; output dX. The inference form treats mean and
+  // var as constants, so dX = dY * scale_c / sqrt(var_c + eps), channel c along axis 1.
+  ctx.expect_arity(3, 1, "(dY, scale, var) -> dX");
+  const Tensor& dy = ctx.in(0);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (dy.rank() < 2) ctx.fail("dY must have rank >= 2");
+  const int64_t c = dy.shape[1];
+  check_channel(ctx, ctx.in(1), c, "scale");
+  check_channel(ctx, ctx.in(2), c, "var");
+  ctx.expect_out(0, DType::kFloat32, dy.shape);
+  const double eps = ctx.attr_float("epsilon", 1e-5);
+  const float *sc = ctx.in(1).as<float>(), *var = ctx.in(2).as<float>();
+  const AxisView v = axis_view(dy.shape, 1);
+  const float* g = dy.as<float>();
+  float* dx = ctx.out(0).as<float>();
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double a = sc[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
+      const int64_t base = (o * c + ch) * v.inner;
+      for (int64_t i = 0; i < v.inner; ++i) dx[base + i] = static_cast<float>(g[base + i] * a);
+    }
+}
+
+void k_batch_norm_param_grad(const KernelContext& ctx) {
+  // Inputs (dY, X, mean, var), attribute epsilon; outputs (dScale, dB), each optional:
+  // dScale_c = sum dY * (X - mean_c) / sqrt(var_c + eps), dB_c = sum dY, over every axis but 1,
+  // folded in row-major order in double.
+  ctx.expect_arity(4, 2, "(dY, X, mean, var) -> (dScale, dB)");
   const Tensor& dy = ctx.in(0);
   const Tensor& x = ctx.in(1);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(x, DType::kFloat32, "X");
   if (x.rank() < 2 || dy.shape != x.shape)
-    ctx.fail("dY and X must have the same shape of rank >= 2");
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) +
+             " must be the same shape of rank >= 2");
   const int64_t c = x.shape[1];
-  check_channel(ctx, ctx.in(2), c, "scale");
-  check_channel(ctx, ctx.in(3), c, "mean");
-  check_channel(ctx, ctx.in(4), c, "var");
+  check_channel(ctx, ctx.in(2), c, "mean");
+  check_channel(ctx, ctx.in(3), c, "var");
+  for (size_t k = 0; k < 2; ++k)
+    if (ctx.has_out(k)) ctx.expect_out(k, DType::kFloat32, {c});
   const double eps = ctx.attr_float("epsilon", 1e-5);
-  const float *sc = ctx.in(2).as<float>(), *mean = ctx.in(3).as<float>(),
-              *var = ctx.in(4).as<float>();
-  AxisView v = axis_view(x.shape, 1);
+  const float *mean = ctx.in(2).as<float>(), *var = ctx.in(3).as<float>();
+  const AxisView v = axis_view(x.shape, 1);
   const float* xp = x.as<float>();
-  const float* dyp = dy.as<float>();
-  float* dx = nullptr;
-  if (ctx.has_out(0)) ctx.expect_out(0, DType::kFloat32, x.shape), dx = ctx.out(0).as<float>();
+  const float* g = dy.as<float>();
   std::vector<double> dscale(static_cast<size_t>(c), 0.0), dbias(static_cast<size_t>(c), 0.0);
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t ch = 0; ch < c; ++ch) {
-      const double rstd = 1.0 / std::sqrt(static_cast<double>(var[ch]) + eps);
       const int64_t base = (o * c + ch) * v.inner;
+      double ds = 0, db = 0;
       for (int64_t i = 0; i < v.inner; ++i) {
-        const double g = dyp[base + i];
-        dscale[static_cast<size_t>(ch)] += g * (xp[base + i] - mean[ch]) * rstd;
-        dbias[static_cast<size_t>(ch)] += g;
-        if (dx) dx[base + i] = static_cast<float>(g * sc[ch] * rstd);
+        ds += static_cast<double>(g[base + i]) * (xp[base + i] - mean[ch]);
+        db += g[base + i];
       }
+      dscale[static_cast<size_t>(ch)] += ds;
+      dbias[static_cast<size_t>(ch)] += db;
     }
-  for (size_t k = 1; k <= 2; ++k) {
+  for (size_t k = 0; k < 2; ++k) {
     if (!ctx.has_out(k)) continue;
-    ctx.expect_out(k, DType::kFloat32, {c});
-    float* o = ctx.out(k).as<float>();
-    const auto& src = k == 1 ? dscale : dbias;
-    for (int64_t ch = 0; ch < c; ++ch) o[ch] = static_cast<float>(src[static_cast<size_t>(ch)]);
+    float* out = ctx.out(k).as<float>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const size_t cu = static_cast<size_t>(ch);
+      out[ch] = static_cast<float>(
+          k == 0 ? dscale[cu] / std::sqrt(static_cast<double>(var[ch]) + eps) : dbias[cu]);
+    }
   }
 }
 
 namespace {
 
+// X viewed as rows for LayerNormalization: [outer, inner], inner = prod(X.shape[axis:]).
 struct LayerNormShapes {
-  int64_t axis, outer, inner;  // X viewed as [outer, inner] with inner = prod(X.shape[axis:])
-  Shape stat_shape;            // Mean / InvStdDev: X.shape[:axis] + ones
+  int64_t axis = 0, outer = 1, inner = 1;
+  Shape stat_shape;  // Mean / InvStdDev: X.shape[:axis] + ones
+  Shape normalized;  // X.shape[axis:], the shape of Scale and B
 };
 
-LayerNormShapes layer_norm_shapes(const KernelContext& ctx, const Tensor& x, const Tensor& scale) {
+LayerNormShapes layer_norm_shapes(const KernelContext& ctx, const Tensor& x) {
   LayerNormShapes s;
   s.axis = ctx.norm_axis(ctx.attr_int("axis", -1), x.rank());
-  s.outer = 1;
   for (int64_t i = 0; i < s.axis; ++i) s.outer *= x.shape[static_cast<size_t>(i)];
-  s.inner = x.numel() / std::max<int64_t>(s.outer, 1);
+  s.normalized.assign(x.shape.begin() + s.axis, x.shape.end());
+  s.inner = num_elements(s.normalized);
   s.stat_shape = x.shape;
   for (size_t i = static_cast<size_t>(s.axis); i < s.stat_shape.size(); ++i) s.stat_shape[i] = 1;
-  ctx.expect_dtype(scale, DType::kFloat32, "Scale");
-  // Scale (and B) cover the normalised dimensions exactly, possibly with leading ones.
-  if (scale.numel() != s.inner)
-    ctx.fail("Scale has shape " + shape_to_string(scale.shape) + ", expected " +
-             shape_to_string(Shape(x.shape.begin() + s.axis, x.shape.end())));
   return s;
+}
+
+// Fails unless `t` (Scale, B, or their gradients) is f32 and covers the normalised dimensions
+// X.shape[axis:] element for element (the shape itself may differ, e.g. by leading ones, as
+// the forward op has always accepted).
+void check_norm_param(const KernelContext& ctx, const Tensor& t, const LayerNormShapes& s,
+                      const std::string& what) {
+  ctx.expect_dtype(t, DType::kFloat32, what);
+  if (t.numel() != s.inner)
+    ctx.fail(what + " has shape " + shape_to_string(t.shape) + ", expected " +
+             shape_to_string(s.normalized));
+}
+
+// One row's statistics, in double and in a fixed order: the forward op, LayerNormGrad and
+// LayerNormParamGrad all recompute them this way, so they agree bit for bit.
+struct RowStats {
+  double mean = 0, rstd = 1;  // rstd = 1 / sqrt(var + eps), var the biased variance
+};
+
+RowStats row_stats(const float* row, int64_t n, double eps) {
+  RowStats r;
+  for (int64_t i = 0; i < n; ++i) r.mean += row[i];
+  r.mean /= static_cast<double>(n);
+  double var = 0;
+  for (int64_t i = 0; i < n; ++i) var += (row[i] - r.mean) * (row[i] - r.mean);
+  var /= static_cast<double>(n);
+  r.rstd = 1.0 / std::sqrt(var + eps);
+  return r;
+}
+
+// The checks LayerNormGrad and LayerNormParamGrad share: dY (input 0) and X (input 1) are f32
+// tensors of one shape; returns X's row view.
+LayerNormShapes layer_norm_grad_shapes(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(x, DType::kFloat32, "X");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  return layer_norm_shapes(ctx, x);
 }
 
 }  // namespace
@@ -127,14 +192,12 @@ LayerNormShapes layer_norm_shapes(const KernelContext& ctx, const Tensor& x, con
 void k_layer_norm(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   ctx.expect_dtype(x, DType::kFloat32, "X");
+  const LayerNormShapes s = layer_norm_shapes(ctx, x);
   const Tensor& scale = ctx.in(1);
-  LayerNormShapes s = layer_norm_shapes(ctx, x, scale);
+  check_norm_param(ctx, scale, s, "Scale");
   const float* bias = nullptr;
   if (ctx.has_in(2)) {
-    ctx.expect_dtype(ctx.in(2), DType::kFloat32, "B");
-    if (ctx.in(2).numel() != s.inner)
-      ctx.fail("B has " + std::to_string(ctx.in(2).numel()) + " elements, expected " +
-               std::to_string(s.inner));
+    check_norm_param(ctx, ctx.in(2), s, "B");
     bias = ctx.in(2).as<float>();
   }
   ctx.expect_out(0, DType::kFloat32, x.shape);
@@ -150,77 +213,81 @@ void k_layer_norm(const KernelContext& ctx) {
   float* yp = ctx.out(0).as<float>();
   for (int64_t o = 0; o < s.outer; ++o) {
     const float* row = xp + o * s.inner;
-    double mean = 0;
-    for (int64_t i = 0; i < s.inner; ++i) mean += row[i];
-    mean /= static_cast<double>(s.inner);
-    double var = 0;
-    for (int64_t i = 0; i < s.inner; ++i) var += (row[i] - mean) * (row[i] - mean);
-    var /= static_cast<double>(s.inner);
-    const double rstd = 1.0 / std::sqrt(var + eps);
+    const RowStats st = row_stats(row, s.inner, eps);
     for (int64_t i = 0; i < s.inner; ++i)
       yp[o * s.inner + i] =
-          static_cast<float>((row[i] - mean) * rstd * sc[i] + (bias ? bias[i] : 0.0f));
-    if (mean_out) mean_out[o] = static_cast<float>(mean);
-    if (rstd_out) rstd_out[o] = static_cast<float>(rstd);
+          static_cast<float>((row[i] - st.mean) * st.rstd * sc[i] + (bias ? bias[i] : 0.0f));
+    if (mean_out) mean_out[o] = static_cast<float>(st.mean);
+    if (rstd_out) rstd_out[o] = static_cast<float>(st.rstd);
   }
 }
 
 void k_layer_norm_grad(const KernelContext& ctx) {
-  // Inputs (dY, X, Scale), attributes axis and epsilon; outputs (dX, dScale, dBias), optional.
-  const Tensor& dy = ctx.in(0);
+  // Inputs (dY, X, Scale), attributes axis and epsilon; output dX. Per row, with
+  // x̂ = (X - mean) * rstd and g = dY * Scale: dX = rstd * (g - mean(g) - x̂ * mean(g * x̂)).
+  ctx.expect_arity(3, 1, "(dY, X, Scale) -> dX");
+  const LayerNormShapes s = layer_norm_grad_shapes(ctx);
   const Tensor& x = ctx.in(1);
-  ctx.expect_dtype(dy, DType::kFloat32, "dY");
-  ctx.expect_dtype(x, DType::kFloat32, "X");
-  if (dy.shape != x.shape)
-    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
   const Tensor& scale = ctx.in(2);
-  LayerNormShapes s = layer_norm_shapes(ctx, x, scale);
+  check_norm_param(ctx, scale, s, "Scale");
+  ctx.expect_out(0, DType::kFloat32, x.shape);
   const double eps = ctx.attr_float("epsilon", 1e-5);
   const float* xp = x.as<float>();
-  const float* dyp = dy.as<float>();
+  const float* dyp = ctx.in(0).as<float>();
   const float* sc = scale.as<float>();
-  float* dx = nullptr;
-  if (ctx.has_out(0)) ctx.expect_out(0, DType::kFloat32, x.shape), dx = ctx.out(0).as<float>();
-  std::vector<double> dscale(static_cast<size_t>(s.inner), 0.0),
-      dbias(static_cast<size_t>(s.inner), 0.0);
-  std::vector<double> xhat(static_cast<size_t>(s.inner));
+  float* dx = ctx.out(0).as<float>();
+  const double n = static_cast<double>(s.inner);
+  std::vector<double> xhat(static_cast<size_t>(s.inner)), gs(static_cast<size_t>(s.inner));
   for (int64_t o = 0; o < s.outer; ++o) {
     const float* row = xp + o * s.inner;
     const float* g = dyp + o * s.inner;
-    double mean = 0;
-    for (int64_t i = 0; i < s.inner; ++i) mean += row[i];
-    mean /= static_cast<double>(s.inner);
-    double var = 0;
-    for (int64_t i = 0; i < s.inner; ++i) var += (row[i] - mean) * (row[i] - mean);
-    var /= static_cast<double>(s.inner);
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    double sum_g = 0, sum_gx = 0;  // of dxhat and dxhat * xhat
+    const RowStats st = row_stats(row, s.inner, eps);
+    double sum_g = 0, sum_gx = 0;  // of g and g * x̂
     for (int64_t i = 0; i < s.inner; ++i) {
       const size_t iu = static_cast<size_t>(i);
-      xhat[iu] = (row[i] - mean) * rstd;
-      const double dxh = g[i] * static_cast<double>(sc[i]);
-      sum_g += dxh;
-      sum_gx += dxh * xhat[iu];
-      dscale[iu] += g[i] * xhat[iu];
-      dbias[iu] += g[i];
+      xhat[iu] = (row[i] - st.mean) * st.rstd;
+      gs[iu] = static_cast<double>(g[i]) * sc[i];
+      sum_g += gs[iu];
+      sum_gx += gs[iu] * xhat[iu];
     }
-    if (!dx) continue;
-    const double n = static_cast<double>(s.inner);
     for (int64_t i = 0; i < s.inner; ++i) {
-      const double dxh = g[i] * static_cast<double>(sc[i]);
+      const size_t iu = static_cast<size_t>(i);
       dx[o * s.inner + i] =
-          static_cast<float>(rstd * (dxh - sum_g / n - xhat[static_cast<size_t>(i)] * sum_gx / n));
+          static_cast<float>(st.rstd * (gs[iu] - sum_g / n - xhat[iu] * sum_gx / n));
     }
   }
-  for (size_t k = 1; k <= 2; ++k) {
+}
+
+void k_layer_norm_param_grad(const KernelContext& ctx) {
+  // Inputs (dY, X), attributes axis and epsilon; outputs (dScale, dB), each optional and of
+  // Scale's shape: dScale = sum over rows of dY * x̂, dB = sum over rows of dY (rows in order,
+  // accumulated in double).
+  ctx.expect_arity(2, 2, "(dY, X) -> (dScale, dB)");
+  const LayerNormShapes s = layer_norm_grad_shapes(ctx);
+  for (size_t k = 0; k < 2; ++k)
+    if (ctx.has_out(k)) check_norm_param(ctx, ctx.out(k), s, k == 0 ? "dScale" : "dB");
+  const bool want_scale = ctx.has_out(0), want_bias = ctx.has_out(1);
+  const double eps = ctx.attr_float("epsilon", 1e-5);
+  const float* xp = ctx.in(1).as<float>();
+  const float* dyp = ctx.in(0).as<float>();
+  std::vector<double> dscale(static_cast<size_t>(s.inner), 0.0),
+      dbias(static_cast<size_t>(s.inner), 0.0);
+  for (int64_t o = 0; o < s.outer; ++o) {
+    const float* row = xp + o * s.inner;
+    const float* g = dyp + o * s.inner;
+    if (want_scale) {
+      const RowStats st = row_stats(row, s.inner, eps);
+      for (int64_t i = 0; i < s.inner; ++i)
+        dscale[static_cast<size_t>(i)] += g[i] * ((row[i] - st.mean) * st.rstd);
+    }
+    if (want_bias)
+      for (int64_t i = 0; i < s.inner; ++i) dbias[static_cast<size_t>(i)] += g[i];
+  }
+  for (size_t k = 0; k < 2; ++k) {
     if (!ctx.has_out(k)) continue;
-    ctx.expect_dtype(ctx.out(k), DType::kFloat32, "output " + std::to_string(k));
-    if (ctx.out(k).numel() != s.inner)
-      ctx.fail("output " + std::to_string(k) + " has shape " + shape_to_string(ctx.out(k).shape) +
-               ", expected Scale's shape " + shape_to_string(scale.shape));
-    float* o = ctx.out(k).as<float>();
-    const auto& src = k == 1 ? dscale : dbias;
-    for (int64_t i = 0; i < s.inner; ++i) o[i] = static_cast<float>(src[static_cast<size_t>(i)]);
+    float* out = ctx.out(k).as<float>();
+    const auto& src = k == 0 ? dscale : dbias;
+    for (int64_t i = 0; i < s.inner; ++i) out[i] = static_cast<float>(src[static_cast<size_t>(i)]);
   }
 }
 

@@ -1,5 +1,5 @@
 // ReduceMean/Sum/Max/Min (axes as attribute or input, keepdims, noop_with_empty_axes) and
-// ReduceGrad, which broadcasts the output gradient back.
+// ReduceGrad (axes as a normalised attribute), which broadcasts the output gradient back.
 #include <algorithm>
 #include <limits>
 
@@ -94,53 +94,65 @@ void k_reduce(const KernelContext& ctx) {
 }
 
 void k_reduce_grad(const KernelContext& ctx) {
-  // Inputs (dY, X[, axes][, Y]): axes when the forward op had an axes input, Y for
-  // ReduceMax/Min. Max/Min split the gradient evenly among the elements equal to the extremum.
+  // Inputs (dY, X[, Y]): Y (the forward output) for ReduceMax/Min only. Attributes op, keepdims
+  // and axes, the reduced axes normalised by the training graph: non-negative, strictly
+  // increasing, every axis when the forward op reduced all of them; an empty list means the
+  // forward op reduced nothing (noop_with_empty_axes), so dX = dY. Max/Min split the gradient
+  // evenly among the elements equal to the extremum.
+  const std::string op = ctx.attr_string("op", "");
+  const Red red = red_of(ctx, op);
+  const bool extremum = red == Red::kMax || red == Red::kMin;
+  const size_t want_in = extremum ? 3 : 2;
+  size_t n_in = ctx.inputs.size();
+  while (n_in > 0 && !ctx.inputs[n_in - 1].present()) --n_in;
+  if (n_in != want_in)
+    ctx.fail("op=" + op + " takes " + std::to_string(want_in) + " inputs (dY, X" +
+             (extremum ? ", Y" : "") + "), got " + std::to_string(n_in) +
+             " (the axes are an attribute)");
   const Tensor& dy = ctx.in(0);
   const Tensor& x = ctx.in(1);
-  std::string op = ctx.attr_string("op", "");
-  Red red = red_of(ctx, op);
-  const bool extremum = red == Red::kMax || red == Red::kMin;
-  const Tensor* axes = nullptr;
-  const Tensor* y = nullptr;
-  size_t n_in = ctx.inputs.size();
-  if (extremum) {
-    if (n_in >= 4) axes = &ctx.inputs[2];
-    y = &ctx.in(n_in >= 4 ? 3 : 2);
-  } else if (n_in >= 3) {
-    axes = &ctx.inputs[2];
-  }
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(x, DType::kFloat32, "X");
-  ReduceShapes s = reduce_shapes(ctx, x.shape, axes);
-  if (num_elements(dy.shape) != num_elements(s.out) || dy.shape != s.out)
-    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
+  if (!ctx.has_attr("axes")) ctx.fail("attribute axes is missing");
+  const std::vector<int64_t> axes = ctx.attr_ints("axes");
+  const int64_t rank = x.rank();
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1]))
+      ctx.fail("attribute axes " + shape_to_string(axes) +
+               " is not a strictly increasing list of axes of a rank-" + std::to_string(rank) +
+               " X");
+  const bool keep = ctx.attr_int("keepdims", 1) != 0;
+  Shape kept = x.shape, out;
+  int64_t count = 1;
+  for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1, count *= x.shape[static_cast<size_t>(a)];
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i));
+    if (!reduced || keep) out.push_back(reduced ? 1 : x.shape[i]);
+  }
+  if (axes.empty()) out = x.shape;  // nothing was reduced: keepdims does not apply
+  if (dy.shape != out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(out));
   ctx.expect_out(0, DType::kFloat32, x.shape);
   const float* g = dy.as<float>();
   const float* xp = x.as<float>();
   float* dx = ctx.out(0).as<float>();
-  if (s.identity) {
-    std::memcpy(dx, g, x.bytes());
-    return;
-  }
   if (!extremum) {
-    const float scale =
-        red == Red::kMean ? 1.0f / static_cast<float>(std::max<int64_t>(s.count, 1)) : 1.0f;
-    broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
-      dx[i] = g[off[0]] * scale;
+    const double scale = red == Red::kMean ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0;
+    broadcast_loop<1>(x.shape, {kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
+      dx[i] = static_cast<float>(g[off[0]] * scale);
     });
     return;
   }
-  ctx.expect_dtype(*y, DType::kFloat32, "Y");
-  if (y->numel() != dy.numel())
-    ctx.fail("Y has shape " + shape_to_string(y->shape) + ", expected " +
-             shape_to_string(dy.shape));
-  const float* yp = y->as<float>();
+  const Tensor& y = ctx.in(2);
+  ctx.expect_dtype(y, DType::kFloat32, "Y");
+  if (y.shape != dy.shape)
+    ctx.fail("Y has shape " + shape_to_string(y.shape) + ", expected " + shape_to_string(dy.shape));
+  const float* yp = y.as<float>();
   std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
-  broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
+  broadcast_loop<1>(x.shape, {kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
     if (xp[i] == yp[off[0]]) ++ties[static_cast<size_t>(off[0])];
   });
-  broadcast_loop<1>(x.shape, {s.kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
+  broadcast_loop<1>(x.shape, {kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
     dx[i] = xp[i] == yp[off[0]] ? g[off[0]] / static_cast<float>(ties[static_cast<size_t>(off[0])])
                                 : 0.0f;
   });

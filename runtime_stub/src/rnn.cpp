@@ -1,7 +1,8 @@
-// LSTM and GRU (ONNX layouts: LSTM gates i,o,f,c; GRU gates z,r,h; forward, reverse and
-// bidirectional; optional B, sequence_lens, initial_h, initial_c; clip; GRU
-// linear_before_reset) and their gradients LSTMGrad and GRUGrad, which re-run the forward
-// recurrence to recover the gate values and then walk the steps backwards.
+// LSTM, GRU and RNN (ONNX layouts: LSTM gates i,o,f,c; GRU gates z,r,h; RNN one tanh gate;
+// forward, reverse and bidirectional; optional B, sequence_lens, initial_h, initial_c; clip; GRU
+// linear_before_reset) and their gradients: LSTMGradData + LSTMGradWeights (cuDNN's split of
+// the LSTM backward pass), and the fused GRUGrad and RNNGrad. The data gradients re-run the
+// forward recurrence to recover the gate values and then walk the steps backwards.
 #include <algorithm>
 #include <cmath>
 
@@ -15,9 +16,13 @@ float sigm(float x) {
   return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
 }
 
+/// The recurrent cell an operator runs.
+enum class Cell { kLstm, kGru, kRnn };
+
 struct Rnn {
-  bool lstm = true;
-  int64_t gates = 4;  // 4 (LSTM) or 3 (GRU)
+  Cell cell = Cell::kLstm;
+  bool lstm = true;   // cell == kLstm
+  int64_t gates = 4;  // 4 (LSTM), 3 (GRU) or 1 (RNN)
   int64_t T = 0, B = 0, I = 0, H = 0, D = 1;
   bool bidirectional = false, reverse = false;
   float clip = 0;  // 0: none
@@ -41,10 +46,12 @@ struct Rnn {
 
 // Reads the forward inputs (X, W, R, B, sequence_lens, initial_h[, initial_c]) starting at
 // `first` and the attributes; fails on what this runtime does not support.
-Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
+Rnn parse_rnn(const KernelContext& ctx, Cell cell, size_t first = 0) {
   Rnn r;
+  const bool lstm = cell == Cell::kLstm;
+  r.cell = cell;
   r.lstm = lstm;
-  r.gates = lstm ? 4 : 3;
+  r.gates = lstm ? 4 : cell == Cell::kGru ? 3 : 1;
   const Tensor& x = ctx.in(first);
   const Tensor& w = ctx.in(first + 1);
   const Tensor& rr = ctx.in(first + 2);
@@ -61,14 +68,15 @@ Rnn parse_rnn(const KernelContext& ctx, bool lstm, size_t first = 0) {
     auto it = ctx.attrs.find("activations");
     const auto* acts = std::get_if<std::vector<std::string>>(&it->second);
     std::vector<std::string> dflt = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                         : std::vector<std::string>{"Sigmoid", "Tanh"};
+                                    : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                         : std::vector<std::string>{"Tanh"};
     bool ok = acts && acts->size() == dflt.size() * static_cast<size_t>(r.D);
     for (size_t i = 0; ok && i < acts->size(); ++i) ok = (*acts)[i] == dflt[i % dflt.size()];
     if (!ok) ctx.fail("only the default activations are supported");
   }
   r.clip = static_cast<float>(ctx.attr_float("clip", 0.0));
   if (r.clip < 0) ctx.fail("clip must be positive");
-  r.linear_before_reset = !lstm && ctx.attr_int("linear_before_reset", 0) != 0;
+  r.linear_before_reset = cell == Cell::kGru && ctx.attr_int("linear_before_reset", 0) != 0;
   if (x.rank() != 3 || w.rank() != 3 || rr.rank() != 3) ctx.fail("X, W and R must have rank 3");
   r.T = x.shape[0];
   r.B = x.shape[1];
@@ -136,9 +144,11 @@ float clip_value(const Rnn& r, float v, uint8_t* live) {
   return v;
 }
 
-// Runs direction d. Writes Y[t, d] (when y), the final H (and C) into h_out/c_out ([B, H])
-// and, when tape is set, everything the gradient needs.
-void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out, Tape* tape) {
+// Runs direction d. Writes Y[t, d] (when y), the final H (and C) into h_out/c_out ([B, H]),
+// the hidden sequence into hseq ([T, D, B, H], when set; see LSTMGradData for what it holds at
+// times past a row's length) and, when tape is set, everything the gradient needs.
+void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out, Tape* tape,
+                   float* hseq = nullptr) {
   const int64_t T = r.T, B = r.B, I = r.I, H = r.H, G = r.gates, GH = G * H;
   const float* W = r.W + d * GH * I;
   const float* R = r.R + d * GH * H;
@@ -158,7 +168,7 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
     if (r.lstm)
       tape->cprev.assign(static_cast<size_t>(T * B * H), 0.0f),
           tape->cell.assign(static_cast<size_t>(T * B * H), 0.0f);
-    else
+    else if (r.cell == Cell::kGru)
       tape->lin.assign(static_cast<size_t>(T * B * H), 0.0f);
   }
   for (int64_t s = 0; s < T; ++s) {
@@ -180,7 +190,21 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
     }
     for (int64_t b = 0; b < B; ++b) {
       const int64_t t = r.time_of(d, s, b);
-      if (t < 0) continue;  // past this row's length: the state passes through unchanged
+      if (t < 0) {
+        // Past this row's length the state passes through unchanged. Steps s >= len are the
+        // padding times s: the forward direction scans them after the sequence (they hold its
+        // last state), the reverse direction before it (they hold the initial state).
+        if (hseq) {
+          float* dst = hseq + ((s * r.D + d) * B + b) * H;
+          if (!r.reversed(d))
+            std::copy(h.begin() + b * H, h.begin() + (b + 1) * H, dst);
+          else if (r.h0)
+            std::copy(r.h0 + (d * B + b) * H, r.h0 + (d * B + b + 1) * H, dst);
+          else
+            std::fill(dst, dst + H, 0.0f);
+        }
+        continue;
+      }
       float* a = (tape ? tape->act.data() + (s * B + b) * GH : gx.data() + b * GH);
       uint8_t* lv = tape ? tape->live.data() + (s * B + b) * GH : live.data() + b * GH;
       const float* px = gx.data() + b * GH;
@@ -199,6 +223,12 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
           hb[j] = og * std::tanh(cb[j]);
         }
         if (tape) std::copy(cb, cb + H, tape->cell.begin() + (s * B + b) * H);
+      } else if (r.cell == Cell::kRnn) {
+        for (int64_t j = 0; j < H; ++j) {
+          const float v = px[j] + ph[j] + (wb ? wb[j] + rb[j] : 0.0f);
+          a[j] = std::tanh(clip_value(r, v, &lv[j]));
+          hb[j] = a[j];
+        }
       } else {
         float* lin = tape ? tape->lin.data() + (s * B + b) * H : nullptr;
         for (int64_t j = 0; j < 2 * H; ++j) {
@@ -233,15 +263,19 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
         }
       }
       if (y) std::copy(hb, hb + H, y + ((t * r.D + d) * B + b) * H);
+      if (hseq) std::copy(hb, hb + H, hseq + ((t * r.D + d) * B + b) * H);
     }
   }
   if (h_out) std::copy(h.begin(), h.end(), h_out);
   if (c_out) std::copy(c.begin(), c.end(), c_out);
 }
 
-void rnn_forward(const KernelContext& ctx, bool lstm) {
-  Rnn r = parse_rnn(ctx, lstm);
-  if (lstm && ctx.has_in(7)) ctx.fail("peephole weights P are not supported");
+// LSTM, GRU, RNN: inputs X, W, R[, B][, sequence_lens][, initial_h][, initial_c (LSTM)]; outputs
+// Y, Y_h[, Y_c (LSTM)], each optional.
+void rnn_forward(const KernelContext& ctx, Cell cell) {
+  Rnn r = parse_rnn(ctx, cell);
+  if (cell == Cell::kLstm && ctx.has_in(7)) ctx.fail("peephole weights P are not supported");
+  if (cell != Cell::kLstm && ctx.has_in(6)) ctx.fail("takes at most 6 inputs");
   float* y = nullptr;
   float* yh = nullptr;
   float* yc = nullptr;
@@ -252,66 +286,68 @@ void rnn_forward(const KernelContext& ctx, bool lstm) {
   }
   if (ctx.has_out(1))
     ctx.expect_out(1, DType::kFloat32, {r.D, r.B, r.H}), yh = ctx.out(1).as<float>();
-  if (lstm && ctx.has_out(2))
+  if (cell == Cell::kLstm && ctx.has_out(2))
     ctx.expect_out(2, DType::kFloat32, {r.D, r.B, r.H}), yc = ctx.out(2).as<float>();
   for (int64_t d = 0; d < r.D; ++d)
     run_direction(r, d, y, yh ? yh + d * r.B * r.H : nullptr, yc ? yc + d * r.B * r.H : nullptr,
                   nullptr);
 }
 
-// Inputs: the forward inputs padded to 7 (LSTM) or 6 (GRU), then the forward outputs, then
-// their gradients (one per output, absent when no gradient reached it). Outputs: one gradient
-// per forward input (dX, dW, dR, dB, -, d initial_h, d initial_c), each optional.
-void rnn_backward(const KernelContext& ctx, bool lstm) {
-  const size_t n_fwd_in = lstm ? 7 : 6;
-  if (ctx.inputs.size() < n_fwd_in || (ctx.inputs.size() - n_fwd_in) % 2 != 0)
-    ctx.fail("expected " + std::to_string(n_fwd_in) +
-             " forward inputs, then the forward outputs and one gradient each" +
-             (lstm ? " (peephole weights P are not supported)" : ""));
-  const size_t n_out = (ctx.inputs.size() - n_fwd_in) / 2;
-  const size_t first_dy = n_fwd_in + n_out;
-  Rnn r = parse_rnn(ctx, lstm);
-  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, G = r.gates, GH = G * H, D = r.D;
-  auto grad_in = [&](size_t k, const Shape& s, const char* what) -> const float* {
-    if (k >= n_out || !ctx.has_in(first_dy + k)) return nullptr;
-    const Tensor& t = ctx.in(first_dy + k);
-    ctx.expect_dtype(t, DType::kFloat32, what);
-    if (t.shape != s)
-      ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected " +
-               shape_to_string(s));
-    return t.as<float>();
-  };
-  const float* dy = grad_in(0, {T, D, B, H}, "dY");
-  const float* dyh = grad_in(1, {D, B, H}, "dY_h");
-  const float* dyc = lstm ? grad_in(2, {D, B, H}, "dY_c") : nullptr;
-  auto grad_out = [&](size_t k, const Shape& s) -> float* {
-    if (!ctx.has_out(k)) return nullptr;
-    ctx.expect_out(k, DType::kFloat32, s);
-    float* p = ctx.out(k).as<float>();
-    std::fill(p, p + num_elements(s), 0.0f);
-    return p;
-  };
-  float* dx = grad_out(0, {T, B, I});
-  float* dw = grad_out(1, {D, GH, I});
-  float* dr = grad_out(2, {D, GH, H});
-  float* db = grad_out(3, {D, 2 * GH});
-  if (ctx.has_out(4)) ctx.fail("sequence_lens has no gradient");
-  float* dh0 = grad_out(5, {D, B, H});
-  float* dc0 = lstm ? grad_out(6, {D, B, H}) : nullptr;
+// What one backward pass reads (the output gradients, each optional: absent is zero) and writes
+// (each optional; the caller zero-fills them).
+struct RnnGrads {
+  const float* dy = nullptr;   // [T, D, B, H]
+  const float* dyh = nullptr;  // [D, B, H]
+  const float* dyc = nullptr;  // [D, B, H] (LSTM)
+  float* dx = nullptr;         // [T, B, I]
+  float* dw = nullptr;         // [D, G*H, I]
+  float* dr = nullptr;         // [D, G*H, H]
+  float* db = nullptr;         // [D, 2*G*H]
+  float* dh0 = nullptr;        // [D, B, H]
+  float* dc0 = nullptr;        // [D, B, H] (LSTM)
+  float* dgates = nullptr;     // [T, D, B, G*H]: gradients of the gate pre-activations, by time
+  float* hseq = nullptr;       // [T, D, B, H]: the recomputed hidden sequence
+};
 
+// The optional output-gradient input k: null when absent, else checked against `s`.
+const float* grad_input(const KernelContext& ctx, size_t k, const Shape& s, const char* what) {
+  if (!ctx.has_in(k)) return nullptr;
+  const Tensor& t = ctx.in(k);
+  ctx.expect_dtype(t, DType::kFloat32, what);
+  if (t.shape != s)
+    ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected " +
+             shape_to_string(s));
+  return t.as<float>();
+}
+
+// The optional output k: null when absent, else checked against `s` and zero-filled.
+float* grad_output(const KernelContext& ctx, size_t k, const Shape& s) {
+  if (!ctx.has_out(k)) return nullptr;
+  ctx.expect_out(k, DType::kFloat32, s);
+  float* p = ctx.out(k).as<float>();
+  std::fill(p, p + num_elements(s), 0.0f);
+  return p;
+}
+
+// Back-propagation through time for every direction: re-runs the forward recurrence with a
+// tape, then walks the steps backwards. Steps past a row's length pass the state gradient
+// through unchanged and contribute nothing.
+void rnn_backward(const Rnn& r, const RnnGrads& io) {
+  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, GH = r.gates * H, D = r.D;
+  const bool lstm = r.cell == Cell::kLstm, gru = r.cell == Cell::kGru;
   std::vector<float> dh(static_cast<size_t>(B * H)), dc(static_cast<size_t>(B * H));
   std::vector<float> dg(static_cast<size_t>(B * GH)), tmp_h(static_cast<size_t>(B * H)),
       tmp_x(static_cast<size_t>(B * I));
   std::vector<float> dlin(static_cast<size_t>(B * H));
   for (int64_t d = 0; d < D; ++d) {
     Tape tape;
-    run_direction(r, d, nullptr, nullptr, nullptr, &tape);
+    run_direction(r, d, nullptr, nullptr, nullptr, &tape, io.hseq);
     const float* W = r.W + d * GH * I;
     const float* R = r.R + d * GH * H;
     std::fill(dh.begin(), dh.end(), 0.0f);
     std::fill(dc.begin(), dc.end(), 0.0f);
-    if (dyh) std::copy(dyh + d * B * H, dyh + (d + 1) * B * H, dh.begin());
-    if (dyc) std::copy(dyc + d * B * H, dyc + (d + 1) * B * H, dc.begin());
+    if (io.dyh) std::copy(io.dyh + d * B * H, io.dyh + (d + 1) * B * H, dh.begin());
+    if (io.dyc) std::copy(io.dyc + d * B * H, io.dyc + (d + 1) * B * H, dc.begin());
     for (int64_t s = T - 1; s >= 0; --s) {
       std::fill(dg.begin(), dg.end(), 0.0f);
       std::fill(dlin.begin(), dlin.end(), 0.0f);
@@ -321,8 +357,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
         if (t < 0) continue;
         any = true;
         float* dhb = dh.data() + b * H;
-        if (dy)
-          for (int64_t j = 0; j < H; ++j) dhb[j] += dy[((t * D + d) * B + b) * H + j];
+        if (io.dy)
+          for (int64_t j = 0; j < H; ++j) dhb[j] += io.dy[((t * D + d) * B + b) * H + j];
         const float* a = tape.act.data() + (s * B + b) * GH;
         const uint8_t* lv = tape.live.data() + (s * B + b) * GH;
         const float* hp = tape.hprev.data() + (s * B + b) * H;
@@ -341,6 +377,8 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
             g[3 * H + j] = lv[3 * H + j] ? dct * ig * (1 - cg * cg) : 0.0f;
             dcb[j] = dct * fg;  // carried to step s-1
           }
+        } else if (!gru) {  // RNN: h = tanh(pre)
+          for (int64_t j = 0; j < H; ++j) g[j] = lv[j] ? dhb[j] * (1 - a[j] * a[j]) : 0.0f;
         } else {
           const float* lin = tape.lin.data() + (s * B + b) * H;
           float* dl = dlin.data() + b * H;
@@ -362,7 +400,7 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
       if (!any) continue;
       const float* xs = tape.xs.data() + s * B * I;
       const float* hps = tape.hprev.data() + s * B * H;
-      if (!lstm && !r.linear_before_reset) {
+      if (gru && !r.linear_before_reset) {
         // u = r*Hp feeds Rh: du = dh_pre Rh; dr = du*Hp; dHp gets du*r (added below).
         sgemm(false, false, B, H, H, 1.0f, dlin.data(), H, R + 2 * H * H, H, 0.0f, tmp_h.data(), H);
         for (int64_t b = 0; b < B; ++b) {
@@ -377,36 +415,45 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
           }
         }
       }
-      // Parameter gradients: dW += dG^T Xs (every gate), dR += dG^T Hp (LSTM: all gates; GRU:
-      // z and r here, the h block below with its own input).
-      if (dw) sgemm(true, false, GH, I, B, 1.0f, dg.data(), GH, xs, I, 1.0f, dw + d * GH * I, I);
-      const int64_t gr = lstm ? GH : 2 * H;
-      if (dr) sgemm(true, false, gr, H, B, 1.0f, dg.data(), GH, hps, H, 1.0f, dr + d * GH * H, H);
-      if (!lstm && dr) {
+      if (io.dgates)
+        for (int64_t b = 0; b < B; ++b) {
+          const int64_t t = r.time_of(d, s, b);
+          if (t < 0) continue;
+          std::copy(dg.begin() + b * GH, dg.begin() + (b + 1) * GH,
+                    io.dgates + ((t * D + d) * B + b) * GH);
+        }
+      // Parameter gradients: dW += dG^T Xs (every gate), dR += dG^T Hp (LSTM and RNN: all
+      // gates; GRU: z and r here, the h block below with its own input).
+      if (io.dw)
+        sgemm(true, false, GH, I, B, 1.0f, dg.data(), GH, xs, I, 1.0f, io.dw + d * GH * I, I);
+      const int64_t gr = gru ? 2 * H : GH;
+      if (io.dr)
+        sgemm(true, false, gr, H, B, 1.0f, dg.data(), GH, hps, H, 1.0f, io.dr + d * GH * H, H);
+      if (gru && io.dr) {
         // h block: lbr=1 -> dlin^T Hp; lbr=0 -> dh_pre^T (r*Hp) (tape.lin holds r*Hp).
         const float* src = r.linear_before_reset ? hps : tape.lin.data() + s * B * H;
-        sgemm(true, false, H, H, B, 1.0f, dlin.data(), H, src, H, 1.0f, dr + d * GH * H + 2 * H * H,
-              H);
+        sgemm(true, false, H, H, B, 1.0f, dlin.data(), H, src, H, 1.0f,
+              io.dr + d * GH * H + 2 * H * H, H);
       }
-      if (db) {
-        float* wbg = db + d * 2 * GH;
+      if (io.db) {
+        float* wbg = io.db + d * 2 * GH;
         float* rbg = wbg + GH;
         for (int64_t b = 0; b < B; ++b)
           for (int64_t j = 0; j < GH; ++j) {
             const float v = dg[static_cast<size_t>(b * GH + j)];
             wbg[j] += v;
             // GRU's Rbh sits inside the reset product: its gradient is dlin, not dh_pre.
-            rbg[j] += (!lstm && j >= 2 * H && r.linear_before_reset)
+            rbg[j] += (gru && j >= 2 * H && r.linear_before_reset)
                           ? dlin[static_cast<size_t>(b * H + j - 2 * H)]
                           : v;
           }
       }
-      if (dx) {
+      if (io.dx) {
         sgemm(false, false, B, I, GH, 1.0f, dg.data(), GH, W, I, 0.0f, tmp_x.data(), I);
         for (int64_t b = 0; b < B; ++b) {
           const int64_t t = r.time_of(d, s, b);
           if (t < 0) continue;
-          float* dst = dx + (t * B + b) * I;
+          float* dst = io.dx + (t * B + b) * I;
           for (int64_t k = 0; k < I; ++k) dst[k] += tmp_x[static_cast<size_t>(b * I + k)];
         }
       }
@@ -416,7 +463,7 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
         if (r.time_of(d, s, b) < 0) continue;  // invalid rows carry dh unchanged
         float* dhb = dh.data() + b * H;
         const float* th = tmp_h.data() + b * H;
-        if (lstm) {
+        if (!gru) {
           for (int64_t j = 0; j < H; ++j) dhb[j] = th[j];
           continue;
         }
@@ -438,24 +485,133 @@ void rnn_backward(const KernelContext& ctx, bool lstm) {
           dhb[j] = dhb[j] * a[j] + th[j] + extra[static_cast<size_t>(j)];
       }
     }
-    if (dh0) std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
-    if (dc0) std::copy(dc.begin(), dc.end(), dc0 + d * B * H);
+    if (io.dh0) std::copy(dh.begin(), dh.end(), io.dh0 + d * B * H);
+    if (io.dc0) std::copy(dc.begin(), dc.end(), io.dc0 + d * B * H);
   }
+}
+
+// GRUGrad / RNNGrad: inputs X, W, R, B, sequence_lens, initial_h (absent ones as absent
+// tensors), dY, dY_h; outputs one gradient per forward input (dX, dW, dR, dB, none for
+// sequence_lens, d initial_h), each optional.
+void fused_backward(const KernelContext& ctx, Cell cell) {
+  if (ctx.inputs.size() > 8)
+    ctx.fail("takes at most 8 inputs (X, W, R, B, sequence_lens, initial_h, dY, dY_h), got " +
+             std::to_string(ctx.inputs.size()));
+  if (ctx.outputs.size() > 6) ctx.fail("has at most 6 outputs, one per forward input");
+  const Rnn r = parse_rnn(ctx, cell);
+  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, GH = r.gates * H, D = r.D;
+  if (ctx.has_out(4)) ctx.fail("sequence_lens has no gradient (output 4 must be absent)");
+  RnnGrads io;
+  io.dy = grad_input(ctx, 6, {T, D, B, H}, "dY");
+  io.dyh = grad_input(ctx, 7, {D, B, H}, "dY_h");
+  io.dx = grad_output(ctx, 0, {T, B, I});
+  io.dw = grad_output(ctx, 1, {D, GH, I});
+  io.dr = grad_output(ctx, 2, {D, GH, H});
+  io.db = grad_output(ctx, 3, {D, 2 * GH});
+  io.dh0 = grad_output(ctx, 5, {D, B, H});
+  rnn_backward(r, io);
 }
 
 }  // namespace
 
 void k_lstm(const KernelContext& ctx) {
-  rnn_forward(ctx, true);
+  rnn_forward(ctx, Cell::kLstm);
 }
 void k_gru(const KernelContext& ctx) {
-  rnn_forward(ctx, false);
+  rnn_forward(ctx, Cell::kGru);
 }
-void k_lstm_grad(const KernelContext& ctx) {
-  rnn_backward(ctx, true);
+void k_rnn(const KernelContext& ctx) {
+  rnn_forward(ctx, Cell::kRnn);
 }
+
+void k_lstm_grad_data(const KernelContext& ctx) {
+  // Inputs X, W, R, B, sequence_lens, initial_h, initial_c, dY, dY_h, dY_c (B onwards optional;
+  // an absent output gradient is zero). Outputs dX, d initial_h, d initial_c, dGates
+  // [T, D, B, 4H], H [T, D, B, H], each optional.
+  if (ctx.inputs.size() > 10)
+    ctx.fail("takes at most 10 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, dY, "
+             "dY_h, dY_c), got " + std::to_string(ctx.inputs.size()));
+  if (ctx.outputs.size() > 5)
+    ctx.fail("has at most 5 outputs (dX, d initial_h, d initial_c, dGates, H)");
+  const Rnn r = parse_rnn(ctx, Cell::kLstm);
+  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, D = r.D;
+  RnnGrads io;
+  io.dy = grad_input(ctx, 7, {T, D, B, H}, "dY");
+  io.dyh = grad_input(ctx, 8, {D, B, H}, "dY_h");
+  io.dyc = grad_input(ctx, 9, {D, B, H}, "dY_c");
+  io.dx = grad_output(ctx, 0, {T, B, I});
+  io.dh0 = grad_output(ctx, 1, {D, B, H});
+  io.dc0 = grad_output(ctx, 2, {D, B, H});
+  io.dgates = grad_output(ctx, 3, {T, D, B, 4 * H});
+  io.hseq = grad_output(ctx, 4, {T, D, B, H});
+  rnn_backward(r, io);
+}
+
+void k_lstm_grad_weights(const KernelContext& ctx) {
+  // Inputs X [T, B, I], H [T, D, B, H], initial_h [D, B, H] (optional: zero), dGates
+  // [T, D, B, 4H]; outputs dW [D, 4H, I], dR [D, 4H, H], dB [D, 8H], each optional:
+  //   dW_d = sum_t dG[t, d]^T X[t],   dR_d = sum_t dG[t, d]^T Hprev_d(t),
+  //   dB_d = [sum dG, sum dG] (Wb and Rb alike),
+  // Hprev_d(t) = H[t-1, d] (forward) or H[t+1, d] (reverse), initial_h at the first step.
+  // Times ascend in every sum; each is one sgemm over the batch per time step.
+  ctx.expect_arity(4, 3, "(X, H, initial_h, dGates) -> (dW, dR, dB)");
+  const Tensor& x = ctx.in(0);
+  const Tensor& hs = ctx.in(1);
+  const Tensor& dgt = ctx.in(3);
+  ctx.expect_dtype(x, DType::kFloat32, "X");
+  ctx.expect_dtype(hs, DType::kFloat32, "H");
+  ctx.expect_dtype(dgt, DType::kFloat32, "dGates");
+  if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout=1 is not supported");
+  const std::string dir = ctx.attr_string("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    ctx.fail("unknown direction \"" + dir + "\"");
+  const int64_t D = dir == "bidirectional" ? 2 : 1;
+  if (x.rank() != 3) ctx.fail("X has shape " + shape_to_string(x.shape) + ", expected rank 3");
+  if (hs.rank() != 4) ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected rank 4");
+  const int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2], H = hs.shape[3], GH = 4 * H;
+  if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", H) != H)
+    ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected hidden size " +
+             std::to_string(ctx.attr_int("hidden_size", H)));
+  if (hs.shape != Shape{T, D, B, H})
+    ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected " +
+             shape_to_string({T, D, B, H}));
+  if (dgt.shape != Shape{T, D, B, GH})
+    ctx.fail("dGates has shape " + shape_to_string(dgt.shape) + ", expected " +
+             shape_to_string({T, D, B, GH}));
+  const float* h0 = grad_input(ctx, 2, {D, B, H}, "initial_h");
+  float* dw = grad_output(ctx, 0, {D, GH, I});
+  float* dr = grad_output(ctx, 1, {D, GH, H});
+  float* db = grad_output(ctx, 2, {D, 2 * GH});
+  const float* xp = x.as<float>();
+  const float* hp = hs.as<float>();
+  const float* dg = dgt.as<float>();
+  for (int64_t d = 0; d < D; ++d) {
+    const bool reversed = dir == "reverse" || d == 1;
+    for (int64_t t = 0; t < T; ++t) {
+      const float* g = dg + (t * D + d) * B * GH;  // [B, 4H]
+      if (dw) sgemm(true, false, GH, I, B, 1.0f, g, GH, xp + t * B * I, I, 1.0f, dw + d * GH * I, I);
+      if (dr) {
+        const int64_t prev = reversed ? t + 1 : t - 1;
+        const float* hprev = prev >= 0 && prev < T ? hp + (prev * D + d) * B * H
+                             : h0                  ? h0 + d * B * H
+                                                   : nullptr;  // zero: no contribution
+        if (hprev) sgemm(true, false, GH, H, B, 1.0f, g, GH, hprev, H, 1.0f, dr + d * GH * H, H);
+      }
+      if (db) {
+        float* wbg = db + d * 2 * GH;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < GH; ++j) wbg[j] += g[b * GH + j];
+      }
+    }
+    if (db) std::copy(db + d * 2 * GH, db + d * 2 * GH + GH, db + d * 2 * GH + GH);
+  }
+}
+
 void k_gru_grad(const KernelContext& ctx) {
-  rnn_backward(ctx, false);
+  fused_backward(ctx, Cell::kGru);
+}
+void k_rnn_grad(const KernelContext& ctx) {
+  fused_backward(ctx, Cell::kRnn);
 }
 
 }  // namespace planner::rt::kernels

@@ -81,35 +81,69 @@ TEST_CASE("DivGradB and WhereGrad") {
   check_grad(fwd("Where", {}, {c.t, p.t, q.t}, {2, 3}), q, dy.values(), d2.values(), 1e-3);
 }
 
-TEST_CASE("ReduceGrad for ReduceSum, ReduceMean, ReduceMax, ReduceMin") {
+TEST_CASE("ReduceGrad for ReduceSum, ReduceMean, ReduceMax, ReduceMin (axes attribute)") {
   Buf x = R({2, 3, 4}, 7);
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
     INFO(op);
-    // axes as input (ReduceSum opset 13 form) and as attribute, keepdims=0
-    Buf axes = I64({1}, {1});
-    Buf y = Z({2, 4}), dy = R({2, 4}, 8), dx = Z({2, 3, 4});
-    Attributes fa = {{"keepdims", int64_t{0}}};
-    run(op, fa, {x.t, axes.t}, {y.t});
-    Attributes ga = fa;
-    ga["op"] = std::string(op);
-    std::string o = op;
-    if (o == "ReduceMax" || o == "ReduceMin")
-      run_planner("ReduceGrad", ga, {dy.t, x.t, axes.t, y.t}, {dx.t});
-    else
-      run_planner("ReduceGrad", ga, {dy.t, x.t, axes.t}, {dx.t});
-    check_grad(fwd(op, fa, {x.t, axes.t}, {2, 4}), x, dy.values(), dx.values(), 1e-3);
-    // attribute form, keepdims=1, all axes for Max (Y as the third input)
-    Attributes fb = {{"axes", Shape{0, 2}}};
-    Buf y2 = Z({1, 3, 1}), dy2 = R({1, 3, 1}, 9), dx2 = Z({2, 3, 4});
-    run(op, fb, {x.t}, {y2.t});
-    Attributes gb = fb;
-    gb["op"] = std::string(op);
-    if (o == "ReduceMax" || o == "ReduceMin")
-      run_planner("ReduceGrad", gb, {dy2.t, x.t, y2.t}, {dx2.t});
-    else
-      run_planner("ReduceGrad", gb, {dy2.t, x.t}, {dx2.t});
-    check_grad(fwd(op, fb, {x.t}, {1, 3, 1}), x, dy2.values(), dx2.values(), 1e-3);
+    const std::string o = op;
+    const bool extremum = o == "ReduceMax" || o == "ReduceMin";
+    struct Case {
+      Attributes fwd;        // the forward op's attributes (axes as an attribute)
+      Shape axes;            // ReduceGrad's normalised axes
+      int64_t keepdims;
+      Shape out;
+    };
+    const std::vector<Case> cases = {
+        {{{"axes", Shape{-2}}, {"keepdims", int64_t{0}}}, {1}, 0, {2, 4}},
+        {{{"axes", Shape{2, 0}}}, {0, 2}, 1, {1, 3, 1}},
+        {{{"keepdims", int64_t{0}}}, {0, 1, 2}, 0, {}},  // no axes: every axis
+        {{}, {0, 1, 2}, 1, {1, 1, 1}},
+    };
+    uint64_t seed = 8;
+    for (const Case& c : cases) {
+      INFO("axes " << planner::rt::shape_to_string(c.axes) << " keepdims " << c.keepdims);
+      Buf y = Z(c.out), dy = R(c.out, seed++), dx = Z({2, 3, 4});
+      run(op, c.fwd, {x.t}, {y.t});
+      Attributes ga = {{"op", o}, {"axes", c.axes}, {"keepdims", c.keepdims}};
+      std::vector<Tensor> ins = {dy.t, x.t};
+      if (extremum) ins.push_back(y.t);
+      run_planner("ReduceGrad", ga, ins, {dx.t});
+      check_grad(fwd(op, c.fwd, {x.t}, c.out), x, dy.values(), dx.values(), 1e-3);
+    }
   }
+  // noop_with_empty_axes: the forward op reduced nothing, the normalised axes are empty.
+  Buf same = Z({2, 3, 4}), dy = R({2, 3, 4}, 20), dx = Z({2, 3, 4});
+  run_planner("ReduceGrad", {{"op", std::string("ReduceSum")}, {"axes", Shape{}}}, {dy.t, x.t},
+              {dx.t});
+  expect_close(dx.values(), dy.values(), 0, 0);
+  // Ties split the gradient evenly.
+  Buf t = F({1, 4}, {1, 3, 3, 2}), ty = F({1}, {3}), tdy = F({1}, {1}), tdx = Z({1, 4});
+  run_planner("ReduceGrad",
+              {{"op", std::string("ReduceMax")}, {"axes", Shape{1}}, {"keepdims", int64_t{0}}},
+              {tdy.t, t.t, ty.t}, {tdx.t});
+  expect_close(tdx.values(), {0, 0.5f, 0.5f, 0}, 0, 0);
+  // The old contract (axes as an input, or not normalised) is refused, naming the node.
+  Buf axes = I64({1}, {1}), dy2 = R({2, 4}, 21);
+  CHECK_THROWS_WITH_AS(
+      run_planner("ReduceGrad",
+                  {{"op", std::string("ReduceSum")}, {"axes", Shape{1}}, {"keepdims", int64_t{0}}},
+                  {dy2.t, x.t, axes.t}, {dx.t}),
+      "node 'n' (ReduceGrad): op=ReduceSum takes 2 inputs (dY, X), got 3 (the axes are an "
+      "attribute)",
+      Error);
+  CHECK_THROWS_WITH_AS(
+      run_planner("ReduceGrad", {{"op", std::string("ReduceSum")}, {"keepdims", int64_t{0}}},
+                  {dy2.t, x.t}, {dx.t}),
+      doctest::Contains("attribute axes is missing"), Error);
+  CHECK_THROWS_WITH_AS(
+      run_planner("ReduceGrad",
+                  {{"op", std::string("ReduceSum")}, {"axes", Shape{-2}}, {"keepdims", int64_t{0}}},
+                  {dy2.t, x.t}, {dx.t}),
+      doctest::Contains("is not a strictly increasing list of axes"), Error);
+  CHECK_THROWS_WITH_AS(
+      run_planner("ReduceGrad", {{"op", std::string("ReduceSum")}, {"axes", Shape{1}}},
+                  {dy2.t, x.t}, {dx.t}),
+      doctest::Contains("dY has shape [2,4], expected [2,1,4]"), Error);
 }
 
 TEST_CASE("GlobalPoolGrad and PoolGrad") {
@@ -171,30 +205,77 @@ TEST_CASE("SoftmaxGrad for Softmax and LogSoftmax") {
     }
 }
 
-TEST_CASE("LayerNormGrad: dX, dScale, dBias") {
-  Buf x = R({3, 2, 4}, 31), s = R({2, 4}, 32), b = R({2, 4}, 33), dy = R({3, 2, 4}, 34);
-  Attributes a = {{"axis", int64_t{1}}, {"epsilon", 1e-5}};
-  Buf dx = Z({3, 2, 4}), ds = Z({2, 4}), dbias = Z({2, 4});
-  run_planner("LayerNormGrad", a, {dy.t, x.t, s.t}, {dx.t, ds.t, dbias.t});
-  auto f = fwd("LayerNormalization", a, {x.t, s.t, b.t}, {3, 2, 4});
-  check_grad(f, x, dy.values(), dx.values(), 1e-3, 5e-3, 3e-2);
-  check_grad(f, s, dy.values(), ds.values(), 1e-3);
-  check_grad(f, b, dy.values(), dbias.values(), 1e-3);
-  Buf only = Z({2, 4});
-  run_planner("LayerNormGrad", a, {dy.t, x.t, s.t}, {Tensor{}, only.t});
-  expect_close(only.values(), ds.values(), 0, 0);
+TEST_CASE("LayerNormGrad (dX) and LayerNormParamGrad (dScale, dB)") {
+  for (int64_t axis : {int64_t{1}, int64_t{-1}}) {
+    INFO("axis " << axis);
+    const Shape ps = axis == 1 ? Shape{2, 4} : Shape{4};
+    Buf x = R({3, 2, 4}, 31), s = R(ps, 32), b = R(ps, 33), dy = R({3, 2, 4}, 34);
+    Attributes a = {{"axis", axis}, {"epsilon", 1e-5}};
+    Buf dx = Z({3, 2, 4}), ds = Z(ps), dbias = Z(ps);
+    run_planner("LayerNormGrad", a, {dy.t, x.t, s.t}, {dx.t});
+    run_planner("LayerNormParamGrad", a, {dy.t, x.t}, {ds.t, dbias.t});
+    auto f = fwd("LayerNormalization", a, {x.t, s.t, b.t}, {3, 2, 4});
+    check_grad(f, x, dy.values(), dx.values(), 1e-3, 5e-3, 3e-2);
+    check_grad(f, s, dy.values(), ds.values(), 1e-3);
+    check_grad(f, b, dy.values(), dbias.values(), 1e-3);
+    // Either output alone gives the same values.
+    Buf only_s = Z(ps), only_b = Z(ps);
+    run_planner("LayerNormParamGrad", a, {dy.t, x.t}, {only_s.t});
+    run_planner("LayerNormParamGrad", a, {dy.t, x.t}, {Tensor{}, only_b.t});
+    expect_close(only_s.values(), ds.values(), 0, 0);
+    expect_close(only_b.values(), dbias.values(), 0, 0);
+  }
+  Buf x = R({3, 4}, 35), dy = R({3, 4}, 36);
+  CHECK_THROWS_WITH_AS(run_planner("LayerNormParamGrad", {}, {dy.t, x.t}, {Z({3}).t}),
+                       "node 'n' (LayerNormParamGrad): dScale has shape [3], expected [4]", Error);
+  CHECK_THROWS_WITH_AS(run_planner("LayerNormGrad", {}, {dy.t, x.t, R({4}, 37).t},
+                                   {Z({3, 4}).t, Z({4}).t}),
+                       "node 'n' (LayerNormGrad): got 3 inputs and 2 outputs, expected (dY, X, "
+                       "Scale) -> dX",
+                       Error);
 }
 
-TEST_CASE("BatchNormGrad (inference form): dX, dScale, dBias") {
+TEST_CASE("BatchNormGrad (dX) and BatchNormParamGrad (dScale, dB), inference form") {
   Buf x = R({2, 3, 2, 2}, 41), s = R({3}, 42), b = R({3}, 43), m = R({3}, 44),
       v = R({3}, 45, 0.5, 2), dy = R({2, 3, 2, 2}, 46);
-  Attributes a = {{"epsilon", 1e-5}};
+  Attributes a = {{"epsilon", 1e-3}};
   Buf dx = Z({2, 3, 2, 2}), ds = Z({3}), dbias = Z({3});
-  run_planner("BatchNormGrad", a, {dy.t, x.t, s.t, m.t, v.t}, {dx.t, ds.t, dbias.t});
+  run_planner("BatchNormGrad", a, {dy.t, s.t, v.t}, {dx.t});
+  run_planner("BatchNormParamGrad", a, {dy.t, x.t, m.t, v.t}, {ds.t, dbias.t});
   auto f = fwd("BatchNormalization", a, {x.t, s.t, b.t, m.t, v.t}, {2, 3, 2, 2});
   check_grad(f, x, dy.values(), dx.values(), 1e-3);
   check_grad(f, s, dy.values(), ds.values(), 1e-3);
   check_grad(f, b, dy.values(), dbias.values(), 1e-3);
+  Buf only_b = Z({3});
+  run_planner("BatchNormParamGrad", a, {dy.t, x.t, m.t, v.t}, {Tensor{}, only_b.t});
+  expect_close(only_b.values(), dbias.values(), 0, 0);
+  // rank 2 (BatchNormalization after a Flatten): no spatial axes
+  Buf x2 = R({4, 3}, 47), dy2 = R({4, 3}, 48), dx2 = Z({4, 3}), ds2 = Z({3});
+  run_planner("BatchNormGrad", a, {dy2.t, s.t, v.t}, {dx2.t});
+  run_planner("BatchNormParamGrad", a, {dy2.t, x2.t, m.t, v.t}, {ds2.t});
+  auto f2 = fwd("BatchNormalization", a, {x2.t, s.t, b.t, m.t, v.t}, {4, 3});
+  check_grad(f2, x2, dy2.values(), dx2.values(), 1e-3);
+  check_grad(f2, s, dy2.values(), ds2.values(), 1e-3);
+  CHECK_THROWS_WITH_AS(run_planner("BatchNormGrad", a, {dy.t, x.t, s.t, m.t, v.t}, {dx.t}),
+                       doctest::Contains("got 5 inputs and 1 outputs, expected (dY, scale, var) -> dX"),
+                       Error);
+}
+
+TEST_CASE("LossGrad: the gradient of 0.5*sum(y^2) is y") {
+  Buf y = R({2, 3}, 71), dy = R({2, 3}, 72);
+  run_planner("LossGrad", {}, {y.t}, {dy.t});
+  expect_close(dy.values(), y.values(), 0, 0);
+  // against central differences of the loss itself
+  auto loss_terms = [&] {
+    std::vector<float> v = y.values();
+    for (float& e : v) e = 0.5f * e * e;
+    return v;
+  };
+  check_grad(loss_terms, y, std::vector<float>(6, 1.0f), dy.values(), 1e-2, 1e-4, 1e-4);
+  CHECK_THROWS_WITH_AS(run_planner("LossGrad", {}, {y.t}, {Z({3, 2}).t}),
+                       doctest::Contains("output 0 has shape [3,2], expected [2,3]"), Error);
+  CHECK_THROWS_WITH_AS(run_planner("LossGrad", {}, {I64({1}, {1}).t}, {Z({1}).t}),
+                       doctest::Contains("expected f32 or f16"), Error);
 }
 
 TEST_CASE("ConvGradData and ConvGradFilter") {
