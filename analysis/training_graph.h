@@ -51,7 +51,7 @@ struct TrainingGraph {
 /// "grad:<output>" (= y), standing in for the user's loss.
 /// Backward operators are standard ONNX operators where one fits (MatMul, Gemm, Transpose,
 /// ReduceSum, Reshape, Mul, Split, Concat …) and otherwise operators of the "ai.planner"
-/// domain (ConvGradData, SoftmaxGrad, LayerNormGrad, LSTMGrad …, documented in
+/// domain (ConvGradData, SoftmaxGrad, LayerNormGrad, LSTMGradData …, documented in
 /// docs/training.md), all with TDL descriptions. Errors name the file and node.
 Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
                                              const TrainingOptions& options,
