@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -186,7 +187,6 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
   std::map<std::pair<ir::TensorId, DeviceId>, size_t> buffer_of;  // output/resident buffer per device
   std::vector<std::vector<Piece>> available(static_cast<size_t>(graph_.num_tensors()));
   std::vector<bool> has_available(static_cast<size_t>(graph_.num_tensors()), false);
-  std::map<DeviceId, double> sent_from;  // balances reads over replicas
   // What earlier consumers fetched to a device: a later consumer on that device reuses it
   // (as a launcher keeps a gathered tensor) instead of moving it again.
   std::map<std::pair<ir::TensorId, DeviceId>, std::vector<std::pair<Box, TaskId>>> received;
@@ -375,35 +375,31 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
         for (const Piece& p : pieces) {
           Box part = intersect(want, p.box);
           if (box_elements(part) == 0) continue;
+          // The nearest holders (this device, then the same node, then the widest route); among
+          // equals the destination picks by its own id, which spreads reads over replicas
+          // without state carried from earlier transfers (so one operator's new configuration
+          // changes only the transfers that involve it).
           const Holder* best = nullptr;
+          std::vector<const Holder*> equal;
+          auto rank = [&](const Holder& h) {
+            return std::make_tuple(h.device == d, topology_.same_node(h.device, d),
+                                   topology_.bandwidth(h.device, d));
+          };
           for (const Holder& h : p.holders) {
-            if (h.device == d) {
+            if (!best || rank(h) > rank(*best)) {
               best = &h;
-              break;
+              equal.assign(1, &h);
+            } else if (rank(h) == rank(*best)) {
+              equal.push_back(&h);
             }
-            if (!best) {
-              best = &h;
-              continue;
-            }
-            bool hn = topology_.same_node(h.device, d), bn = topology_.same_node(best->device, d);
-            if (hn != bn) {
-              if (hn) best = &h;
-              continue;
-            }
-            double hb = topology_.bandwidth(h.device, d), bb = topology_.bandwidth(best->device, d);
-            if (hb != bb) {
-              if (hb > bb) best = &h;
-              continue;
-            }
-            if (sent_from[h.device] < sent_from[best->device]) best = &h;
           }
+          best = equal[static_cast<size_t>(d) % equal.size()];
           if (best->device == d) {
             if (best->ready != kNoTask) g.add_edge(best->ready, consumer);
             note_read(d, consumer);
             continue;
           }
           int64_t bytes = box_bytes(part, tensor);
-          sent_from[best->device] += static_cast<double>(bytes);
           Task tr;
           tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name, best->device, d, &p - pieces.data());
           tr.resource = plan.channel[static_cast<size_t>(best->device)];

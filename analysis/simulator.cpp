@@ -254,14 +254,16 @@ Expected<void> check_cycles(const TaskGraph& graph, const std::vector<int32_t>& 
   }
   enum : uint8_t { kWhite = 0, kGray = 1, kBlack = 2 };
   std::vector<uint8_t> new_color(static_cast<size_t>(m), kWhite);
-  std::unordered_map<TaskId, uint8_t> old_color;
+  // Dense colours for existing tasks: the search can visit a large part of the graph, where a
+  // hash map's allocations would cost more than the walk itself.
+  std::vector<uint8_t> old_color(static_cast<size_t>(graph.task_capacity()), kWhite);
   struct Frame {
     TaskRef node;
     std::vector<TaskRef> children;
     size_t next = 0;
   };
   auto color = [&](const TaskRef& r) -> uint8_t& {
-    return r.is_new ? new_color[static_cast<size_t>(r.index)] : old_color[r.index];
+    return r.is_new ? new_color[static_cast<size_t>(r.index)] : old_color[static_cast<size_t>(r.index)];
   };
   auto children_of = [&](const TaskRef& r) {
     if (r.is_new) return new_out[static_cast<size_t>(r.index)];
