@@ -235,6 +235,33 @@ TEST_CASE("h100_cluster: 8 GPUs to a node, the last one partial") {
   CHECK(h100_cluster(1).levels().empty());
 }
 
+TEST_CASE("first_devices keeps a heterogeneous cluster's network valid") {
+  // Two kinds of node with differently named NICs; the first 3 GPUs leave no "eth" NIC.
+  auto topo = parse_topology(R"({"name": "mixed",
+    "device_types": {"a": {"model": "A", "memory_bytes": 1, "memory_bandwidth": 1,
+                           "peak_flops": {"f32": 1}},
+                     "b": {"model": "B", "memory_bytes": 1, "memory_bandwidth": 1,
+                           "peak_flops": {"f16": 1}}},
+    "link_types": {"l": {"bandwidth": 1e10, "latency": 1e-6}},
+    "nodes": [{"count": 2, "gpus": {"type": "a", "count": 2}, "switches": ["sw"], "nics": ["nic0"],
+               "links": [{"from": ["gpu*", "nic0"], "to": "sw", "type": "l"}]},
+              {"gpus": {"type": "b", "count": 2}, "switches": ["sw"], "nics": ["eth0"],
+               "links": [{"from": ["gpu*", "eth0"], "to": "sw", "type": "l"}]}],
+    "network": {"switches": ["core"],
+                "links": [{"from": ["nic*", "eth*"], "to": "core", "type": "l"},
+                          {"from": "eth0", "to": "core", "type": "l", "count": 2}]}})",
+                             "mixed.json");
+  REQUIRE_MESSAGE(topo.has_value(), why(topo));
+  CHECK(topo->num_devices() == 6);
+  CHECK(topo->device_type(5).model == "B");
+  auto first = first_devices(*topo, 3);
+  REQUIRE_MESSAGE(first.has_value(), why(first));
+  CHECK(first->num_nodes() == 2);
+  CHECK(topology_to_json(*first)["network"]["links"].dump() ==
+        R"([{"from":["nic*"],"to":"core","type":"l"}])");
+  CHECK(first->bandwidth(0, 2) == 1e10);
+}
+
 TEST_CASE("resolve_topology: --gpus, --topology, and both") {
   CHECK(resolve_topology(std::nullopt, "").error().message() ==
         "no topology given: name a preset or a topology file, or a number of GPUs");
