@@ -155,6 +155,10 @@ TEST_CASE("every preset loads, with its counts, and round-trips through its JSON
     Topology topo = preset(presets[i].name);
     CHECK(topo.num_devices() == expected[i].gpus);
     CHECK(topo.num_nodes() == expected[i].nodes);
+    // The top level of a multi-node cluster is its nodes: SoyBean's first cut goes there.
+    REQUIRE_FALSE(topo.levels().empty());
+    if (expected[i].nodes > 1) CHECK(topo.levels()[0].groups.size() == size_t(expected[i].nodes));
+    CHECK(topo.levels().back().groups.size() == size_t(expected[i].gpus));
     std::string text = topology_to_json(topo).dump(2);
     auto again = parse_topology(text, "round-trip");
     REQUIRE_MESSAGE(again.has_value(), why(again));
