@@ -1,5 +1,6 @@
 // `planner topology list | show | check`: the built-in device topologies and the JSON format.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -115,12 +116,10 @@ void print_summary(const Topology& topo) {
     std::printf("nodes      %s%s: %s\n", span.c_str(), label.c_str(), parts.c_str());
     first_node += count;
   }
-  if (compact.contains("network") && compact["network"].contains("switches"))
-    std::printf(
-        "network    switches %s\n",
-        fmt::format("{}",
-                    fmt::join(compact["network"]["switches"].get<std::vector<std::string>>(), " "))
-            .c_str());
+  if (compact.contains("network") && compact["network"].contains("switches")) {
+    auto names = compact["network"]["switches"].get<std::vector<std::string>>();
+    std::printf("network    switches %s\n", fmt::format("{}", fmt::join(names, " ")).c_str());
+  }
 
   // Links by type and bandwidth, in order of first appearance.
   std::vector<std::pair<std::string, double>> kinds;

@@ -1045,6 +1045,63 @@ nlohmann::ordered_json topology_to_json(const Topology& topology) {
   return topology.compact_json();
 }
 
+namespace {
+
+// After first_devices drops trailing node groups, a network link entry may name endpoints only
+// those groups declared (another kind of node's NICs). Such selectors are dropped, and an entry
+// left with nothing on one side goes with them, rather than failing as a typo would.
+void prune_network(json& j) {
+  if (!j.contains("network") || !j["network"].contains("links")) return;
+  Scope names;  // every name the kept node groups and the network declare
+  auto declare = [&](const std::string& name) {
+    if (names.index.emplace(name, static_cast<int>(names.names.size())).second)
+      names.names.push_back(name);
+  };
+  auto declare_all = [&](const json& list) {
+    for (const json& entry : list) {
+      auto p = parse_pattern(entry.get<std::string>(), "", false);
+      if (!p) continue;
+      if (p->kind == Pattern::kExact) declare(p->prefix);
+      for (int64_t k = p->lo; k <= p->hi; ++k) declare(p->prefix + std::to_string(k));
+    }
+  };
+  for (const json& group : j["nodes"]) {
+    for (int64_t i = 0; i < group["gpus"]["count"].get<int64_t>(); ++i)
+      declare("gpu" + std::to_string(i));
+    for (const char* key : {"switches", "cpus", "nics"})
+      if (group.contains(key)) declare_all(group[key]);
+  }
+  if (j["network"].contains("switches")) declare_all(j["network"]["switches"]);
+
+  auto matches = [&](const json& selector) {
+    auto p = parse_pattern(selector.get<std::string>(), "", true);
+    return p && !match(*p, names, nullptr).empty();
+  };
+  // A side keeps its form: a string stays a string, an array keeps the selectors that match.
+  auto prune_side = [&](const json& side) -> std::optional<json> {
+    if (side.is_string()) return matches(side) ? std::optional<json>(side) : std::nullopt;
+    json kept = json::array();
+    for (const json& s : side)
+      if (matches(s)) kept.push_back(s);
+    return kept.empty() ? std::nullopt : std::optional<json>(kept);
+  };
+  json links = json::array();
+  for (const json& link : j["network"]["links"]) {
+    auto from = prune_side(link["from"]), to = prune_side(link["to"]);
+    if (!from || !to) continue;
+    json kept = link;
+    kept["from"] = *from;
+    kept["to"] = *to;
+    links.push_back(std::move(kept));
+  }
+  if (links.empty())
+    j["network"].erase("links");
+  else
+    j["network"]["links"] = std::move(links);
+}
+
+}  // namespace
+
 Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
   if (num_gpus < 1) return make_error("--gpus must be at least 1, got {}", num_gpus);
   if (num_gpus > topology.num_devices())
@@ -1074,6 +1131,7 @@ Expected<Topology> first_devices(const Topology& topology, int num_gpus) {
     }
   }
   j["nodes"] = nodes;
+  prune_network(j);
   // Canonical field order: name and description first.
   json ordered = json::object();
   ordered["name"] = fmt::format("{}-first-{}", topology.name(), num_gpus);

@@ -155,6 +155,10 @@ TEST_CASE("every preset loads, with its counts, and round-trips through its JSON
     Topology topo = preset(presets[i].name);
     CHECK(topo.num_devices() == expected[i].gpus);
     CHECK(topo.num_nodes() == expected[i].nodes);
+    // The top level of a multi-node cluster is its nodes: SoyBean's first cut goes there.
+    REQUIRE_FALSE(topo.levels().empty());
+    if (expected[i].nodes > 1) CHECK(topo.levels()[0].groups.size() == size_t(expected[i].nodes));
+    CHECK(topo.levels().back().groups.size() == size_t(expected[i].gpus));
     std::string text = topology_to_json(topo).dump(2);
     auto again = parse_topology(text, "round-trip");
     REQUIRE_MESSAGE(again.has_value(), why(again));
@@ -233,6 +237,33 @@ TEST_CASE("h100_cluster: 8 GPUs to a node, the last one partial") {
   CHECK(h100_cluster(16).num_nodes() == 2);
   CHECK(h100_cluster(1).num_devices() == 1);
   CHECK(h100_cluster(1).levels().empty());
+}
+
+TEST_CASE("first_devices keeps a heterogeneous cluster's network valid") {
+  // Two kinds of node with differently named NICs; the first 3 GPUs leave no "eth" NIC.
+  auto topo = parse_topology(R"({"name": "mixed",
+    "device_types": {"a": {"model": "A", "memory_bytes": 1, "memory_bandwidth": 1,
+                           "peak_flops": {"f32": 1}},
+                     "b": {"model": "B", "memory_bytes": 1, "memory_bandwidth": 1,
+                           "peak_flops": {"f16": 1}}},
+    "link_types": {"l": {"bandwidth": 1e10, "latency": 1e-6}},
+    "nodes": [{"count": 2, "gpus": {"type": "a", "count": 2}, "switches": ["sw"], "nics": ["nic0"],
+               "links": [{"from": ["gpu*", "nic0"], "to": "sw", "type": "l"}]},
+              {"gpus": {"type": "b", "count": 2}, "switches": ["sw"], "nics": ["eth0"],
+               "links": [{"from": ["gpu*", "eth0"], "to": "sw", "type": "l"}]}],
+    "network": {"switches": ["core"],
+                "links": [{"from": ["nic*", "eth*"], "to": "core", "type": "l"},
+                          {"from": "eth0", "to": "core", "type": "l", "count": 2}]}})",
+                             "mixed.json");
+  REQUIRE_MESSAGE(topo.has_value(), why(topo));
+  CHECK(topo->num_devices() == 6);
+  CHECK(topo->device_type(5).model == "B");
+  auto first = first_devices(*topo, 3);
+  REQUIRE_MESSAGE(first.has_value(), why(first));
+  CHECK(first->num_nodes() == 2);
+  CHECK(topology_to_json(*first)["network"]["links"].dump() ==
+        R"([{"from":["nic*"],"to":"core","type":"l"}])");
+  CHECK(first->bandwidth(0, 2) == 1e10);
 }
 
 TEST_CASE("resolve_topology: --gpus, --topology, and both") {
