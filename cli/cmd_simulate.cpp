@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,14 @@ int run_simulate(const SimulateFlags& flags) {
                               {"peak_memory_bytes", c.peak_memory}, {"comm_busy_s", ch.busy},
                               {"bytes_sent", ch.bytes}});
     }
+    j["links"] = nlohmann::ordered_json::array();
+    for (size_t l = 0; l < lowered->link_bytes.size(); ++l) {
+      if (lowered->link_bytes[l] <= 0) continue;
+      const auto& link = topology.links()[l];
+      j["links"].push_back({{"link", topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
+                                         topology.endpoints()[static_cast<size_t>(link.b)].name},
+                            {"bytes", lowered->link_bytes[l]}});
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -106,6 +115,23 @@ int run_simulate(const SimulateFlags& flags) {
     std::printf("%-6d  %-12s  %-10s  %-10s  %s\n", d, format_seconds(c.busy).c_str(),
                 format_seconds(c.idle).c_str(), format_seconds(ch.busy).c_str(),
                 format_bytes(static_cast<double>(c.peak_memory)).c_str());
+  }
+  // The busiest links: where the step's bytes go (both directions together).
+  std::vector<size_t> busy;
+  for (size_t l = 0; l < lowered->link_bytes.size(); ++l)
+    if (lowered->link_bytes[l] > 0) busy.push_back(l);
+  std::stable_sort(busy.begin(), busy.end(), [&](size_t a, size_t b) {
+    return lowered->link_bytes[a] > lowered->link_bytes[b];
+  });
+  if (!busy.empty()) {
+    std::printf("\nbusiest links (of %zu carrying traffic)\n", busy.size());
+    for (size_t i = 0; i < std::min<size_t>(5, busy.size()); ++i) {
+      const auto& link = topology.links()[busy[i]];
+      std::printf("  %-40s %s\n",
+                  (topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
+                   topology.endpoints()[static_cast<size_t>(link.b)].name).c_str(),
+                  format_bytes(lowered->link_bytes[busy[i]]).c_str());
+    }
   }
   if (!flags.trace.empty()) std::printf("\ntrace written to %s\n", flags.trace.c_str());
   return 0;
