@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/text.h"
+
 namespace planner::analysis {
 
 std::string_view op_class_name(OpClass c) {
@@ -71,11 +73,8 @@ std::string kind_key(std::string_view type, std::string_view domain, std::string
 }  // namespace
 
 Expected<MeasuredCosts> MeasuredCosts::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("{}: cannot open the costs file", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), path);
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  return parse(text, path);
 }
 
 Expected<MeasuredCosts> MeasuredCosts::parse(const std::string& text, const std::string& source) {

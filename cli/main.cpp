@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "support/text.h"
 
 namespace planner::cli {
 namespace {
@@ -26,18 +27,6 @@ constexpr std::array kCommands = {
                 configure_simulate},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
 };
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // "did you mean …?" for a mistyped subcommand.
 const char* closest_command(std::string_view word) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "importers/topology_presets.h"
+#include "support/text.h"
 
 namespace planner::importers {
 
@@ -38,27 +39,9 @@ constexpr int64_t kMaxRouteEntries = int64_t{1} << 26;
 // One link entry may expand to this many links (a 1,024 x 1,024 bipartite network).
 constexpr size_t kMaxPairsPerEntry = size_t{1} << 20;
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  std::iota(prev.begin(), prev.end(), 0);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The nearest candidate within a third of the word's length (at least 2 edits), or "".
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& c : candidates) {
-    size_t d = edit_distance(word, c);
-    if (d < best_distance) best = c, best_distance = d;
-  }
-  return best;
+  return closest_match(word, candidates, std::max<size_t>(2, word.size() / 3));
 }
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
@@ -1013,14 +996,7 @@ Expected<Topology> parse_topology(const std::string& json_text, const std::strin
     root = json::parse(json_text);
   } catch (const json::parse_error& e) {
     // nlohmann reports a byte offset; turn it into the line and column an editor shows.
-    size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, json_text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < end; ++i) {
-      if (json_text[i] == '\n')
-        ++line, column = 1;
-      else
-        ++column;
-    }
+    auto [line, column] = line_column(json_text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
     auto colon = what.find(": ", what.find("parse error"));
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
@@ -1032,13 +1008,8 @@ Expected<Topology> parse_topology(const std::string& json_text, const std::strin
 }
 
 Expected<Topology> load_topology(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error("{}: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("{}: cannot open file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_topology(text.str(), path);
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  return parse_topology(text, path);
 }
 
 nlohmann::ordered_json topology_to_json(const Topology& topology) {

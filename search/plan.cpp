@@ -1,5 +1,6 @@
 // The plan file: validation, the deterministic JSON writer, the reader, atomic writes.
 #include "search/plan.h"
+#include "support/text.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -215,18 +216,6 @@ json tensor_json(const PlanTensor& t) {
 
 // ---------------------------------------------------------------------------------------------
 // The reader: typed access to fields, each error naming the JSON path.
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  std::iota(prev.begin(), prev.end(), 0);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // A short rendering of a JSON value for "got ..." in messages.
 std::string describe(const json& v) {
@@ -618,14 +607,7 @@ Expected<Plan> parse_plan(std::string_view text, const std::string& source) {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     // nlohmann reports a byte offset; turn it into the line and column an editor shows.
-    size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n')
-        ++line, column = 1;
-      else
-        ++column;
-    }
+    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
     auto colon = what.find(": ", what.find("parse error"));
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
@@ -637,14 +619,8 @@ Expected<Plan> parse_plan(std::string_view text, const std::string& source) {
 }
 
 Expected<Plan> load_plan(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error("{}: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("{}: cannot open file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("{}: read error", path);
-  return parse_plan(text.str(), path);
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  return parse_plan(text, path);
 }
 
 Expected<void> write_plan(const Plan& plan, const std::string& path) {

@@ -1,0 +1,30 @@
+// Small text helpers every front end needs: "did you mean" suggestions, reading a whole file,
+// and the line and column of a byte offset for located errors.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "support/expected.h"
+
+namespace planner {
+
+/// Levenshtein distance between two strings.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate nearest to `word` within `max_distance` edits (ties: the first), or "".
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates,
+                          size_t max_distance);
+
+/// The whole file at `path` as bytes. Errors: "PATH: is a directory", "PATH: cannot open
+/// file", "PATH: read error".
+Expected<std::string> read_file(const std::string& path);
+
+/// The 1-based line and column of byte `offset` in `text` (an offset past the end counts as
+/// the end).
+std::pair<size_t, size_t> line_column(std::string_view text, size_t offset);
+
+}  // namespace planner
