@@ -1,0 +1,60 @@
+// PlanSimulation: a plan (one OpConfig per operator) kept lowered and simulated, for a search
+// that proposes one operator's new configuration at a time and keeps or drops it (FlexFlow's
+// MCMC, section 6). A proposal re-lowers the plan, turns the difference into a Change
+// (plan_delta.h) and delta-simulates it (simulator.h); the result equals lowering and
+// simulating the changed plan from scratch.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "analysis/lowering.h"
+#include "analysis/op_config.h"
+#include "analysis/simulator.h"
+#include "support/expected.h"
+
+namespace planner::analysis {
+
+/// What a plan costs under the simulator.
+struct PlanCost {
+  double step_time = 0;           ///< seconds per step
+  int64_t peak_memory = 0;        ///< bytes, the most loaded device
+  double comm_bytes = 0;          ///< bytes sent by all devices in one step
+};
+
+/// A plan with its simulated schedule, changed one operator at a time.
+class PlanSimulation {
+ public:
+  /// Lowers and simulates `configs` (one per op of the lowering's graph). Errors as
+  /// Lowering::lower and simulate().
+  static Expected<PlanSimulation> create(const Lowering& lowering, std::vector<OpConfig> configs);
+
+  PlanSimulation(PlanSimulation&&) noexcept;
+  PlanSimulation& operator=(PlanSimulation&&) noexcept;
+  ~PlanSimulation();
+
+  /// The configs of the current plan (with the pending proposal, if any).
+  const std::vector<OpConfig>& configs() const;
+  /// The cost of the current plan (with the pending proposal, if any).
+  PlanCost cost() const;
+
+  /// Gives `op` the config `config` and re-simulates; requires no pending proposal. On an
+  /// error (the config does not fit the op, named in the message) nothing changes and nothing
+  /// is pending. Returns the new cost.
+  Expected<PlanCost> propose(ir::OpId op, OpConfig config);
+  /// Keeps the pending proposal.
+  void accept();
+  /// Drops the pending proposal: configs, graph and schedule return to what they were.
+  void revert();
+  bool has_pending() const;
+
+  /// The lowered plan of the current configs (lowered afresh: for reports, not for loops).
+  Expected<LoweredPlan> lowered() const;
+
+ private:
+  struct Impl;
+  explicit PlanSimulation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace planner::analysis
