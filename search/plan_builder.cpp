@@ -1,0 +1,75 @@
+// From configs to a Plan.
+#include "search/plan_builder.h"
+
+#include <algorithm>
+
+#include "analysis/simulator.h"
+
+namespace planner::search {
+
+namespace {
+
+Expected<PlanMetrics> metrics_of(const analysis::LoweredPlan& lowered) {
+  PLANNER_TRY_ASSIGN(analysis::Timeline timeline, analysis::simulate(lowered.graph));
+  PlanMetrics m;
+  m.step_time_s = timeline.step_time;
+  for (analysis::ResourceId r : lowered.compute)
+    m.peak_memory_bytes = std::max(m.peak_memory_bytes, timeline.resources[static_cast<size_t>(r)].peak_memory);
+  m.comm_bytes = static_cast<int64_t>(lowered.comm_bytes + 0.5);
+  return m;
+}
+
+}  // namespace
+
+Expected<PlanMetrics> evaluate_configs(const analysis::Lowering& lowering,
+                                       const std::vector<analysis::OpConfig>& configs) {
+  PLANNER_TRY_ASSIGN(analysis::LoweredPlan lowered, lowering.lower(configs));
+  return metrics_of(lowered);
+}
+
+Expected<Plan> build_plan(const analysis::Lowering& lowering,
+                          const std::vector<analysis::OpConfig>& configs,
+                          const analysis::TrainingGraph* training, PlanHeader header,
+                          std::map<std::string, PlanMetrics> baselines) {
+  PLANNER_TRY_ASSIGN(analysis::LoweredPlan lowered, lowering.lower(configs));
+  PLANNER_TRY_ASSIGN(PlanMetrics predicted, metrics_of(lowered));
+  const ir::Graph& g = lowering.graph();
+  const importers::Topology& topology = lowering.topology();
+  Plan plan;
+  plan.model = std::move(header.model);
+  plan.topology = {topology.name(), topology.num_devices(), topology.num_nodes()};
+  plan.mode = std::move(header.mode);
+  plan.search = std::move(header.search);
+  plan.predicted = predicted;
+  plan.baselines = std::move(baselines);
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    PlanOp p;
+    p.name = op.name;
+    p.op_type = op.op_type;
+    p.domain = op.domain;
+    if (training) {
+      p.phase = training->op_phase[static_cast<size_t>(id)];
+      ir::OpId fwd = training->op_group[static_cast<size_t>(id)];
+      if (fwd != ir::kNoOp && fwd != id) p.group = g.op(fwd).name;
+    }
+    p.config = configs[static_cast<size_t>(id)];
+    plan.ops.push_back(std::move(p));
+  }
+  for (ir::TensorId id = 0; id < g.num_tensors(); ++id) {
+    const ir::Tensor& t = g.tensor(id);
+    PlanTensor p;
+    p.name = t.name;
+    p.dtype = t.dtype;
+    p.shape = t.shape;
+    p.role = t.role;
+    p.sharding = lowered.tensor_sharding[static_cast<size_t>(id)];
+    // A tensor no operator reads or writes is kept whole where the step starts: device 0.
+    if (p.sharding.devices.empty()) p.sharding = analysis::Sharding::replicated(t.rank(), {0});
+    plan.tensors.push_back(std::move(p));
+  }
+  PLANNER_TRY(validate_plan(plan));
+  return plan;
+}
+
+}  // namespace planner::search

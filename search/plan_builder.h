@@ -1,0 +1,36 @@
+// Turning a search's result (one OpConfig per operator) into a Plan: lowered and simulated for
+// its predicted costs, every operator's config and every tensor's layout recorded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/lowering.h"
+#include "analysis/op_config.h"
+#include "analysis/training_graph.h"
+#include "search/plan.h"
+#include "support/expected.h"
+
+namespace planner::search {
+
+/// The predicted costs of `configs` under the simulator: lowered, simulated, the largest
+/// device's peak memory and the bytes sent by all devices. Errors as Lowering::lower.
+Expected<PlanMetrics> evaluate_configs(const analysis::Lowering& lowering,
+                                       const std::vector<analysis::OpConfig>& configs);
+
+/// What a plan records beside its configs.
+struct PlanHeader {
+  PlanModel model;             ///< name, file hash, forward operator count
+  std::string mode = "train";  ///< "train" or "infer"
+  PlanSearch search;           ///< the algorithm, seed and options
+};
+
+/// Builds the plan of `configs`: ops in graph order with their phase and group (from
+/// `training`, null in inference mode), tensors with the layout the lowering gives them,
+/// `predicted` from the simulator and `baselines` as given ("data_parallel" must be there).
+Expected<Plan> build_plan(const analysis::Lowering& lowering,
+                          const std::vector<analysis::OpConfig>& configs,
+                          const analysis::TrainingGraph* training, PlanHeader header,
+                          std::map<std::string, PlanMetrics> baselines);
+
+}  // namespace planner::search
