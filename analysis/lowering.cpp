@@ -736,3 +736,118 @@ int Lowering::output_dim_of(ir::OpId id, size_t output, const OpConfig& c) const
 }
 
 }  // namespace planner::analysis
+
+namespace planner::analysis {
+
+Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
+  PLANNER_TRY(check_config(id, c));
+  const ir::Op& op = graph_.op(id);
+  const OpInfo& in = info(id);
+  const int shards = c.num_shards();
+  ShardedOp out;
+  out.input_boxes.resize(op.inputs.size());
+  out.output_boxes.resize(op.outputs.size());
+  out.output_sharding.resize(op.outputs.size());
+  std::vector<ShardRegions> regions(static_cast<size_t>(shards));
+  std::vector<double> fraction(static_cast<size_t>(shards), 1.0);
+  for (int s = 0; s < shards; ++s) {
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    std::vector<int> coords = c.piece_coords(s);
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      int64_t extent = in.splittable.at(c.splits[i].first);
+      Range r = split_range(extent, c.splits[i].second, coords[i]);
+      ranges[c.splits[i].first] = {r.begin, r.end - 1};
+      fraction[static_cast<size_t>(s)] *= static_cast<double>(r.size()) / static_cast<double>(extent);
+    }
+    if (in.described) {
+      auto r = in.evaluator->evaluate(ranges);
+      if (!r) return r.error().with_context(op_label(op));
+      regions[static_cast<size_t>(s)] = std::move(*r);
+    }
+  }
+  for (int s = 0; s < shards; ++s) {
+    double bytes = 0;
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] == ir::kNoTensor) continue;
+      const ir::Tensor& t = graph_.tensor(op.inputs[i]);
+      Box b = whole_box(t.shape);
+      if (in.described && in.instance_input[i] >= 0)
+        b = regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])];
+      bytes += static_cast<double>(box_bytes(b, t));
+      std::vector<int64_t> shape;
+      for (const Range& r : b) shape.push_back(r.size());
+      shapes.push_back(std::move(shape));
+      out.input_boxes[i].push_back(std::move(b));
+    }
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      if (op.outputs[o] == ir::kNoTensor) continue;
+      const ir::Tensor& t = graph_.tensor(op.outputs[o]);
+      Box b = whole_box(t.shape);
+      if (in.described && in.instance_output[o] >= 0)
+        b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
+      bytes += static_cast<double>(box_bytes(b, t));
+      out.output_boxes[o].push_back(std::move(b));
+    }
+    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor ? ir::DType::kFloat32
+                                                                          : graph_.tensor(op.inputs[0]).dtype;
+    out.shard_time.push_back(compute_.op_time(topology_.device_type(c.devices[static_cast<size_t>(s)]), op, dtype,
+                                              shapes, in.flops * fraction[static_cast<size_t>(s)], bytes));
+  }
+  // Output layouts, by the same rule as lower().
+  for (size_t o = 0; o < op.outputs.size(); ++o) {
+    ir::TensorId t = op.outputs[o];
+    if (t == ir::kNoTensor) continue;
+    const ir::Tensor& tensor = graph_.tensor(t);
+    int k = in.described ? in.instance_output[o] : -1;
+    std::vector<int> dim_of(c.splits.size(), -1);
+    std::vector<bool> is_partial(c.splits.size(), false);
+    Sharding sh;
+    sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
+    if (k >= 0) {
+      const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        const std::string& v = c.splits[i].first;
+        auto pos = std::find(vars.begin(), vars.end(), v);
+        if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
+          dim_of[i] = static_cast<int>(pos - vars.begin());
+          sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
+        } else {
+          auto r = in.reduced_into.find(v);
+          is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
+                          r->second[static_cast<size_t>(k)];
+        }
+      }
+    }
+    int partial = 1, replicas = c.replicas;
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      if (dim_of[i] >= 0) continue;
+      (is_partial[i] ? partial : replicas) *= c.splits[i].second;
+    }
+    sh.partial = partial;
+    sh.replicas = replicas;
+    sh.devices.assign(static_cast<size_t>(shards), -1);
+    for (int s = 0; s < shards; ++s) {
+      std::vector<int> coords = c.piece_coords(s);
+      std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
+      int p = 0, r = 0;
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        if (dim_of[i] >= 0) {
+          tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
+        } else if (is_partial[i]) {
+          p = p * c.splits[i].second + coords[i];
+        } else {
+          r = r * c.splits[i].second + coords[i];
+        }
+      }
+      r = r * c.replicas + (s % c.replicas);
+      int linear = 0;
+      for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
+      sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
+    }
+    out.output_sharding[o] = std::move(sh);
+  }
+  return out;
+}
+
+}  // namespace planner::analysis

@@ -54,6 +54,19 @@ struct LoweredPlan {
   std::vector<double> link_bytes;   ///< per topology link, both directions
 };
 
+/// One operator under one config, shard by shard, as lower() sees it: what each shard reads,
+/// writes and costs. Searches build their cost tables from this.
+struct ShardedOp {
+  std::vector<double> shard_time;  ///< per shard: compute seconds on its device
+  /// Per node input, per shard: the box it reads (empty for an absent input).
+  std::vector<std::vector<Box>> input_boxes;
+  /// Per node output, per shard: the box it writes (empty for an absent output).
+  std::vector<std::vector<Box>> output_boxes;
+  /// Per node output: the layout the shards leave it in, before partial sums are reduced
+  /// (no devices for an absent output).
+  std::vector<Sharding> output_sharding;
+};
+
 /// Lowers plans of one graph on one topology. Holds per-operator region evaluators, so lowering
 /// many plans of the same graph (a search) reuses them.
 class Lowering {
@@ -79,6 +92,9 @@ class Lowering {
   /// undescribed operators). The config's variables must be splittable.
   Expected<std::vector<Box>> input_boxes_for(ir::OpId op, const OpConfig& config,
                                              size_t input) const;
+
+  /// Shard-by-shard facts of `op` under `config` (see ShardedOp). Errors as check_config.
+  Expected<ShardedOp> shard_op(ir::OpId op, const OpConfig& config) const;
 
   /// The dimension of node output `output` that a one-variable config splits, or -1 (no split,
   /// several variables, or a variable the output does not have: a reduction or another

@@ -1,0 +1,303 @@
+// Building the group graph's cost tables.
+#include "search/cost_tables.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analysis/comm_model.h"
+
+namespace planner::search {
+
+Deadline Deadline::after(double seconds) {
+  Deadline d;
+  if (seconds > 0)
+    d.at = std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  return d;
+}
+
+namespace {
+
+using analysis::Box;
+
+bool is_update_op(const ir::Op& op) {
+  return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
+}
+
+bool contains(const Box& outer, const Box& inner) {
+  if (outer.size() != inner.size()) return false;
+  for (size_t i = 0; i < outer.size(); ++i)
+    if (inner[i].size() > 0 && (inner[i].begin < outer[i].begin || inner[i].end > outer[i].end)) return false;
+  return true;
+}
+
+// Boxes on devices: where a tensor is held, or where it is needed.
+using Placement = std::vector<std::pair<Box, int>>;
+
+std::string placement_key(const Placement& p) {
+  std::string s;
+  for (const auto& [box, d] : p) {
+    s += std::to_string(d);
+    for (const auto& r : box) {
+      s += ':';
+      s += std::to_string(r.begin);
+      s += '-';
+      s += std::to_string(r.end);
+    }
+    s += ';';
+  }
+  return s;
+}
+
+// Interned placements, and the priced conversions between them.
+class Pricer {
+ public:
+  explicit Pricer(const importers::Topology& topology) : topology_(topology) {}
+
+  // `element_size` is part of a needed placement's identity (0 for held placements).
+  int intern(Placement p, int64_t element_size = 0) {
+    std::string key = std::to_string(element_size) + "|" + placement_key(p);
+    auto [it, fresh] = ids_.try_emplace(std::move(key), static_cast<int>(placements_.size()));
+    if (fresh) placements_.push_back(std::move(p));
+    return it->second;
+  }
+
+  // Time to bring `need` (of elements of `element_size` bytes) from `held`.
+  double price(int held, int need, int64_t element_size) {
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(held)) << 32) | static_cast<uint32_t>(need);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    double t = compute(placements_[static_cast<size_t>(held)], placements_[static_cast<size_t>(need)], element_size);
+    cache_.emplace(key, t);
+    return t;
+  }
+
+  size_t priced() const { return cache_.size(); }
+
+ private:
+  double compute(const Placement& held, const Placement& need, int64_t element_size) {
+    std::vector<analysis::Transfer> transfers;
+    for (const auto& [want, d] : need) {
+      if (analysis::box_elements(want) == 0) continue;
+      bool local = false;
+      for (const auto& [box, h] : held)
+        if (h == d && contains(box, want)) local = true;
+      if (local) continue;
+      // Distinct held boxes, each fetched from its nearest holder (the lowering's rule).
+      std::vector<const Box*> seen;
+      for (const auto& [box, h0] : held) {
+        if (std::any_of(seen.begin(), seen.end(), [&](const Box* b) { return *b == box; })) continue;
+        seen.push_back(&box);
+        Box part = analysis::intersect(want, box);
+        int64_t n = analysis::box_elements(part);
+        if (n == 0) continue;
+        int best = -1;
+        std::vector<int> equal;
+        auto rank = [&](int h) {
+          return std::make_tuple(h == d, topology_.same_node(h, d), topology_.bandwidth(h, d));
+        };
+        for (const auto& [b2, h] : held) {
+          if (!(b2 == box)) continue;
+          if (best < 0 || rank(h) > rank(best)) {
+            best = h;
+            equal.assign(1, h);
+          } else if (rank(h) == rank(best)) {
+            equal.push_back(h);
+          }
+        }
+        best = equal[static_cast<size_t>(d) % equal.size()];
+        if (best == d) continue;
+        transfers.push_back({best, d, static_cast<double>(n * element_size)});
+      }
+    }
+    if (transfers.empty()) return 0;
+    return analysis::step_time(topology_, transfers);
+  }
+
+  const importers::Topology& topology_;
+  std::unordered_map<std::string, int> ids_;
+  std::vector<Placement> placements_;
+  std::unordered_map<uint64_t, double> cache_;
+};
+
+// One tensor flowing from a producer (an op's output, or the owner of a resident tensor) to a
+// consumer's input.
+struct Flow {
+  ir::OpId producer;
+  int slot;        // output index, or for a resident tensor the owner's input index
+  bool resident;   // the producer side is where the owner reads it
+  ir::OpId consumer;
+  int input;
+  int64_t element_size;
+};
+
+}  // namespace
+
+Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
+                                       const std::vector<int>& devices, const Deadline& deadline) {
+  const analysis::Lowering& lowering = space.lowering();
+  const ir::Graph& g = lowering.graph();
+  const importers::Topology& topology = lowering.topology();
+  Pricer pricer(topology);
+  CostTables out;
+  const int groups = space.num_groups();
+  out.node_.resize(static_cast<size_t>(groups));
+
+  // Owners of resident tensors: the update op whose shards keep them.
+  std::vector<std::pair<ir::OpId, int>> owner(static_cast<size_t>(g.num_tensors()), {ir::kNoOp, -1});
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    if (!is_update_op(op)) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor && g.tensor(op.inputs[i]).producer == ir::kNoOp)
+        owner[static_cast<size_t>(op.inputs[i])] = {id, static_cast<int>(i)};
+  }
+  std::vector<Flow> flows;
+  for (ir::OpId q = 0; q < g.num_ops(); ++q) {
+    const ir::Op& op = g.op(q);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      ir::TensorId t = op.inputs[i];
+      if (t == ir::kNoTensor) continue;
+      const ir::Tensor& tensor = g.tensor(t);
+      int64_t es = static_cast<int64_t>(ir::dtype_size(tensor.dtype));
+      if (tensor.producer != ir::kNoOp) {
+        const ir::Op& p = g.op(tensor.producer);
+        int slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
+        flows.push_back({tensor.producer, slot, false, q, static_cast<int>(i), es});
+      } else {
+        auto [own, slot] = owner[static_cast<size_t>(t)];
+        if (own == ir::kNoOp || own == q) continue;
+        flows.push_back({own, slot, true, q, static_cast<int>(i), es});
+      }
+    }
+  }
+
+  // Per (op, candidate of its group): held placements per output, needed per input.
+  struct OpFacts {
+    std::vector<int> held;  // per output (-1 absent)
+    std::vector<int> need;  // per input (-1 absent)
+  };
+  std::vector<std::vector<OpFacts>> facts(static_cast<size_t>(g.num_ops()));
+  for (int gi = 0; gi < groups; ++gi) {
+    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing operators");
+    const auto& cands = candidates[static_cast<size_t>(gi)];
+    auto& node = out.node_[static_cast<size_t>(gi)];
+    node.resize(cands.size());
+    for (ir::OpId m : space.members(gi)) facts[static_cast<size_t>(m)].resize(cands.size());
+    for (size_t c = 0; c < cands.size(); ++c) {
+      std::map<int, double> memory;  // device -> bytes
+      double time = 0;
+      for (auto& [m, config] : space.configs(gi, cands[c], devices)) {
+        const ir::Op& op = g.op(m);
+        auto sharded = lowering.shard_op(m, config);
+        if (!sharded) return sharded.error();
+        time += *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+        OpFacts& f = facts[static_cast<size_t>(m)][c];
+        f.held.assign(op.outputs.size(), -1);
+        f.need.assign(op.inputs.size(), -1);
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          if (op.inputs[i] == ir::kNoTensor) continue;
+          Placement p;
+          for (size_t s = 0; s < config.devices.size(); ++s)
+            p.push_back({sharded->input_boxes[i][s], config.devices[s]});
+          // Resident tensors kept here count once per device.
+          if (g.tensor(op.inputs[i]).producer == ir::kNoOp && (is_update_op(op) || owner[static_cast<size_t>(op.inputs[i])].first == ir::kNoOp)) {
+            std::map<int, int64_t> per_device;
+            for (const auto& [box, d] : p)
+              per_device[d] = std::max(per_device[d], analysis::box_elements(box) * static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+            for (const auto& [d, b] : per_device) memory[d] += static_cast<double>(b);
+          }
+          f.need[i] = pricer.intern(std::move(p), static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+        }
+        for (size_t o = 0; o < op.outputs.size(); ++o) {
+          if (op.outputs[o] == ir::kNoTensor) continue;
+          const ir::Tensor& t = g.tensor(op.outputs[o]);
+          Placement p;
+          for (size_t s = 0; s < config.devices.size(); ++s) {
+            p.push_back({sharded->output_boxes[o][s], config.devices[s]});
+            if (!is_update_op(op))
+              memory[config.devices[s]] += static_cast<double>(analysis::box_elements(sharded->output_boxes[o][s]) *
+                                                               static_cast<int64_t>(ir::dtype_size(t.dtype)));
+          }
+          f.held[o] = pricer.intern(std::move(p));
+          // Partial sums: every tile's partials are all-reduced (concurrently).
+          const analysis::Sharding& sh = sharded->output_sharding[o];
+          if (sh.partial > 1) {
+            double worst = 0;
+            for (int tile = 0; tile < sh.num_tiles(); ++tile)
+              for (int r = 0; r < sh.replicas; ++r) {
+                std::vector<importers::DeviceId> members;
+                for (int pp = 0; pp < sh.partial; ++pp)
+                  members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
+                analysis::Box b = sh.shard_box(t.shape, (tile * sh.partial) * sh.replicas + r);
+                double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
+                worst = std::max(worst, analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes).time);
+              }
+            time += worst;
+          }
+        }
+      }
+      double peak = 0;
+      for (const auto& [d, b] : memory) peak = std::max(peak, b);
+      node[c] = {time, peak};
+    }
+  }
+
+  // Conversions: inside a group onto its node cost, between groups onto an edge.
+  std::map<std::pair<int, int>, size_t> edge_index;
+  for (const Flow& f : flows) {
+    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
+    int gp = space.group_of(f.producer), gc = space.group_of(f.consumer);
+    auto held_of = [&](size_t c) {
+      const OpFacts& pf = facts[static_cast<size_t>(f.producer)][c];
+      return f.resident ? pf.need[static_cast<size_t>(f.slot)] : pf.held[static_cast<size_t>(f.slot)];
+    };
+    if (gp == gc) {
+      auto& node = out.node_[static_cast<size_t>(gp)];
+      for (size_t c = 0; c < node.size(); ++c)
+        node[c].time += pricer.price(held_of(c), facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)], f.element_size);
+      continue;
+    }
+    int a = std::min(gp, gc), b = std::max(gp, gc);
+    auto [it, fresh] = edge_index.try_emplace({a, b}, out.edges_.size());
+    if (fresh) {
+      Edge e;
+      e.a = a;
+      e.b = b;
+      e.nb = static_cast<int>(candidates[static_cast<size_t>(b)].size());
+      e.cost.assign(candidates[static_cast<size_t>(a)].size() * static_cast<size_t>(e.nb), 0.0);
+      out.edges_.push_back(std::move(e));
+    }
+    Edge& e = out.edges_[it->second];
+    size_t np = candidates[static_cast<size_t>(gp)].size(), nc = candidates[static_cast<size_t>(gc)].size();
+    for (size_t cp = 0; cp < np; ++cp) {
+      int held = held_of(cp);
+      for (size_t cc = 0; cc < nc; ++cc) {
+        double t = pricer.price(held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)], f.element_size);
+        size_t ca = gp == a ? cp : cc, cb = gp == a ? cc : cp;
+        e.cost[ca * static_cast<size_t>(e.nb) + cb] += t;
+      }
+    }
+  }
+  out.conversions_ = pricer.priced();
+  return out;
+}
+
+Cost CostTables::total(const std::vector<int>& choice) const {
+  Cost c;
+  for (size_t gi = 0; gi < node_.size(); ++gi) {
+    const Cost& n = node_[gi][static_cast<size_t>(choice[gi])];
+    c.time += n.time;
+    c.memory += n.memory;
+  }
+  for (const Edge& e : edges_)
+    c.time += e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.a)]) * static_cast<size_t>(e.nb) +
+                     static_cast<size_t>(choice[static_cast<size_t>(e.b)])];
+  return c;
+}
+
+}  // namespace planner::search

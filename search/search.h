@@ -1,0 +1,88 @@
+// The searches behind `planner plan --search …`, selectable by name from one table, all
+// scored by the same cost model and simulator, and the baselines they are compared with.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/lowering.h"
+#include "analysis/training_graph.h"
+#include "search/cost_tables.h"
+#include "search/space.h"
+#include "support/expected.h"
+
+namespace planner::search {
+
+/// What every search reads: the graph's lowering (graph, strategies, topology, cost model) and
+/// its groups.
+struct SearchContext {
+  const analysis::Lowering& lowering;
+  const GroupSpace& space;
+  const analysis::TrainingGraph* training = nullptr;  ///< null in inference mode
+};
+
+/// Options common to every search; each search reads the ones it needs.
+struct SearchOptions {
+  uint64_t seed = 0;          ///< random seed (mcmc); recorded in the plan for all
+  double budget_s = 60;       ///< wall-clock bound on the search, seconds (0: none)
+  int64_t memory_limit = 0;   ///< bytes per device a plan may use; 0: the smallest device's memory
+  int threads = 1;            ///< worker threads where a search parallelises
+  int frontier_points = 10;   ///< most points a frontier keeps (frontier)
+  /// Called now and then with the fraction done and a few words (for a progress line).
+  std::function<void(double, std::string_view)> progress;
+};
+
+/// A search's answer.
+struct SearchResult {
+  std::vector<analysis::OpConfig> configs;  ///< one per op of the graph
+  /// The options that reproduce it, in the order the plan file lists them.
+  nlohmann::ordered_json options = nlohmann::ordered_json::object();
+  std::vector<std::string> notes;  ///< what a person should know ("kept data parallelism: …")
+  int64_t plans_evaluated = 0;     ///< simulations or table evaluations, for reports
+};
+
+/// One entry of the search table.
+struct SearchInfo {
+  std::string_view name;     ///< --search value
+  std::string_view summary;  ///< one line for --help and errors
+  Expected<SearchResult> (*run)(const SearchContext&, const SearchOptions&);
+};
+
+/// The searches and baselines, in the order `planner compare` lists them.
+const std::vector<SearchInfo>& searches();
+/// The entry called `name`; the error lists the names and suggests the closest.
+Expected<const SearchInfo*> find_search(std::string_view name);
+
+/// The device list 0..n-1.
+std::vector<int> all_devices(int n);
+
+/// The device memory a plan may use by default: the smallest device's.
+int64_t default_memory_limit(const importers::Topology& topology);
+
+// ---- the searches (one file each) ----
+
+/// Recursive dynamic programming (Tofu 5.2, SoyBean Algorithm 1): the device count factorised
+/// k = k1·k2·… (k1 ≥ k2 ≥ …; 2·2·… for powers of two), one cut per factor, each chosen for
+/// every group at once by the exact DP over the group graph given the earlier cuts; the first
+/// cut falls on the slowest links.
+Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions& options);
+
+/// Frontier tracking (TensorOpt 3.2): the (memory, time) frontier over every cut list of at
+/// most two cuts, then the fastest frontier plan that fits the memory limit by the simulator.
+Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOptions& options);
+
+}  // namespace planner::search
+
+namespace planner::search {
+
+/// Data parallelism: every operator split along the batch over all devices.
+Expected<SearchResult> run_data_parallel(const SearchContext& context, const SearchOptions& options);
+/// Model parallelism: operators with parameters split along their output features.
+Expected<SearchResult> run_model_parallel(const SearchContext& context, const SearchOptions& options);
+
+}  // namespace planner::search
