@@ -240,7 +240,7 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
     std::vector<ShardRegions> regions(static_cast<size_t>(shards));
     if (in.described)
       for (int s = 0; s < shards; ++s) {
-        auto r = in.evaluator->evaluate(shard_ranges(in, c, s));
+        auto r = regions_of(in, shard_ranges(in, c, s));
         if (!r) return r.error().with_context(op_label(op));
         regions[static_cast<size_t>(s)] = std::move(*r);
       }
@@ -718,7 +718,7 @@ Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig
       Range r = split_range(it->second, c.splits[i].second, coords[i]);
       ranges[c.splits[i].first] = {r.begin, r.end - 1};
     }
-    auto r = in.evaluator->evaluate(ranges);
+    auto r = regions_of(in, ranges);
     if (!r) return r.error().with_context(op_label(graph_.op(id)));
     out.push_back(r->inputs[static_cast<size_t>(in.instance_input[input])]);
   }
@@ -738,6 +738,21 @@ int Lowering::output_dim_of(ir::OpId id, size_t output, const OpConfig& c) const
 }  // namespace planner::analysis
 
 namespace planner::analysis {
+
+Expected<ShardRegions> Lowering::regions_of(const OpInfo& in,
+                                            const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+  std::string key = fmt::format("{}", static_cast<const void*>(in.instance.get()));
+  for (const auto& [var, r] : ranges) key += fmt::format(";{}={}:{}", var, r.first, r.second);
+  {
+    std::lock_guard<std::mutex> lock(region_mutex_);
+    auto it = region_cache_.find(key);
+    if (it != region_cache_.end()) return it->second;
+  }
+  PLANNER_TRY_ASSIGN(ShardRegions r, in.evaluator->evaluate(ranges));
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  region_cache_.emplace(std::move(key), r);
+  return r;
+}
 
 Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
   PLANNER_TRY(check_config(id, c));
@@ -760,7 +775,7 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       fraction[static_cast<size_t>(s)] *= static_cast<double>(r.size()) / static_cast<double>(extent);
     }
     if (in.described) {
-      auto r = in.evaluator->evaluate(ranges);
+      auto r = regions_of(in, ranges);
       if (!r) return r.error().with_context(op_label(op));
       regions[static_cast<size_t>(s)] = std::move(*r);
     }

@@ -21,7 +21,9 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/comm_model.h"
@@ -107,6 +109,9 @@ class Lowering {
  private:
   struct OpInfo;
   const OpInfo& info(ir::OpId op) const;
+  /// The shard regions of an op for per-variable iteration ranges, memoised per instance.
+  Expected<ShardRegions> regions_of(const OpInfo& in,
+                                    const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
 
   const ir::Graph& graph_;
   const GraphStrategies& strategies_;
@@ -114,6 +119,10 @@ class Lowering {
   LoweringOptions options_;
   ComputeCostModel compute_;
   std::vector<std::unique_ptr<OpInfo>> info_;
+  /// shard_op's memo of shard regions: (evaluator, iteration ranges) -> regions. Operators of
+  /// repeated layers share evaluators, so a search prices each distinct shard once.
+  mutable std::mutex region_mutex_;
+  mutable std::unordered_map<std::string, ShardRegions> region_cache_;
 };
 
 /// The baselines every search is compared with (and `planner simulate --strategy`).

@@ -24,5 +24,6 @@ void configure_topology(CLI::App& app, std::function<int()>& run);
 void configure_tdl(CLI::App& app, std::function<int()>& run);
 void configure_simulate(CLI::App& app, std::function<int()>& run);
 void configure_diff(CLI::App& app, std::function<int()>& run);
+void configure_plan(CLI::App& app, std::function<int()>& run);
 
 }  // namespace planner::cli

@@ -25,6 +25,7 @@ constexpr std::array kCommands = {
     CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
+    CommandSpec{"plan", "search for a plan and write the plan file", configure_plan},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
 };
 

@@ -191,11 +191,16 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     for (size_t c = 0; c < cands.size(); ++c) {
       std::map<int, double> memory;  // device -> bytes
       double time = 0;
+      // Reductions of parameter gradients run while the rest of the backward pass computes
+      // (the simulator overlaps them): only what outlasts the group's backward compute counts.
+      double overlappable = 0, backward = 0;
       for (auto& [m, config] : space.configs(gi, cands[c], devices)) {
         const ir::Op& op = g.op(m);
         auto sharded = lowering.shard_op(m, config);
         if (!sharded) return sharded.error();
-        time += *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+        double op_time = *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+        time += op_time;
+        if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
         OpFacts& f = facts[static_cast<size_t>(m)][c];
         f.held.assign(op.outputs.size(), -1);
         f.need.assign(op.inputs.size(), -1);
@@ -237,10 +242,13 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
                 double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
                 worst = std::max(worst, analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes).time);
               }
-            time += worst;
+            bool feeds_update = !t.consumers.empty();
+            for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
+            (feeds_update ? overlappable : time) += worst;
           }
         }
       }
+      time += std::max(0.0, overlappable - backward);
       double peak = 0;
       for (const auto& [d, b] : memory) peak = std::max(peak, b);
       node[c] = {time, peak};

@@ -134,8 +134,18 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
     // Labels: (tensor, dim) -> the leader variable that walks it.
     std::map<std::pair<ir::TensorId, int>, std::string> label;
     auto leader_walks = walks(grp.leader);
+    auto grad = [&](ir::TensorId t) {
+      if (training && static_cast<size_t>(t) < training->grad_of_tensor.size())
+        return training->grad_of_tensor[static_cast<size_t>(t)];
+      return ir::kNoTensor;
+    };
+    // A leader's tensor, its canonical forward tensor and its gradient carry its variables.
     for (const auto& [var, pairs] : leader_walks)
-      for (const auto& [t, d] : pairs) label.emplace(std::make_pair(key(t), d), var);
+      for (const auto& [t, d] : pairs) {
+        label.emplace(std::make_pair(t, d), var);
+        label.emplace(std::make_pair(key(t), d), var);
+        if (grad(t) != ir::kNoTensor) label.emplace(std::make_pair(grad(t), d), var);
+      }
     for (ir::OpId m : grp.members) {
       std::map<std::string, std::string> vm;
       if (m == grp.leader) {
@@ -147,7 +157,8 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
       std::set<std::string> used;
       for (const auto& [var, pairs] : mw) {
         for (const auto& [t, d] : pairs) {
-          auto it = label.find({key(t), d});
+          auto it = label.find({t, d});
+          if (it == label.end()) it = label.find({key(t), d});
           if (it == label.end() || used.count(it->second)) continue;
           vm[it->second] = var;
           used.insert(it->second);
@@ -159,7 +170,10 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
       for (const auto& [lv, var] : vm)
         for (const auto& [t, d] : mw[var])
           if (std::find(op.outputs.begin(), op.outputs.end(), t) != op.outputs.end())
+          {
+            label.emplace(std::make_pair(t, d), lv);
             label.emplace(std::make_pair(key(t), d), lv);
+          }
       grp.var_map.push_back(std::move(vm));
     }
   }

@@ -1,0 +1,153 @@
+// `planner plan MODEL`: search for a plan, write the plan file, print a ten-second summary.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analysis/simulator.h"
+#include "analysis/trace.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/search_session.h"
+#include "support/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct PlanFlags {
+  PipelineFlags pipeline;
+  SearchFlags search;
+  std::string output = "plan.json";
+  std::string trace;
+  Format format = Format::kTable;
+};
+
+// Writes `text` to `path` through a temporary file, so a failure leaves no partial file.
+Expected<void> write_text_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("{}: cannot write", path);
+    out << text;
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      return make_error("{}: write failed", path);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return make_error("{}: cannot write", path);
+  }
+  return ok();
+}
+
+std::string ratio(double ours, double theirs, const char* better, const char* worse) {
+  if (ours <= 0 || theirs <= 0) return "";
+  double r = theirs / ours;
+  if (std::fabs(r - 1.0) < 0.005) return "(same)";
+  return r > 1 ? fmt::format("({:.2f}x {})", r, better) : fmt::format("({:.2f}x {})", 1.0 / r, worse);
+}
+
+// The GPU count that would hold `peak` bytes per device at `limit`, scaling from `n` devices
+// (memory per device falls about linearly with more devices): a power of two.
+int gpus_to_fit(int64_t peak, int64_t limit, int n) {
+  double need = static_cast<double>(n) * static_cast<double>(peak) / static_cast<double>(limit);
+  int g = 1;
+  while (g < need) g *= 2;
+  return std::max(g, n * 2);
+}
+
+int run_plan(const PlanFlags& flags) {
+  bool dumped = false;
+  auto session = open_session(flags.pipeline, dumped);
+  if (!session) return report(session.error());
+  if (dumped) return 0;
+  const PreparedModel& m = *session->model;
+  const importers::Topology& topology = *m.topology;
+  auto outcome = plan_model(*session, flags.pipeline, flags.search);
+  if (!outcome) return report(outcome.error());
+  const search::Plan& plan = outcome->plan;
+  const search::PlanMetrics& dp = plan.baselines.at("data_parallel");
+
+  if (!outcome->fits) {
+    int64_t smallest = std::min(plan.predicted.peak_memory_bytes, dp.peak_memory_bytes);
+    std::fprintf(stderr,
+                 "error: %s: does not fit: the plan needs %s on its largest device, over the limit of %s; the "
+                 "smallest found needs %s; about %d GPUs would fit (try --search frontier, or more GPUs)\n",
+                 m.source.c_str(), format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
+                 format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
+                 format_bytes(static_cast<double>(smallest)).c_str(),
+                 gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()));
+    return 2;
+  }
+  if (!flags.output.empty() && flags.output != "-") {
+    auto written = search::write_plan(plan, flags.output);
+    if (!written) return report(written.error());
+  }
+  if (!flags.trace.empty()) {
+    analysis::LoweringOptions lo;
+    auto lowered = session->lowering->lower(outcome->configs);
+    if (!lowered) return report(lowered.error().with_context(m.source));
+    auto timeline = analysis::simulate(lowered->graph);
+    if (!timeline) return report(timeline.error().with_context(m.source));
+    auto w = write_text_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+    if (!w) return report(w.error());
+  }
+  if (flags.output == "-") {
+    std::fputs(search::plan_to_json(plan).c_str(), stdout);
+    return 0;
+  }
+  if (flags.format == Format::kJson) {
+    nlohmann::ordered_json j;
+    j["model"] = m.source;
+    j["plan"] = flags.output;
+    j["search"] = plan.search.algorithm;
+    j["predicted"] = {{"step_time_s", plan.predicted.step_time_s},
+                      {"peak_memory_bytes", plan.predicted.peak_memory_bytes},
+                      {"comm_bytes", plan.predicted.comm_bytes}};
+    j["data_parallel"] = {{"step_time_s", dp.step_time_s},
+                          {"peak_memory_bytes", dp.peak_memory_bytes},
+                          {"comm_bytes", dp.comm_bytes}};
+    j["notes"] = outcome->notes;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(), plan.mode.c_str(),
+              m.graph.num_ops(), session->space->num_groups());
+  std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), topology.num_devices(),
+              topology.num_nodes());
+  std::printf("search       %s, %s\n", plan.search.algorithm.c_str(), format_seconds(outcome->search_seconds).c_str());
+  std::printf("\n               %-14s %-14s\n", "this plan", "data parallel");
+  std::printf("step time      %-14s %-14s %s\n", format_seconds(plan.predicted.step_time_s).c_str(),
+              format_seconds(dp.step_time_s).c_str(),
+              ratio(plan.predicted.step_time_s, dp.step_time_s, "faster", "slower").c_str());
+  std::printf("peak memory    %-14s %-14s %s\n", format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
+              format_bytes(static_cast<double>(dp.peak_memory_bytes)).c_str(),
+              ratio(static_cast<double>(plan.predicted.peak_memory_bytes), static_cast<double>(dp.peak_memory_bytes),
+                    "less", "more")
+                  .c_str());
+  std::printf("communication  %-14s %-14s %s\n", format_bytes(static_cast<double>(plan.predicted.comm_bytes)).c_str(),
+              format_bytes(static_cast<double>(dp.comm_bytes)).c_str(),
+              ratio(static_cast<double>(plan.predicted.comm_bytes), static_cast<double>(dp.comm_bytes), "less", "more")
+                  .c_str());
+  for (const std::string& note : outcome->notes) std::printf("\nnote: %s\n", note.c_str());
+  std::printf("\nplan written to %s\n", flags.output.c_str());
+  if (!flags.trace.empty()) std::printf("trace written to %s\n", flags.trace.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void configure_plan(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<PlanFlags>();
+  flags->pipeline.add_to(app);
+  flags->search.add_to(app);
+  app.add_option("-o,--output", flags->output, "where to write the plan (default plan.json; - prints it)");
+  app.add_option("--trace", flags->trace, "write the plan's simulated timeline as Chrome trace-event JSON");
+  add_format_flag(app, flags->format);
+  run = [flags] { return run_plan(*flags); };
+}
+
+}  // namespace planner::cli

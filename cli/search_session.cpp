@@ -1,0 +1,142 @@
+// Searching a prepared model and building its plan.
+#include "cli/search_session.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "search/plan_builder.h"
+#include "support/sha256.h"
+#include "support/units.h"
+
+namespace planner::cli {
+
+void SearchFlags::add_to(CLI::App& app, bool with_search) {
+  if (with_search) {
+    std::string names;
+    for (const auto& s : search::searches()) names += (names.empty() ? "" : "|") + std::string(s.name);
+    app.add_option("--search", search, "the search: " + names + " (default dp)");
+  }
+  app.add_option("--seed", seed, "random seed (the same seed gives the same plan)");
+  app.add_option("--budget", budget_s, "seconds a search may take (default 60; 0: no bound)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--memory-limit", memory_limit,
+                 "memory per device a plan may use, e.g. 40GiB (default: the device's memory)");
+  app.add_option("--frontier-points", frontier_points, "most points the frontier keeps (default 10)")
+      ->check(CLI::Range(2, 64));
+  app.add_flag("--no-progress", no_progress, "never draw the progress line");
+  app.add_flag("--no-fallback", no_fallback,
+               "write the search's own plan even when data parallelism is faster under the simulator");
+}
+
+Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& topology) const {
+  search::SearchOptions o;
+  o.seed = seed;
+  o.budget_s = budget_s;
+  o.frontier_points = frontier_points;
+  if (!memory_limit.empty()) {
+    auto bytes = parse_bytes(memory_limit);
+    if (!bytes || *bytes <= 0)
+      return make_error("--memory-limit: '{}' is not a size (e.g. 40GiB, 512MiB, 8e9)", memory_limit);
+    o.memory_limit = *bytes;
+  } else {
+    o.memory_limit = search::default_memory_limit(topology);
+  }
+  o.progress = terminal_progress(no_progress);
+  return o;
+}
+
+std::function<void(double, std::string_view)> terminal_progress(bool disabled) {
+  if (disabled || !isatty(STDERR_FILENO)) return {};
+  return [](double fraction, std::string_view what) {
+    std::fprintf(stderr, "\r\033[K[%3d%%] %.*s", static_cast<int>(fraction * 100 + 0.5), static_cast<int>(what.size()),
+                 what.data());
+    std::fflush(stderr);
+  };
+}
+
+search::SearchContext SearchSession::context() const {
+  return {*lowering, *space, model->train ? &model->training : nullptr};
+}
+
+Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
+  SearchSession s;
+  PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
+  if (dumped) return s;
+  analysis::LoweringOptions lo;
+  lo.measured = s.model->costs.get();
+  s.lowering = std::make_unique<analysis::Lowering>(s.model->graph, s.model->strategies, *s.model->topology, lo);
+  auto space = search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
+  if (!space) return space.error().with_context(s.model->source);
+  s.space = std::make_unique<search::GroupSpace>(std::move(*space));
+  return s;
+}
+
+Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
+                                 const SearchFlags& search_flags) {
+  const PreparedModel& m = *session.model;
+  const importers::Topology& topology = *m.topology;
+  PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
+  PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
+  PlanOutcome out;
+  out.memory_limit = options.memory_limit;
+
+  auto start = std::chrono::steady_clock::now();
+  auto result = info->run(session.context(), options);
+  if (options.progress) std::fprintf(stderr, "\r\033[K");
+  if (!result) return result.error().with_context(m.source);
+  out.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.notes = result->notes;
+
+  auto dp = search::run_data_parallel(session.context(), options);
+  if (!dp) return dp.error().with_context(m.source);
+  auto dp_metrics = search::evaluate_configs(*session.lowering, dp->configs);
+  if (!dp_metrics) return dp_metrics.error().with_context(m.source);
+  auto predicted = search::evaluate_configs(*session.lowering, result->configs);
+  if (!predicted) return predicted.error().with_context(m.source);
+  std::vector<analysis::OpConfig> configs = std::move(result->configs);
+  const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
+                           info->name == "one-weird-trick" || info->name == "megatron";
+  if (!is_baseline && !search_flags.no_fallback && predicted->step_time_s > dp_metrics->step_time_s &&
+      dp_metrics->peak_memory_bytes <= options.memory_limit) {
+    out.notes.push_back(fmt::format("the search's plan ({}) was slower than data parallelism ({}) under the "
+                                    "simulator: kept data parallelism",
+                                    format_seconds(predicted->step_time_s), format_seconds(dp_metrics->step_time_s)));
+    configs = dp->configs;
+  }
+
+  search::PlanHeader header;
+  header.model.name = m.graph.name.empty() ? "model" : m.graph.name;
+  auto hash = sha256_file(m.source);
+  if (!hash) return hash.error();
+  header.model.sha256 = *hash;
+  int64_t forward = 0;
+  if (m.train) {
+    for (analysis::Phase p : m.training.op_phase) forward += p == analysis::Phase::kForward;
+  } else {
+    forward = m.graph.num_ops();
+  }
+  header.model.num_nodes = forward;
+  header.mode = pipeline.mode;
+  header.search.algorithm = std::string(info->name);
+  header.search.seed = options.seed;
+  nlohmann::ordered_json o = result->options;
+  o["budget_s"] = options.budget_s;
+  o["memory_limit_bytes"] = options.memory_limit;
+  if (m.train) o["optimizer"] = pipeline.optimizer;
+  if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
+  if (!pipeline.model.dims.empty()) o["dims"] = pipeline.model.dims;
+  header.search.options = std::move(o);
+  auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr, std::move(header),
+                                 {{"data_parallel", *dp_metrics}});
+  if (!plan) return plan.error().with_context(m.source);
+  out.plan = std::move(*plan);
+  out.configs = std::move(configs);
+  out.fits = out.plan.predicted.peak_memory_bytes <= options.memory_limit;
+  return out;
+}
+
+}  // namespace planner::cli

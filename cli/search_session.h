@@ -1,0 +1,66 @@
+// The searching half of the pipeline, shared by `plan`, `frontier`, `compare` and `verify`:
+// search flags, a prepared model with its lowering and groups, and planning it into a Plan.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "analysis/lowering.h"
+#include "cli/pipeline.h"
+#include "search/plan.h"
+#include "search/search.h"
+#include "search/space.h"
+
+namespace planner::cli {
+
+/// Flags of a search: which one, its seed, budget and memory limit.
+struct SearchFlags {
+  std::string search = "dp";   ///< a name from search::searches()
+  uint64_t seed = 0;           ///< random seed
+  double budget_s = 60;        ///< --budget: seconds any search may take
+  std::string memory_limit;    ///< --memory-limit: bytes per device ("80GiB"); default the device's
+  int frontier_points = 10;    ///< --frontier-points
+  bool no_progress = false;    ///< --no-progress: never draw the progress line
+  bool no_fallback = false;    ///< --no-fallback: keep the search's plan even if data parallelism is faster
+
+  /// Adds the flags (and --search unless `with_search` is false).
+  void add_to(CLI::App& app, bool with_search = true);
+  /// The search options for `topology`; a malformed --memory-limit is an error.
+  Expected<search::SearchOptions> options(const importers::Topology& topology) const;
+};
+
+/// A prepared model ready to search: the pipeline's front, its lowering and its groups.
+struct SearchSession {
+  std::unique_ptr<PreparedModel> model;
+  std::unique_ptr<analysis::Lowering> lowering;
+  std::unique_ptr<search::GroupSpace> space;
+
+  search::SearchContext context() const;
+};
+
+/// Runs the pipeline's front and prepares the search. `dumped` as prepare_model.
+Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped);
+
+/// A planned model: the plan and what its summary says beside it.
+struct PlanOutcome {
+  search::Plan plan;
+  std::vector<std::string> notes;  ///< e.g. "kept data parallelism: …"
+  double search_seconds = 0;       ///< wall clock of the search (never written to the plan)
+  int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
+  bool fits = true;                ///< the largest device's peak is within the limit
+  std::vector<analysis::OpConfig> configs;  ///< the plan's configs, one per op
+};
+
+/// Searches `session` with `search_flags` and builds the plan, scored by the simulator beside
+/// data parallelism. A search's plan slower than data parallelism (which fits) gives way to
+/// data parallelism, with a note. Errors: unknown search, bad flags, a search failing.
+Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
+                                 const SearchFlags& search_flags);
+
+/// A progress line on stderr when it is a terminal (and not disabled), cleared when done.
+std::function<void(double, std::string_view)> terminal_progress(bool disabled);
+
+}  // namespace planner::cli
