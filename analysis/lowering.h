@@ -35,6 +35,11 @@
 
 namespace planner::analysis {
 
+namespace detail {
+struct OpRecord;
+struct PlanRecords;
+}  // namespace detail
+
 /// Options of the lowering.
 struct LoweringOptions {
   ComputeCostOptions compute;                ///< the roofline's efficiencies and overheads
@@ -88,9 +93,15 @@ class Lowering {
   const ir::Graph& graph() const { return graph_; }
   const importers::Topology& topology() const { return topology_; }
 
+ /// The pre-records lowering, kept to compare against while the records are new. TEMPORARY.
+  Expected<LoweredPlan> lower_reference(const std::vector<OpConfig>& configs) const;
+
  private:
+  friend struct detail::PlanRecords;
   struct OpInfo;
   const OpInfo& info(ir::OpId op) const;
+  // One operator's record (lowering_records.h) under a config, checked.
+  Expected<detail::OpRecord> lower_op(ir::OpId op, const OpConfig& config) const;
 
   const ir::Graph& graph_;
   const GraphStrategies& strategies_;
