@@ -93,9 +93,6 @@ class Lowering {
   const ir::Graph& graph() const { return graph_; }
   const importers::Topology& topology() const { return topology_; }
 
- /// The pre-records lowering, kept to compare against while the records are new. TEMPORARY.
-  Expected<LoweredPlan> lower_reference(const std::vector<OpConfig>& configs) const;
-
  private:
   friend struct detail::PlanRecords;
   struct OpInfo;
