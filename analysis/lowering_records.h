@@ -120,6 +120,8 @@ struct PlanRecords {
   double comm_bytes() const;
   /// Task::order of a task: its place in the order emit() creates tasks.
   int64_t order_of(const TaskKey& key) const {
+    PLANNER_CHECK(key.section < (1 << 12) && key.index < (1 << 20), "task order overflows: section {}, index {}",
+                  key.section, key.index);
     return (static_cast<int64_t>(position[static_cast<size_t>(key.op)]) << 32) |
            (static_cast<int64_t>(key.section) << 20) | key.index;
   }

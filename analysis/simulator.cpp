@@ -188,6 +188,7 @@ int64_t peak_memory_of(const TaskGraph& graph, const Schedule& schedule, Resourc
     int64_t delta;
   };
   std::vector<Event> events;
+  events.reserve(2 * graph.resource_buffers(r).size());
   for (BufferId b : graph.resource_buffers(r)) {
     const Buffer& buffer = graph.buffer(b);
     double alloc =
