@@ -99,8 +99,8 @@ struct OpRecord {
 struct PlanRecords {
   const Lowering* lowering = nullptr;
   std::vector<OpConfig> configs;
-  std::vector<OpRecord> ops;                ///< per op
-  std::vector<int32_t> position;            ///< per op: its place in topo order (= its group)
+  std::vector<OpRecord> ops;      ///< per op
+  std::vector<int32_t> position;  ///< per op: its place in topo order (= its group)
   /// Per tensor: its readers as (op, node input), in topo order then input order.
   std::vector<std::vector<std::pair<ir::OpId, int32_t>>> consumers;
   std::vector<ir::OpId> owner;              ///< per tensor: the update op keeping it, or kNoOp
@@ -120,8 +120,8 @@ struct PlanRecords {
   double comm_bytes() const;
   /// Task::order of a task: its place in the order emit() creates tasks.
   int64_t order_of(const TaskKey& key) const {
-    PLANNER_CHECK(key.section < (1 << 12) && key.index < (1 << 20), "task order overflows: section {}, index {}",
-                  key.section, key.index);
+    PLANNER_CHECK(key.section < (1 << 12) && key.index < (1 << 20),
+                  "task order overflows: section {}, index {}", key.section, key.index);
     return (static_cast<int64_t>(position[static_cast<size_t>(key.op)]) << 32) |
            (static_cast<int64_t>(key.section) << 20) | key.index;
   }

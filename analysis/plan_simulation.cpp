@@ -41,7 +41,7 @@ struct PlanSimulation::Impl {
   ir::OpId pending_op = ir::kNoOp;
   OpConfig old_config;
   double old_comm_bytes = 0;
-  OpRecord old_record;                                          // X's record, input sections included
+  OpRecord old_record;  // X's record, input sections included
   std::vector<std::tuple<ir::OpId, int32_t, Section>> old_sections;  // other consumers' (op, input)
   std::vector<std::pair<ir::TensorId, Sharding>> old_resident;
   struct OldIds {
@@ -74,7 +74,8 @@ struct PlanSimulation::Impl {
       auto& tasks = task_ids[static_cast<size_t>(id)];
       tasks.resize(static_cast<size_t>(rec.num_sections()));
       for (int32_t s = 0; s < rec.num_sections(); ++s)
-        for (size_t k = 0; k < rec.section(s).tasks.size(); ++k) tasks[static_cast<size_t>(s)].push_back(next_task++);
+        for (size_t k = 0; k < rec.section(s).tasks.size(); ++k)
+          tasks[static_cast<size_t>(s)].push_back(next_task++);
     }
     for (ir::OpId id : graph.topo_order()) {
       const OpRecord& rec = records.ops[static_cast<size_t>(id)];
@@ -93,7 +94,8 @@ struct PlanSimulation::Impl {
     records.ops[static_cast<size_t>(pending_op)] = std::move(old_record);
     for (auto& [y, i, sec] : old_sections)
       records.ops[static_cast<size_t>(y)].inputs[static_cast<size_t>(i)] = std::move(sec);
-    for (auto& [t, sh] : old_resident) records.resident_sharding[static_cast<size_t>(t)] = std::move(sh);
+    for (auto& [t, sh] : old_resident)
+      records.resident_sharding[static_cast<size_t>(t)] = std::move(sh);
     old_sections.clear();
     old_resident.clear();
   }
@@ -107,7 +109,8 @@ PlanSimulation::PlanSimulation(PlanSimulation&&) noexcept = default;
 PlanSimulation& PlanSimulation::operator=(PlanSimulation&&) noexcept = default;
 PlanSimulation::~PlanSimulation() = default;
 
-Expected<PlanSimulation> PlanSimulation::create(const Lowering& lowering, std::vector<OpConfig> configs) {
+Expected<PlanSimulation> PlanSimulation::create(const Lowering& lowering,
+                                                std::vector<OpConfig> configs) {
   auto impl = std::make_unique<Impl>();
   impl->lowering = &lowering;
   PLANNER_TRY_ASSIGN(impl->records, detail::PlanRecords::build(lowering, std::move(configs)));
@@ -120,14 +123,20 @@ Expected<PlanSimulation> PlanSimulation::create(const Lowering& lowering, std::v
   return PlanSimulation(std::move(impl));
 }
 
-const std::vector<OpConfig>& PlanSimulation::configs() const { return impl_->records.configs; }
-PlanCost PlanSimulation::cost() const { return impl_->cost(); }
+const std::vector<OpConfig>& PlanSimulation::configs() const {
+  return impl_->records.configs;
+}
+PlanCost PlanSimulation::cost() const {
+  return impl_->cost();
+}
 std::vector<int64_t> PlanSimulation::device_peak_memory() const {
   std::vector<int64_t> peaks;
   for (ResourceId r : impl_->compute) peaks.push_back(impl_->sim->peak_memory(r));
   return peaks;
 }
-bool PlanSimulation::has_pending() const { return impl_->pending; }
+bool PlanSimulation::has_pending() const {
+  return impl_->pending;
+}
 
 Expected<PlanCost> PlanSimulation::propose(ir::OpId op, OpConfig config) {
   return impl_->propose(op, std::move(config));
@@ -154,7 +163,8 @@ Expected<PlanCost> PlanSimulation::Impl::propose(ir::OpId x, OpConfig config) {
   for (ir::TensorId t : tensors) {
     for (const auto& [y, i] : records.consumers[static_cast<size_t>(t)])
       if (y != x)
-        old_sections.emplace_back(y, i, std::move(records.ops[static_cast<size_t>(y)].inputs[static_cast<size_t>(i)]));
+        old_sections.emplace_back(
+            y, i, std::move(records.ops[static_cast<size_t>(y)].inputs[static_cast<size_t>(i)]));
     if (graph.tensor(t).producer == ir::kNoOp)
       old_resident.emplace_back(t, records.resident_sharding[static_cast<size_t>(t)]);
     records.lower_chain(t);
@@ -182,14 +192,16 @@ Expected<PlanCost> PlanSimulation::Impl::propose(ir::OpId x, OpConfig config) {
   size_t next_task = 0, next_buffer = 0;
   for (ir::OpId y : replaced) {
     slot_of[static_cast<size_t>(y)] = -1;
-    old_ids.push_back({y, std::move(task_ids[static_cast<size_t>(y)]), std::move(buffer_ids[static_cast<size_t>(y)])});
+    old_ids.push_back({y, std::move(task_ids[static_cast<size_t>(y)]),
+                       std::move(buffer_ids[static_cast<size_t>(y)])});
     const OpRecord& r = records.ops[static_cast<size_t>(y)];
     auto& tasks = task_ids[static_cast<size_t>(y)];
     auto& buffers = buffer_ids[static_cast<size_t>(y)];
     tasks.assign(static_cast<size_t>(r.num_sections()), {});
     buffers.assign(static_cast<size_t>(r.num_sections()), {});
     for (int32_t s = 0; s < r.num_sections(); ++s) {
-      for (size_t k = 0; k < r.section(s).tasks.size(); ++k) tasks[static_cast<size_t>(s)].push_back(applied->tasks[next_task++]);
+      for (size_t k = 0; k < r.section(s).tasks.size(); ++k)
+        tasks[static_cast<size_t>(s)].push_back(applied->tasks[next_task++]);
       for (size_t k = 0; k < r.section(s).buffers.size(); ++k)
         buffers[static_cast<size_t>(s)].push_back(applied->buffers[next_buffer++]);
     }
@@ -224,11 +236,16 @@ Change PlanSimulation::Impl::change_for(const std::vector<ir::OpId>& replaced) {
       }
     }
   }
-  auto in_replaced = [&](ir::OpId op) { return op != ir::kNoOp && slot_of[static_cast<size_t>(op)] >= 0; };
+  auto in_replaced = [&](ir::OpId op) {
+    return op != ir::kNoOp && slot_of[static_cast<size_t>(op)] >= 0;
+  };
   auto resolve = [&](const TaskKey& k) {
     int32_t slot = slot_of[static_cast<size_t>(k.op)];
-    if (slot >= 0) return TaskRef::added(task_base[static_cast<size_t>(slot)][static_cast<size_t>(k.section)] + k.index);
-    return TaskRef::existing(task_ids[static_cast<size_t>(k.op)][static_cast<size_t>(k.section)][static_cast<size_t>(k.index)]);
+    if (slot >= 0)
+      return TaskRef::added(task_base[static_cast<size_t>(slot)][static_cast<size_t>(k.section)] +
+                            k.index);
+    return TaskRef::existing(task_ids[static_cast<size_t>(k.op)][static_cast<size_t>(k.section)]
+                                     [static_cast<size_t>(k.index)]);
   };
   for (size_t slot = 0; slot < replaced.size(); ++slot) {
     ir::OpId y = replaced[slot];
@@ -267,15 +284,20 @@ Change PlanSimulation::Impl::change_for(const std::vector<ir::OpId>& replaced) {
   for (const auto& [z, s] : sections) {
     const Section& sec = records.ops[static_cast<size_t>(z)].section(s);
     for (const detail::RecordEdge& e : sec.edges)
-      if (in_replaced(e.from.op) || in_replaced(e.to.op)) change.edges.push_back({resolve(e.from), resolve(e.to)});
+      if (in_replaced(e.from.op) || in_replaced(e.to.op))
+        change.edges.push_back({resolve(e.from), resolve(e.to)});
     for (const detail::RecordRead& rd : sec.reads) {
       int32_t slot = slot_of[static_cast<size_t>(rd.buffer.op)];
       if (slot >= 0) {
-        change.buffers[static_cast<size_t>(buffer_base[static_cast<size_t>(slot)][static_cast<size_t>(rd.buffer.section)] + rd.buffer.index)]
+        change
+            .buffers[static_cast<size_t>(
+                buffer_base[static_cast<size_t>(slot)][static_cast<size_t>(rd.buffer.section)] +
+                rd.buffer.index)]
             .releasers.push_back(resolve(rd.reader));
       } else if (in_replaced(rd.reader.op)) {
-        BufferId b = buffer_ids[static_cast<size_t>(rd.buffer.op)][static_cast<size_t>(rd.buffer.section)]
-                               [static_cast<size_t>(rd.buffer.index)];
+        BufferId b =
+            buffer_ids[static_cast<size_t>(rd.buffer.op)][static_cast<size_t>(rd.buffer.section)]
+                      [static_cast<size_t>(rd.buffer.index)];
         change.releases.emplace_back(b, resolve(rd.reader));
       }
     }
@@ -283,10 +305,13 @@ Change PlanSimulation::Impl::change_for(const std::vector<ir::OpId>& replaced) {
   auto ref_less = [](const TaskRef& a, const TaskRef& b) {
     return std::tie(a.is_new, a.index) < std::tie(b.is_new, b.index);
   };
-  auto ref_equal = [](const TaskRef& a, const TaskRef& b) { return a.is_new == b.is_new && a.index == b.index; };
+  auto ref_equal = [](const TaskRef& a, const TaskRef& b) {
+    return a.is_new == b.is_new && a.index == b.index;
+  };
   for (ChangeBuffer& cb : change.buffers) {
     std::sort(cb.releasers.begin(), cb.releasers.end(), ref_less);
-    cb.releasers.erase(std::unique(cb.releasers.begin(), cb.releasers.end(), ref_equal), cb.releasers.end());
+    cb.releasers.erase(std::unique(cb.releasers.begin(), cb.releasers.end(), ref_equal),
+                       cb.releasers.end());
   }
   std::sort(change.releases.begin(), change.releases.end(), [&](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : ref_less(a.second, b.second);
@@ -324,6 +349,8 @@ void PlanSimulation::revert() {
   m.pending = false;
 }
 
-Expected<LoweredPlan> PlanSimulation::lowered() const { return impl_->lowering->lower(impl_->records.configs); }
+Expected<LoweredPlan> PlanSimulation::lowered() const {
+  return impl_->lowering->lower(impl_->records.configs);
+}
 
 }  // namespace planner::analysis

@@ -60,7 +60,8 @@ PlanCost fresh_cost(const Lowering& lowering, const std::vector<OpConfig>& confi
   return c;
 }
 
-void check_equal(const PlanSimulation& sim, const PlanCost& fresh, const std::vector<int64_t>& peaks) {
+void check_equal(const PlanSimulation& sim, const PlanCost& fresh,
+                 const std::vector<int64_t>& peaks) {
   PlanCost c = sim.cost();
   CHECK(c.step_time == fresh.step_time);
   CHECK(c.peak_memory == fresh.peak_memory);
@@ -145,7 +146,8 @@ ir::Graph training(const ir::Graph& forward) {
 TEST_CASE("proposals equal a fresh lowering: in-repo example models") {
   for (const char* m : {"mlp", "small_cnn", "lstm", "transformer_block"}) {
     ir::Graph forward = import(testing::source_dir() / "examples" / (std::string(m) + ".onnxtxt"));
-    check_graph(std::string(m) + " (inference, 4 GPUs)", forward, 4, Baseline::kDataParallel, 80, 1);
+    check_graph(std::string(m) + " (inference, 4 GPUs)", forward, 4, Baseline::kDataParallel, 80,
+                1);
     ir::Graph train = training(forward);
     check_graph(std::string(m) + " (training, 8 GPUs)", train, 8, Baseline::kDataParallel, 80, 2);
     check_graph(std::string(m) + " (training, 8 GPUs, model parallel)", train, 8,
@@ -161,12 +163,14 @@ TEST_CASE("proposals equal a fresh lowering: shared models, training on 16 GPUs"
   };
   for (const Case& c : {Case{"mlp_8192x4", 60}, Case{"alexnet", 40}, Case{"lstm_lm", 30},
                         Case{"resnet50", 25}, Case{"gpt2_small", 20}, Case{"bert_base", 12}}) {
-    ir::Graph train = training(import(testing::shared_models_dir() / (std::string(c.model) + ".onnx")));
+    ir::Graph train =
+        training(import(testing::shared_models_dir() / (std::string(c.model) + ".onnx")));
     check_graph(std::string(c.model) + " (training, 16 GPUs)", train, 16, Baseline::kDataParallel,
                 c.proposals, 7);
   }
   ir::Graph train = training(import(testing::shared_models_dir() / "gpt2_small.onnx"));
-  check_graph("gpt2_small (training, 16 GPUs, model parallel)", train, 16, Baseline::kModelParallel, 12, 9);
+  check_graph("gpt2_small (training, 16 GPUs, model parallel)", train, 16, Baseline::kModelParallel,
+              12, 9);
 }
 
 }  // namespace
