@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/lowering_records.h"
 #include "ir/op_stats.h"
 
 namespace planner::analysis {
@@ -136,451 +137,597 @@ Expected<void> Lowering::check_config(ir::OpId id, const OpConfig& c) const {
   return ok();
 }
 
+// ---- records ---------------------------------------------------------------------------------
+//
+// Lowering::lower builds the records of every operator and every tensor's chain, then emits
+// them in the order the lowering has always created tasks and buffers (operators in topo order;
+// per operator its compute tasks, its inputs' fetches, its outputs), so the task graph, its ids
+// and its sums come out the same whichever way the records were made.
+
 namespace {
 
-// The pieces of a tensor a consumer can read: boxes with the devices that hold them and the
-// task that makes each copy ready (kNoTask: resident from the start).
-struct Holder {
-  DeviceId device;
-  TaskId ready;
-};
-struct Piece {
-  Box box;
-  std::vector<Holder> holders;
-};
+// Resources in the order emit() adds them: per device its compute resource and its channel,
+// then the collectives' sync resource.
+ResourceId compute_resource(DeviceId d) { return 2 * d; }
+ResourceId channel_resource(DeviceId d) { return 2 * d + 1; }
+ResourceId sync_resource(int num_devices) { return 2 * num_devices; }
+
+bool same_task(const Task& a, const Task& b) {
+  return a.name == b.name && a.resource == b.resource && a.kind == b.kind &&
+         a.duration == b.duration && a.bytes == b.bytes && a.op == b.op;
+}
 
 }  // namespace
 
-Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) const {
-  if (static_cast<int>(configs.size()) != graph_.num_ops())
-    return make_error("the plan has {} operator configs for {} operators", configs.size(),
-                      graph_.num_ops());
-  LoweredPlan plan;
-  TaskGraph& g = plan.graph;
+namespace detail {
+
+bool Section::same_graph(const Section& o) const {
+  if (tasks.size() != o.tasks.size() || edges != o.edges || buffers != o.buffers || reads != o.reads)
+    return false;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (!same_task(tasks[i], o.tasks[i])) return false;
+  return true;
+}
+
+const Section& OpRecord::section(int32_t s) const {
+  if (s == 0) return compute;
+  if (static_cast<size_t>(s) <= inputs.size()) return inputs[static_cast<size_t>(s - 1)];
+  return outputs;
+}
+
+Section& OpRecord::section(int32_t s) {
+  return const_cast<Section&>(static_cast<const OpRecord&>(*this).section(s));
+}
+
+}  // namespace detail
+
+Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) const {
+  using detail::TaskKey;
+  PLANNER_TRY(check_config(id, c));
+  const ir::Op& op = graph_.op(id);
+  const OpInfo& in = info(id);
+  const int shards = c.num_shards();
   const int n_dev = topology_.num_devices();
-  for (DeviceId d = 0; d < n_dev; ++d) {
-    int node = topology_.device(d).node;
-    plan.compute.push_back(g.add_resource({fmt::format("gpu{}", d), ResourceKind::kDevice, node}));
-    plan.channel.push_back(g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
-  }
-  const ResourceId sync = g.add_resource({"collective sync", ResourceKind::kLink, -1});
-  plan.tensor_sharding.resize(static_cast<size_t>(graph_.num_tensors()));
+  detail::OpRecord rec;
 
-  // Resident tensors owned by an update op: where that op's shards read them.
-  std::vector<ir::OpId> owner(static_cast<size_t>(graph_.num_tensors()), ir::kNoOp);
-  for (ir::OpId id = 0; id < graph_.num_ops(); ++id) {
-    const ir::Op& op = graph_.op(id);
-    if (!is_update_op(op)) continue;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (i != 1 && op.inputs[i] != ir::kNoTensor &&
-          graph_.tensor(op.inputs[i]).producer == ir::kNoOp)
-        owner[static_cast<size_t>(op.inputs[i])] = id;
-  }
-
-  // Deferred buffers (releasers are known only once every reader is lowered).
-  struct PendingBuffer {
-    Buffer buffer;
-    ir::TensorId tensor = ir::kNoTensor;  // for output buffers: their readers release them
-    bool resident = false;                // kept all step: readers do not release it
-  };
-  std::vector<PendingBuffer> buffers;
-  std::map<std::pair<ir::TensorId, DeviceId>, size_t> buffer_of;  // output/resident buffer per device
-  std::vector<std::vector<Piece>> available(static_cast<size_t>(graph_.num_tensors()));
-  std::vector<bool> has_available(static_cast<size_t>(graph_.num_tensors()), false);
-  // What earlier consumers fetched to a device: a later consumer on that device reuses it
-  // (as a launcher keeps a gathered tensor) instead of moving it again.
-  std::map<std::pair<ir::TensorId, DeviceId>, std::vector<std::pair<Box, TaskId>>> received;
-  std::map<std::pair<ir::TensorId, DeviceId>, std::vector<size_t>> received_buffer;
-  CommSchedule all_comm;
-  CommStep transfers_step;
-
-  // Per-shard iteration ranges of a config.
-  auto shard_ranges = [&](const OpInfo& in, const OpConfig& c, int shard) {
-    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-    std::vector<int> coords = c.piece_coords(shard);
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      const auto& [var, k] = c.splits[i];
-      Range r = split_range(in.splittable.at(var), k, coords[i]);
-      ranges[var] = {r.begin, r.end - 1};
-    }
-    return ranges;
-  };
-
-  GroupId current_group = kNoGroup;  // resident buffers belong to the op that placed them
-  auto resident_buffer = [&](ir::TensorId t, DeviceId d, const Box& box) {
-    auto key = std::make_pair(t, d);
-    auto it = buffer_of.find(key);
-    int64_t bytes = box_bytes(box, graph_.tensor(t));
-    if (it != buffer_of.end()) {
-      Buffer& b = buffers[it->second].buffer;
-      b.bytes = std::max(b.bytes, bytes);
-      return;
-    }
-    PendingBuffer pb;
-    pb.buffer = Buffer{graph_.tensor(t).name, plan.compute[static_cast<size_t>(d)], bytes, kNoTask, {}, current_group};
-    pb.resident = true;
-    buffer_of[key] = buffers.size();
-    buffers.push_back(std::move(pb));
-  };
-
-  std::vector<std::vector<TaskId>> readers_of_buffer;  // filled through `read`
-
-  for (ir::OpId id : graph_.topo_order()) {
-    const ir::Op& op = graph_.op(id);
-    const OpConfig& c = configs[static_cast<size_t>(id)];
-    PLANNER_TRY(check_config(id, c));
-    const OpInfo& in = info(id);
-    const GroupId group = g.add_group(op.name);
-    current_group = group;
-    plan.op_group.resize(static_cast<size_t>(graph_.num_ops()), kNoGroup);
-    plan.op_group[static_cast<size_t>(id)] = group;
-    const int shards = c.num_shards();
-
-    // Shard regions once per shard.
-    std::vector<ShardRegions> regions(static_cast<size_t>(shards));
-    if (in.described)
-      for (int s = 0; s < shards; ++s) {
-        auto r = regions_of(in, shard_ranges(in, c, s));
-        if (!r) return r.error().with_context(op_label(op));
-        regions[static_cast<size_t>(s)] = std::move(*r);
-      }
-
-    // Compute tasks.
-    std::vector<TaskId> compute(static_cast<size_t>(shards));
+  // Shard regions once per shard.
+  std::vector<ShardRegions> regions(static_cast<size_t>(shards));
+  if (in.described)
     for (int s = 0; s < shards; ++s) {
-      DeviceId d = c.devices[static_cast<size_t>(s)];
-      double fraction = 1.0;
+      std::map<std::string, std::pair<int64_t, int64_t>> ranges;
       std::vector<int> coords = c.piece_coords(s);
       for (size_t i = 0; i < c.splits.size(); ++i) {
-        int64_t extent = in.splittable.at(c.splits[i].first);
-        fraction *= static_cast<double>(split_range(extent, c.splits[i].second, coords[i]).size()) /
-                    static_cast<double>(extent);
+        Range r = split_range(in.splittable.at(c.splits[i].first), c.splits[i].second, coords[i]);
+        ranges[c.splits[i].first] = {r.begin, r.end - 1};
       }
-      double bytes = 0;
-      std::vector<std::vector<int64_t>> shapes;
-      for (size_t i = 0; i < op.inputs.size(); ++i) {
-        if (op.inputs[i] == ir::kNoTensor) continue;
-        const ir::Tensor& t = graph_.tensor(op.inputs[i]);
-        Box b = whole_box(t.shape);
-        if (in.described && in.instance_input[i] >= 0)
-          b = regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])];
-        bytes += static_cast<double>(box_bytes(b, t));
-        std::vector<int64_t> shape;
-        for (const Range& r : b) shape.push_back(r.size());
-        shapes.push_back(std::move(shape));
-      }
-      for (size_t o = 0; o < op.outputs.size(); ++o) {
-        if (op.outputs[o] == ir::kNoTensor) continue;
-        const ir::Tensor& t = graph_.tensor(op.outputs[o]);
-        Box b = whole_box(t.shape);
-        if (in.described && in.instance_output[o] >= 0)
-          b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
-        bytes += static_cast<double>(box_bytes(b, t));
-      }
-      ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
-                            ? ir::DType::kFloat32
-                            : graph_.tensor(op.inputs[0]).dtype;
-      double seconds = compute_.op_time(topology_.device_type(d), op, dtype, shapes,
-                                        in.flops * fraction, bytes);
-      Task task;
-      task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
-      task.resource = plan.compute[static_cast<size_t>(d)];
-      task.kind = TaskKind::kCompute;
-      task.duration = seconds;
-      task.op = id;
-      task.group = group;
-      compute[static_cast<size_t>(s)] = g.add_task(std::move(task));
+      auto r = regions_of(in, ranges);
+      if (!r) return r.error().with_context(op_label(op));
+      regions[static_cast<size_t>(s)] = std::move(*r);
     }
-    if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
 
-    // Inputs: fetch what each shard lacks.
+  // What each shard reads of each input.
+  rec.need.resize(op.inputs.size());
+  rec.inputs.resize(op.inputs.size());
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] == ir::kNoTensor) continue;
+    const ir::Tensor& t = graph_.tensor(op.inputs[i]);
+    for (int s = 0; s < shards; ++s)
+      rec.need[i].push_back(in.described && in.instance_input[i] >= 0
+                                ? regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])]
+                                : whole_box(t.shape));
+  }
+
+  // Compute tasks.
+  for (int s = 0; s < shards; ++s) {
+    DeviceId d = c.devices[static_cast<size_t>(s)];
+    double fraction = 1.0;
+    std::vector<int> coords = c.piece_coords(s);
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      int64_t extent = in.splittable.at(c.splits[i].first);
+      fraction *= static_cast<double>(split_range(extent, c.splits[i].second, coords[i]).size()) /
+                  static_cast<double>(extent);
+    }
+    double bytes = 0;
+    std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
-      ir::TensorId t = op.inputs[i];
-      if (t == ir::kNoTensor) continue;
-      const ir::Tensor& tensor = graph_.tensor(t);
-      PLANNER_TRY_ASSIGN(std::vector<Box> need, input_boxes_for(id, c, i));
-      bool resident = tensor.producer == ir::kNoOp;
-      ir::OpId own = owner[static_cast<size_t>(t)];
-      if (resident && (own == ir::kNoOp || own == id)) {
-        // Kept where it is read: no transfer.
-        for (int s = 0; s < shards; ++s) {
-          if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
-          DeviceId d = c.devices[static_cast<size_t>(s)];
-          resident_buffer(t, d, need[static_cast<size_t>(s)]);
+      if (op.inputs[i] == ir::kNoTensor) continue;
+      const ir::Tensor& t = graph_.tensor(op.inputs[i]);
+      const Box& b = rec.need[i][static_cast<size_t>(s)];
+      bytes += static_cast<double>(box_bytes(b, t));
+      std::vector<int64_t> shape;
+      for (const Range& r : b) shape.push_back(r.size());
+      shapes.push_back(std::move(shape));
+    }
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      if (op.outputs[o] == ir::kNoTensor) continue;
+      const ir::Tensor& t = graph_.tensor(op.outputs[o]);
+      Box b = whole_box(t.shape);
+      if (in.described && in.instance_output[o] >= 0)
+        b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
+      bytes += static_cast<double>(box_bytes(b, t));
+    }
+    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
+                          ? ir::DType::kFloat32
+                          : graph_.tensor(op.inputs[0]).dtype;
+    Task task;
+    task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
+    task.resource = compute_resource(d);
+    task.kind = TaskKind::kCompute;
+    task.duration = compute_.op_time(topology_.device_type(d), op, dtype, shapes,
+                                     in.flops * fraction, bytes);
+    task.op = id;
+    rec.compute.tasks.push_back(std::move(task));
+  }
+
+  // Outputs: buffers, shardings, reductions of partial sums.
+  const int32_t out_section = static_cast<int32_t>(op.inputs.size()) + 1;
+  detail::Section& out = rec.outputs;
+  rec.pieces.resize(op.outputs.size());
+  rec.out_buffer.assign(op.outputs.size(), std::vector<int32_t>(static_cast<size_t>(n_dev), -1));
+  rec.sharding.resize(op.outputs.size());
+  for (size_t o = 0; o < op.outputs.size(); ++o) {
+    ir::TensorId t = op.outputs[o];
+    if (t == ir::kNoTensor) continue;
+    const ir::Tensor& tensor = graph_.tensor(t);
+    int k = in.described ? in.instance_output[o] : -1;
+    // Categories of split variables for this output.
+    std::vector<int> dim_of(c.splits.size(), -1);
+    std::vector<bool> is_partial(c.splits.size(), false);
+    Sharding sh;
+    sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
+    if (k >= 0) {
+      const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        const std::string& v = c.splits[i].first;
+        auto pos = std::find(vars.begin(), vars.end(), v);
+        if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
+          dim_of[i] = static_cast<int>(pos - vars.begin());
+          sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
+        } else {
+          auto r = in.reduced_into.find(v);
+          is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
+                          r->second[static_cast<size_t>(k)];
         }
-        if (own == id || plan.tensor_sharding[static_cast<size_t>(t)].devices.empty()) {
-          Sharding home = Sharding::replicated(tensor.rank(), c.devices);
-          plan.tensor_sharding[static_cast<size_t>(t)] = home;
+      }
+    }
+    int partial = 1, replicas = c.replicas;
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      if (dim_of[i] >= 0) continue;
+      (is_partial[i] ? partial : replicas) *= c.splits[i].second;
+    }
+    sh.partial = partial;
+    sh.replicas = replicas;
+    sh.devices.assign(static_cast<size_t>(shards), -1);
+    std::vector<Box> boxes(static_cast<size_t>(shards));
+    for (int s = 0; s < shards; ++s) {
+      std::vector<int> coords = c.piece_coords(s);
+      std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
+      int p = 0, r = 0;
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        if (dim_of[i] >= 0) {
+          tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
+        } else if (is_partial[i]) {
+          p = p * c.splits[i].second + coords[i];
+        } else {
+          r = r * c.splits[i].second + coords[i];
         }
+      }
+      r = r * c.replicas + (s % c.replicas);
+      int linear = 0;
+      for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
+      DeviceId d = c.devices[static_cast<size_t>(s)];
+      sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = d;
+      boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
+                                               : whole_box(tensor.shape);
+      // The output buffer on the shard's device. Updates write the parameter and its state
+      // in place: no new buffer.
+      if (is_update_op(op)) continue;
+      rec.out_buffer[o][static_cast<size_t>(d)] = static_cast<int32_t>(out.buffers.size());
+      out.buffers.push_back({tensor.name, d, box_bytes(boxes[static_cast<size_t>(s)], tensor), false,
+                             TaskKey{id, 0, s}});
+    }
+    rec.sharding[o] = sh;
+
+    std::vector<detail::RecordPiece>& pieces = rec.pieces[o];
+    if (partial == 1) {
+      for (int s = 0; s < shards; ++s) {
+        const Box& b = boxes[static_cast<size_t>(s)];
+        detail::RecordHolder h{c.devices[static_cast<size_t>(s)], TaskKey{id, 0, s}};
+        auto it = std::find_if(pieces.begin(), pieces.end(), [&](const auto& pc) { return pc.box == b; });
+        if (it == pieces.end()) pieces.push_back({b, {h}});
+        else it->holders.push_back(h);
+      }
+      continue;
+    }
+    // All-reduce each group of partials of one tile and replica: a join, then one task per
+    // member on its channel for the collective's time.
+    std::map<DeviceId, TaskKey> producer_on;
+    for (int s = 0; s < shards; ++s) producer_on[c.devices[static_cast<size_t>(s)]] = TaskKey{id, 0, s};
+    for (int tile = 0; tile < sh.num_tiles(); ++tile)
+      for (int r = 0; r < replicas; ++r) {
+        std::vector<DeviceId> members;
+        for (int p = 0; p < partial; ++p)
+          members.push_back(sh.devices[static_cast<size_t>((tile * partial + p) * replicas + r)]);
+        Box b = sh.shard_box(tensor.shape, (tile * partial) * replicas + r);
+        double bytes = static_cast<double>(box_bytes(b, tensor));
+        CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members, bytes);
+        Task join;
+        join.name = fmt::format("all-reduce {} (join, tile {}, replica {})", tensor.name, tile, r);
+        join.resource = sync_resource(n_dev);
+        join.kind = TaskKind::kComm;
+        join.op = id;
+        TaskKey join_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
+        out.tasks.push_back(std::move(join));
+        std::vector<detail::RecordHolder> holders;
+        for (DeviceId m : members) {
+          out.edges.push_back({producer_on.at(m), join_key});
+          Task member;
+          member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m, members.size(),
+                                    algorithm_name(cost.algorithm));
+          member.resource = channel_resource(m);
+          member.kind = TaskKind::kComm;
+          member.duration = cost.time;
+          member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
+          member.op = id;
+          TaskKey member_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
+          out.tasks.push_back(std::move(member));
+          out.edges.push_back({join_key, member_key});
+          holders.push_back({m, member_key});
+          // The partial buffer is read (in place) by the collective.
+          int32_t buffer = rec.out_buffer[o][static_cast<size_t>(m)];
+          if (buffer >= 0) out.reads.push_back({TaskKey{id, out_section, buffer}, member_key});
+        }
+        out.comm_terms.push_back(cost.bytes_sent);
+        out.collectives.append(cost.schedule);
+        pieces.push_back({b, std::move(holders)});
+      }
+  }
+  return rec;
+}
+
+namespace detail {
+
+Expected<OpRecord> PlanRecords::lower_op(ir::OpId op, const OpConfig& config) const {
+  return lowering->lower_op(op, config);
+}
+
+Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<OpConfig> configs) {
+  const ir::Graph& graph = lowering.graph_;
+  if (static_cast<int>(configs.size()) != graph.num_ops())
+    return make_error("the plan has {} operator configs for {} operators", configs.size(),
+                      graph.num_ops());
+  PlanRecords r;
+  r.lowering = &lowering;
+  r.configs = std::move(configs);
+  const auto n_ops = static_cast<size_t>(graph.num_ops());
+  const auto n_tensors = static_cast<size_t>(graph.num_tensors());
+  r.position.assign(n_ops, -1);
+  int32_t next = 0;
+  for (ir::OpId id : graph.topo_order()) r.position[static_cast<size_t>(id)] = next++;
+  // Resident tensors owned by an update op: where that op's shards read them.
+  r.owner.assign(n_tensors, ir::kNoOp);
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    const ir::Op& op = graph.op(id);
+    if (!is_update_op(op)) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor && graph.tensor(op.inputs[i]).producer == ir::kNoOp)
+        r.owner[static_cast<size_t>(op.inputs[i])] = id;
+  }
+  r.consumers.resize(n_tensors);
+  for (ir::OpId id : graph.topo_order()) {
+    const ir::Op& op = graph.op(id);
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (op.inputs[i] != ir::kNoTensor)
+        r.consumers[static_cast<size_t>(op.inputs[i])].emplace_back(id, static_cast<int32_t>(i));
+  }
+  r.resident_sharding.resize(n_tensors);
+
+  // Operators in topo order, so the first error is the one the lowering meets first: an
+  // operator's own config, then (at its first reader) the config of the update op that keeps a
+  // resident input.
+  r.ops.resize(n_ops);
+  std::vector<bool> done(n_ops, false), owner_checked(n_tensors, false);
+  for (ir::OpId id : graph.topo_order()) {
+    if (!done[static_cast<size_t>(id)]) {
+      PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(id)], lowering.lower_op(id, r.configs[static_cast<size_t>(id)]));
+      done[static_cast<size_t>(id)] = true;
+    }
+    for (ir::TensorId t : graph.op(id).inputs) {
+      if (t == ir::kNoTensor || graph.tensor(t).producer != ir::kNoOp) continue;
+      ir::OpId own = r.owner[static_cast<size_t>(t)];
+      if (own == ir::kNoOp || own == id || owner_checked[static_cast<size_t>(t)]) continue;
+      owner_checked[static_cast<size_t>(t)] = true;
+      if (!done[static_cast<size_t>(own)]) {
+        PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(own)], lowering.lower_op(own, r.configs[static_cast<size_t>(own)]));
+        done[static_cast<size_t>(own)] = true;
+      }
+    }
+  }
+  for (ir::TensorId t = 0; t < graph.num_tensors(); ++t)
+    if (!r.consumers[static_cast<size_t>(t)].empty()) r.lower_chain(t);
+  return r;
+}
+
+void PlanRecords::lower_chain(ir::TensorId t) {
+  const Lowering& L = *lowering;
+  const ir::Graph& graph = L.graph_;
+  const importers::Topology& topology = L.topology_;
+  const int n_dev = topology.num_devices();
+  const ir::Tensor& tensor = graph.tensor(t);
+  const bool resident = tensor.producer == ir::kNoOp;
+  const ir::OpId own = owner[static_cast<size_t>(t)];
+  const TaskKey none{};
+
+  std::vector<RecordPiece> pieces;
+  bool has_available = false;
+  // The tensor's output (or resident) buffer on each device.
+  std::vector<BufferKey> buffer_on(static_cast<size_t>(n_dev), none);
+  if (!resident) {
+    const ir::Op& producer = graph.op(tensor.producer);
+    const OpRecord& pr = ops[static_cast<size_t>(tensor.producer)];
+    size_t o = static_cast<size_t>(std::find(producer.outputs.begin(), producer.outputs.end(), t) -
+                                   producer.outputs.begin());
+    pieces = pr.pieces[o];
+    has_available = true;
+    for (size_t d = 0; d < buffer_on.size(); ++d)
+      if (pr.out_buffer[o][d] >= 0) buffer_on[d] = {tensor.producer, pr.num_sections() - 1, pr.out_buffer[o][d]};
+  } else {
+    resident_sharding[static_cast<size_t>(t)] = Sharding{};
+  }
+  // What earlier consumers fetched to a device: a later consumer on that device reuses it
+  // (as a launcher keeps a gathered tensor) instead of moving it again.
+  std::vector<std::vector<std::pair<Box, TaskKey>>> received(static_cast<size_t>(n_dev));
+  std::vector<std::vector<BufferKey>> received_buffer(static_cast<size_t>(n_dev));
+
+  for (const auto& [y, i] : consumers[static_cast<size_t>(t)]) {
+    const int32_t sec_index = 1 + i;
+    const ir::Op& op = graph.op(y);
+    Section& sec = ops[static_cast<size_t>(y)].inputs[static_cast<size_t>(i)];
+    sec = Section{};
+    const OpConfig& c = configs[static_cast<size_t>(y)];
+    const std::vector<Box>& need = ops[static_cast<size_t>(y)].need[static_cast<size_t>(i)];
+    const int shards = c.num_shards();
+    // Resident buffers belong to the operator that placed them first.
+    auto resident_buffer = [&](DeviceId d, const Box& box) {
+      int64_t bytes = box_bytes(box, tensor);
+      const BufferKey& k = buffer_on[static_cast<size_t>(d)];
+      if (k.op != ir::kNoOp) {
+        RecordBuffer& b = ops[static_cast<size_t>(k.op)].section(k.section).buffers[static_cast<size_t>(k.index)];
+        b.bytes = std::max(b.bytes, bytes);
+        return;
+      }
+      buffer_on[static_cast<size_t>(d)] = {y, sec_index, static_cast<int32_t>(sec.buffers.size())};
+      sec.buffers.push_back({tensor.name, d, bytes, true, none});
+    };
+    if (resident && (own == ir::kNoOp || own == y)) {
+      // Kept where it is read: no transfer.
+      for (int s = 0; s < shards; ++s) {
+        if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
+        resident_buffer(c.devices[static_cast<size_t>(s)], need[static_cast<size_t>(s)]);
+      }
+      Sharding& home = resident_sharding[static_cast<size_t>(t)];
+      if (own == y || home.devices.empty()) home = Sharding::replicated(tensor.rank(), c.devices);
+      continue;
+    }
+    if (resident && !has_available) {
+      // Owned by an update op lowered later: its shards' boxes, resident from the start.
+      const OpConfig& oc = configs[static_cast<size_t>(own)];
+      const auto& own_inputs = graph.op(own).inputs;
+      size_t oi = static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t) - own_inputs.begin());
+      const std::vector<Box>& home = ops[static_cast<size_t>(own)].need[oi];
+      for (int s = 0; s < oc.num_shards(); ++s) {
+        DeviceId d = oc.devices[static_cast<size_t>(s)];
+        const Box& b = home[static_cast<size_t>(s)];
+        auto it = std::find_if(pieces.begin(), pieces.end(), [&](const RecordPiece& p) { return p.box == b; });
+        if (it == pieces.end()) pieces.push_back({b, {{d, none}}});
+        else it->holders.push_back({d, none});
+        resident_buffer(d, b);
+      }
+      has_available = true;
+    }
+    // Reads of resident buffers release nothing: only output buffers are noted.
+    auto note_read = [&](DeviceId holder, const TaskKey& reader) {
+      const BufferKey& b = buffer_on[static_cast<size_t>(holder)];
+      if (resident || b.op == ir::kNoOp) return;
+      sec.reads.push_back({b, reader});
+    };
+    for (int s = 0; s < shards; ++s) {
+      const Box& want = need[static_cast<size_t>(s)];
+      if (box_elements(want) == 0) continue;
+      DeviceId d = c.devices[static_cast<size_t>(s)];
+      const TaskKey consumer{y, 0, s};
+      // Entirely local?
+      const RecordHolder* local = nullptr;
+      for (const RecordPiece& p : pieces) {
+        if (!contains(p.box, want)) continue;
+        for (const RecordHolder& h : p.holders)
+          if (h.device == d) local = &h;
+        if (local) break;
+      }
+      if (local) {
+        if (local->ready.op != ir::kNoOp) sec.edges.push_back({local->ready, consumer});
+        note_read(d, consumer);
         continue;
       }
-      if (resident && !has_available[static_cast<size_t>(t)]) {
-        // Owned by an update op lowered later: its shards' boxes, resident from the start.
-        const OpConfig& oc = configs[static_cast<size_t>(own)];
-        PLANNER_TRY(check_config(own, oc));
-        size_t oi = 0;
-        for (; oi < graph_.op(own).inputs.size(); ++oi)
-          if (graph_.op(own).inputs[oi] == t) break;
-        PLANNER_TRY_ASSIGN(std::vector<Box> home, input_boxes_for(own, oc, oi));
-        std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
-        for (int s = 0; s < oc.num_shards(); ++s) {
-          DeviceId d = oc.devices[static_cast<size_t>(s)];
-          const Box& b = home[static_cast<size_t>(s)];
-          auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == b; });
-          if (it == pieces.end()) pieces.push_back({b, {{d, kNoTask}}});
-          else it->holders.push_back({d, kNoTask});
-          resident_buffer(t, d, b);
-        }
-        has_available[static_cast<size_t>(t)] = true;
+      // Already fetched here by an earlier consumer?
+      auto& got = received[static_cast<size_t>(d)];
+      auto it = std::find_if(got.begin(), got.end(), [&](const auto& r) { return contains(r.first, want); });
+      if (it != got.end()) {
+        sec.edges.push_back({it->second, consumer});
+        // The received buffers now live until this consumer ends too.
+        for (const BufferKey& rb : received_buffer[static_cast<size_t>(d)]) sec.reads.push_back({rb, consumer});
+        continue;
       }
-      const std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
-      for (int s = 0; s < shards; ++s) {
-        const Box& want = need[static_cast<size_t>(s)];
-        if (box_elements(want) == 0) continue;
-        DeviceId d = c.devices[static_cast<size_t>(s)];
-        TaskId consumer = compute[static_cast<size_t>(s)];
-        // Entirely local?
-        const Holder* local = nullptr;
-        for (const Piece& p : pieces) {
-          if (!contains(p.box, want)) continue;
-          for (const Holder& h : p.holders)
-            if (h.device == d) local = &h;
-          if (local) break;
-        }
-        auto note_read = [&](DeviceId holder, TaskId reader) {
-          auto it = buffer_of.find({t, holder});
-          if (it == buffer_of.end()) return;
-          if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
-          readers_of_buffer[it->second].push_back(reader);
+      // The transfers of this fetch; remembered (as one box, ready when the last arrives)
+      // for later consumers on this device.
+      std::vector<TaskKey> fetched;
+      for (size_t pi = 0; pi < pieces.size(); ++pi) {
+        const RecordPiece& p = pieces[pi];
+        Box part = intersect(want, p.box);
+        if (box_elements(part) == 0) continue;
+        // The nearest holders (this device, then the same node, then the widest route); among
+        // equals the destination picks by its own id, which spreads reads over replicas
+        // without state carried from earlier transfers (so one operator's new configuration
+        // changes only the transfers that involve it).
+        const RecordHolder* best = nullptr;
+        std::vector<const RecordHolder*> equal;
+        auto rank = [&](const RecordHolder& h) {
+          return std::make_tuple(h.device == d, topology.same_node(h.device, d),
+                                 topology.bandwidth(h.device, d));
         };
-        if (local) {
-          if (local->ready != kNoTask) g.add_edge(local->ready, consumer);
+        for (const RecordHolder& h : p.holders) {
+          if (!best || rank(h) > rank(*best)) {
+            best = &h;
+            equal.assign(1, &h);
+          } else if (rank(h) == rank(*best)) {
+            equal.push_back(&h);
+          }
+        }
+        best = equal[static_cast<size_t>(d) % equal.size()];
+        if (best->device == d) {
+          if (best->ready.op != ir::kNoOp) sec.edges.push_back({best->ready, consumer});
           note_read(d, consumer);
           continue;
         }
-        // Already fetched here by an earlier consumer?
-        {
-          auto& got = received[{t, d}];
-          auto it = std::find_if(got.begin(), got.end(), [&](const auto& r) { return contains(r.first, want); });
-          if (it != got.end()) {
-            g.add_edge(it->second, consumer);
-            // The received buffers now live until this consumer ends too.
-            for (size_t rb : received_buffer[{t, d}]) buffers[rb].buffer.releasers.push_back(consumer);
-            continue;
-          }
-        }
-        // The transfers of this fetch; remembered (as one box, ready when the last arrives)
-        // for later consumers on this device.
-        std::vector<TaskId> fetched;
-        for (const Piece& p : pieces) {
-          Box part = intersect(want, p.box);
-          if (box_elements(part) == 0) continue;
-          // The nearest holders (this device, then the same node, then the widest route); among
-          // equals the destination picks by its own id, which spreads reads over replicas
-          // without state carried from earlier transfers (so one operator's new configuration
-          // changes only the transfers that involve it).
-          const Holder* best = nullptr;
-          std::vector<const Holder*> equal;
-          auto rank = [&](const Holder& h) {
-            return std::make_tuple(h.device == d, topology_.same_node(h.device, d),
-                                   topology_.bandwidth(h.device, d));
-          };
-          for (const Holder& h : p.holders) {
-            if (!best || rank(h) > rank(*best)) {
-              best = &h;
-              equal.assign(1, &h);
-            } else if (rank(h) == rank(*best)) {
-              equal.push_back(&h);
-            }
-          }
-          best = equal[static_cast<size_t>(d) % equal.size()];
-          if (best->device == d) {
-            if (best->ready != kNoTask) g.add_edge(best->ready, consumer);
-            note_read(d, consumer);
-            continue;
-          }
-          int64_t bytes = box_bytes(part, tensor);
-          Task tr;
-          tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name, best->device, d, &p - pieces.data());
-          tr.resource = plan.channel[static_cast<size_t>(best->device)];
-          tr.kind = TaskKind::kComm;
-          tr.duration = topology_.latency(best->device, d) +
-                        static_cast<double>(bytes) / topology_.bandwidth(best->device, d);
-          tr.bytes = bytes;
-          tr.op = id;
-          tr.group = group;
-          TaskId task = g.add_task(std::move(tr));
-          if (best->ready != kNoTask) g.add_edge(best->ready, task);
-          g.add_edge(task, consumer);
-          fetched.push_back(task);
-          note_read(best->device, task);
-          transfers_step.transfers.push_back({best->device, d, static_cast<double>(bytes)});
-          plan.comm_bytes += static_cast<double>(bytes);
-          PendingBuffer pb;
-          pb.buffer = Buffer{tensor.name + " (received)", plan.compute[static_cast<size_t>(d)], bytes,
-                             task, {consumer}, group};
-          received_buffer[{t, d}].push_back(buffers.size());
-          buffers.push_back(std::move(pb));
-        }
-        if (fetched.size() == 1) {
-          received[{t, d}].push_back({want, fetched[0]});
-        } else if (fetched.size() > 1) {
-          // A zero-time join on the device marks the assembled box ready.
-          Task join;
-          join.name = fmt::format("{} assembled for {} on gpu{}", tensor.name, op.name, d);
-          join.resource = sync;
-          join.kind = TaskKind::kComm;
-          join.op = id;
-          join.group = group;
-          TaskId j = g.add_task(std::move(join));
-          for (TaskId f : fetched) g.add_edge(f, j);
-          received[{t, d}].push_back({want, j});
-        }
+        int64_t bytes = box_bytes(part, tensor);
+        Task tr;
+        tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name, best->device, d, pi);
+        tr.resource = channel_resource(best->device);
+        tr.kind = TaskKind::kComm;
+        tr.duration = topology.latency(best->device, d) +
+                      static_cast<double>(bytes) / topology.bandwidth(best->device, d);
+        tr.bytes = bytes;
+        tr.op = y;
+        const TaskKey task{y, sec_index, static_cast<int32_t>(sec.tasks.size())};
+        sec.tasks.push_back(std::move(tr));
+        if (best->ready.op != ir::kNoOp) sec.edges.push_back({best->ready, task});
+        sec.edges.push_back({task, consumer});
+        fetched.push_back(task);
+        note_read(best->device, task);
+        sec.transfers.push_back({best->device, d, static_cast<double>(bytes)});
+        sec.comm_terms.push_back(static_cast<double>(bytes));
+        const BufferKey received_key{y, sec_index, static_cast<int32_t>(sec.buffers.size())};
+        sec.buffers.push_back({tensor.name + " (received)", d, bytes, false, task});
+        sec.reads.push_back({received_key, consumer});
+        received_buffer[static_cast<size_t>(d)].push_back(received_key);
       }
-    }
-
-    // Outputs: buffers, shardings, reductions of partial sums.
-    for (size_t o = 0; o < op.outputs.size(); ++o) {
-      ir::TensorId t = op.outputs[o];
-      if (t == ir::kNoTensor) continue;
-      const ir::Tensor& tensor = graph_.tensor(t);
-      int k = in.described ? in.instance_output[o] : -1;
-      // Categories of split variables for this output.
-      std::vector<int> dim_of(c.splits.size(), -1);
-      std::vector<bool> is_partial(c.splits.size(), false);
-      Sharding sh;
-      sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
-      if (k >= 0) {
-        const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-        for (size_t i = 0; i < c.splits.size(); ++i) {
-          const std::string& v = c.splits[i].first;
-          auto pos = std::find(vars.begin(), vars.end(), v);
-          if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
-            dim_of[i] = static_cast<int>(pos - vars.begin());
-            sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
-          } else {
-            auto r = in.reduced_into.find(v);
-            is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
-                            r->second[static_cast<size_t>(k)];
-          }
-        }
+      if (fetched.size() == 1) {
+        got.push_back({want, fetched[0]});
+      } else if (fetched.size() > 1) {
+        // A zero-time join on the device marks the assembled box ready.
+        Task join;
+        join.name = fmt::format("{} assembled for {} on gpu{}", tensor.name, op.name, d);
+        join.resource = sync_resource(n_dev);
+        join.kind = TaskKind::kComm;
+        join.op = y;
+        const TaskKey j{y, sec_index, static_cast<int32_t>(sec.tasks.size())};
+        sec.tasks.push_back(std::move(join));
+        for (const TaskKey& f : fetched) sec.edges.push_back({f, j});
+        got.push_back({want, j});
       }
-      int partial = 1, replicas = c.replicas;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        if (dim_of[i] >= 0) continue;
-        (is_partial[i] ? partial : replicas) *= c.splits[i].second;
-      }
-      sh.partial = partial;
-      sh.replicas = replicas;
-      sh.devices.assign(static_cast<size_t>(shards), -1);
-      std::vector<Box> boxes(static_cast<size_t>(shards));
-      for (int s = 0; s < shards; ++s) {
-        std::vector<int> coords = c.piece_coords(s);
-        std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
-        int p = 0, r = 0;
-        for (size_t i = 0; i < c.splits.size(); ++i) {
-          if (dim_of[i] >= 0) {
-            tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
-          } else if (is_partial[i]) {
-            p = p * c.splits[i].second + coords[i];
-          } else {
-            r = r * c.splits[i].second + coords[i];
-          }
-        }
-        r = r * c.replicas + (s % c.replicas);
-        int linear = 0;
-        for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
-        sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
-        boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
-                                                 : whole_box(tensor.shape);
-        // The output buffer on the shard's device. Updates write the parameter and its state
-        // in place: no new buffer.
-        if (is_update_op(op)) continue;
-        PendingBuffer pb;
-        pb.buffer = Buffer{tensor.name, plan.compute[static_cast<size_t>(c.devices[static_cast<size_t>(s)])],
-                           box_bytes(boxes[static_cast<size_t>(s)], tensor), compute[static_cast<size_t>(s)], {}, group};
-        pb.tensor = t;
-        buffer_of[{t, c.devices[static_cast<size_t>(s)]}] = buffers.size();
-        buffers.push_back(std::move(pb));
-      }
-      plan.tensor_sharding[static_cast<size_t>(t)] = sh;
-
-      std::vector<Piece>& pieces = available[static_cast<size_t>(t)];
-      has_available[static_cast<size_t>(t)] = true;
-      if (partial == 1) {
-        for (int s = 0; s < shards; ++s) {
-          const Box& b = boxes[static_cast<size_t>(s)];
-          Holder h{c.devices[static_cast<size_t>(s)], compute[static_cast<size_t>(s)]};
-          auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& pc) { return pc.box == b; });
-          if (it == pieces.end()) pieces.push_back({b, {h}});
-          else it->holders.push_back(h);
-        }
-        continue;
-      }
-      // All-reduce each group of partials of one tile and replica: a join, then one task per
-      // member on its channel for the collective's time.
-      std::map<DeviceId, TaskId> producer_on;
-      for (int s = 0; s < shards; ++s) producer_on[c.devices[static_cast<size_t>(s)]] = compute[static_cast<size_t>(s)];
-      for (int tile = 0; tile < sh.num_tiles(); ++tile)
-        for (int r = 0; r < replicas; ++r) {
-          std::vector<DeviceId> members;
-          for (int p = 0; p < partial; ++p)
-            members.push_back(sh.devices[static_cast<size_t>((tile * partial + p) * replicas + r)]);
-          Box b = sh.shard_box(tensor.shape, (tile * partial) * replicas + r);
-          double bytes = static_cast<double>(box_bytes(b, tensor));
-          CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members, bytes);
-          Task join;
-          join.name = fmt::format("all-reduce {} (join, tile {}, replica {})", tensor.name, tile, r);
-          join.resource = sync;
-          join.kind = TaskKind::kComm;
-          join.op = id;
-          join.group = group;
-          TaskId join_id = g.add_task(std::move(join));
-          std::vector<Holder> holders;
-          for (DeviceId m : members) {
-            g.add_edge(producer_on.at(m), join_id);
-            Task member;
-            member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m, members.size(),
-                                      algorithm_name(cost.algorithm));
-            member.resource = plan.channel[static_cast<size_t>(m)];
-            member.kind = TaskKind::kComm;
-            member.duration = cost.time;
-            member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
-            member.op = id;
-            member.group = group;
-            TaskId mid = g.add_task(std::move(member));
-            g.add_edge(join_id, mid);
-            holders.push_back({m, mid});
-            // The partial buffer is read (in place) by the collective.
-            auto it = buffer_of.find({t, m});
-            if (it != buffer_of.end()) {
-              if (readers_of_buffer.size() < buffers.size()) readers_of_buffer.resize(buffers.size());
-              readers_of_buffer[it->second].push_back(mid);
-            }
-          }
-          plan.comm_bytes += cost.bytes_sent;
-          all_comm.append(cost.schedule);
-          pieces.push_back({b, std::move(holders)});
-        }
     }
   }
+}
 
-  // Buffers, now that every reader is known.
-  readers_of_buffer.resize(buffers.size());
-  for (size_t b = 0; b < buffers.size(); ++b) {
-    Buffer buffer = std::move(buffers[b].buffer);
-    if (!buffers[b].resident)
-      for (TaskId r : readers_of_buffer[b]) buffer.releasers.push_back(r);
+double PlanRecords::comm_bytes() const {
+  double sum = 0;
+  for (ir::OpId id : lowering->graph_.topo_order()) {
+    const OpRecord& rec = ops[static_cast<size_t>(id)];
+    for (int32_t s = 0; s < rec.num_sections(); ++s)
+      for (double b : rec.section(s).comm_terms) sum += b;
+  }
+  return sum;
+}
+
+Expected<LoweredPlan> PlanRecords::emit() const {
+  const Lowering& L = *lowering;
+  const ir::Graph& graph = L.graph_;
+  const importers::Topology& topology = L.topology_;
+  LoweredPlan plan;
+  TaskGraph& g = plan.graph;
+  const int n_dev = topology.num_devices();
+  for (DeviceId d = 0; d < n_dev; ++d) {
+    int node = topology.device(d).node;
+    plan.compute.push_back(g.add_resource({fmt::format("gpu{}", d), ResourceKind::kDevice, node}));
+    plan.channel.push_back(g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
+    PLANNER_CHECK(plan.compute.back() == compute_resource(d) && plan.channel.back() == channel_resource(d),
+                  "resource ids out of order");
+  }
+  PLANNER_CHECK(g.add_resource({"collective sync", ResourceKind::kLink, -1}) == sync_resource(n_dev),
+                "resource ids out of order");
+  plan.tensor_sharding = resident_sharding;
+  plan.op_group.assign(ops.size(), kNoGroup);
+
+  // Tasks get consecutive ids per section.
+  std::vector<std::vector<TaskId>> base(ops.size());
+  auto resolve = [&](const TaskKey& k) {
+    return base[static_cast<size_t>(k.op)][static_cast<size_t>(k.section)] + k.index;
+  };
+  CommSchedule all_comm;
+  CommStep transfers_step;
+  for (ir::OpId id : graph.topo_order()) {
+    const ir::Op& op = graph.op(id);
+    const OpRecord& rec = ops[static_cast<size_t>(id)];
+    const GroupId group = g.add_group(op.name);
+    plan.op_group[static_cast<size_t>(id)] = group;
+    base[static_cast<size_t>(id)].resize(static_cast<size_t>(rec.num_sections()));
+    for (int32_t s = 0; s < rec.num_sections(); ++s) {
+      const Section& sec = rec.section(s);
+      base[static_cast<size_t>(id)][static_cast<size_t>(s)] = g.task_capacity();
+      for (size_t k = 0; k < sec.tasks.size(); ++k) {
+        Task task = sec.tasks[k];
+        task.group = group;
+        task.order = order_of({id, s, static_cast<int32_t>(k)});
+        g.add_task(std::move(task));
+      }
+      for (const RecordEdge& e : sec.edges) g.add_edge(resolve(e.from), resolve(e.to));
+      transfers_step.transfers.insert(transfers_step.transfers.end(), sec.transfers.begin(), sec.transfers.end());
+      all_comm.append(sec.collectives);
+    }
+    for (size_t o = 0; o < op.outputs.size(); ++o)
+      if (op.outputs[o] != ir::kNoTensor) plan.tensor_sharding[static_cast<size_t>(op.outputs[o])] = rec.sharding[o];
+  }
+  // Buffers in creation order, released by the tasks that read them.
+  std::vector<Buffer> buffers;
+  std::vector<std::vector<size_t>> buffer_base(ops.size());
+  for (ir::OpId id : graph.topo_order()) {
+    const OpRecord& rec = ops[static_cast<size_t>(id)];
+    buffer_base[static_cast<size_t>(id)].resize(static_cast<size_t>(rec.num_sections()));
+    for (int32_t s = 0; s < rec.num_sections(); ++s) {
+      buffer_base[static_cast<size_t>(id)][static_cast<size_t>(s)] = buffers.size();
+      for (const RecordBuffer& b : rec.section(s).buffers)
+        buffers.push_back(Buffer{b.name, compute_resource(b.device), b.bytes,
+                                 b.resident ? kNoTask : resolve(b.producer), {},
+                                 plan.op_group[static_cast<size_t>(id)]});
+    }
+  }
+  for (ir::OpId id : graph.topo_order()) {
+    const OpRecord& rec = ops[static_cast<size_t>(id)];
+    for (int32_t s = 0; s < rec.num_sections(); ++s)
+      for (const RecordRead& r : rec.section(s).reads)
+        buffers[buffer_base[static_cast<size_t>(r.buffer.op)][static_cast<size_t>(r.buffer.section)] +
+                static_cast<size_t>(r.buffer.index)]
+            .releasers.push_back(resolve(r.reader));
+  }
+  for (Buffer& buffer : buffers) {
     // Outputs nobody reads (model outputs, updated parameters) live until the step ends.
     std::sort(buffer.releasers.begin(), buffer.releasers.end());
     buffer.releasers.erase(std::unique(buffer.releasers.begin(), buffer.releasers.end()),
                            buffer.releasers.end());
     g.add_buffer(std::move(buffer));
   }
+  plan.comm_bytes = comm_bytes();
   if (!transfers_step.transfers.empty()) all_comm.steps.push_back(std::move(transfers_step));
-  add_link_bytes(topology_, all_comm, plan.link_bytes);
+  add_link_bytes(topology, all_comm, plan.link_bytes);
   PLANNER_TRY(g.validate());
   return plan;
+}
+
+}  // namespace detail
+
+Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) const {
+  PLANNER_TRY_ASSIGN(detail::PlanRecords records, detail::PlanRecords::build(*this, configs));
+  return records.emit();
 }
 
 // ---- baselines -------------------------------------------------------------------------------

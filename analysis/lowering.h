@@ -37,6 +37,11 @@
 
 namespace planner::analysis {
 
+namespace detail {
+struct OpRecord;
+struct PlanRecords;
+}  // namespace detail
+
 /// Options of the lowering.
 struct LoweringOptions {
   ComputeCostOptions compute;                ///< the roofline's efficiencies and overheads
@@ -107,11 +112,14 @@ class Lowering {
   const importers::Topology& topology() const { return topology_; }
 
  private:
+  friend struct detail::PlanRecords;
   struct OpInfo;
   const OpInfo& info(ir::OpId op) const;
   /// The shard regions of an op for per-variable iteration ranges, memoised per instance.
   Expected<ShardRegions> regions_of(const OpInfo& in,
                                     const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  // One operator's record (lowering_records.h) under a config, checked.
+  Expected<detail::OpRecord> lower_op(ir::OpId op, const OpConfig& config) const;
 
   const ir::Graph& graph_;
   const GraphStrategies& strategies_;

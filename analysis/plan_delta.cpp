@@ -27,9 +27,9 @@ std::string group_signature(const TaskGraph& g, GroupId group,
     std::vector<std::string> preds;
     for (TaskId p : g.preds(t)) preds.push_back(fmt::format("{}:{}", g.task(p).group, g.task(p).name));
     std::sort(preds.begin(), preds.end());
-    tasks.push_back(fmt::format("{}|{}|{}|{:a}|{}|{}|{}", task.name, task.resource,
+    tasks.push_back(fmt::format("{}|{}|{}|{:a}|{}|{}|{}|{}", task.name, task.resource,
                                 static_cast<int>(task.kind), task.duration, task.bytes, task.op,
-                                fmt::join(preds, ",")));
+                                task.order, fmt::join(preds, ",")));
   }
   std::sort(tasks.begin(), tasks.end());
   std::vector<std::string> buffers;

@@ -1,8 +1,9 @@
 // PlanSimulation: a plan (one OpConfig per operator) kept lowered and simulated, for a search
 // that proposes one operator's new configuration at a time and keeps or drops it (FlexFlow's
-// MCMC, section 6). A proposal re-lowers the plan, turns the difference into a Change
-// (plan_delta.h) and delta-simulates it (simulator.h); the result equals lowering and
-// simulating the changed plan from scratch.
+// MCMC, section 6). A proposal re-lowers only what the operator's config touches (its own
+// tasks and the fetches of the tensors it reads and writes), replaces the task groups that
+// changed and delta-simulates them (simulator.h); the result equals lowering and simulating the
+// changed plan from scratch, bit for bit.
 #pragma once
 
 #include <memory>
@@ -37,6 +38,8 @@ class PlanSimulation {
   const std::vector<OpConfig>& configs() const;
   /// The cost of the current plan (with the pending proposal, if any).
   PlanCost cost() const;
+  /// Per device (topology id): its peak memory in bytes under the current plan.
+  std::vector<int64_t> device_peak_memory() const;
 
   /// Gives `op` the config `config` and re-simulates; requires no pending proposal. On an
   /// error (the config does not fit the op, named in the message) nothing changes and nothing

@@ -32,14 +32,21 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Key {
   double ready;
   int32_t level;
+  int64_t order;  // Task::order
   TaskId id;
 
   friend bool operator<(const Key& a, const Key& b) {
     if (a.ready != b.ready) return a.ready < b.ready;
     if (a.level != b.level) return a.level < b.level;
+    if (a.order != b.order) return a.order < b.order;
     return a.id < b.id;
   }
 };
+
+/// Below every task's key at ready time `ready`.
+Key key_below(double ready) {
+  return {ready, -1, std::numeric_limits<int64_t>::min(), -1};
+}
 
 /// std::push_heap keeps the largest on top; this puts the smallest key there.
 struct LaterKey {
@@ -53,6 +60,7 @@ struct Schedule {
   // Copies of each task's resource and duration, dense for the hot loop (a Task is far larger).
   std::vector<ResourceId> resource;
   std::vector<double> duration;
+  std::vector<int64_t> tie;  // Task::order
   std::vector<std::vector<TaskId>> order;  // per resource, sorted by key
   // Scratch for a run: predecessors not yet simulated (only meaningful for queued tasks).
   std::vector<int32_t> remaining;
@@ -68,12 +76,14 @@ struct Schedule {
       remaining.resize(n, 0);
       resource.resize(n, kNoResource);
       duration.resize(n, 0.0);
+      tie.resize(n, 0);
     }
     order.resize(static_cast<size_t>(graph.num_resources()));
   }
 
   Key key(TaskId t) const {
-    return {ready[static_cast<size_t>(t)], level[static_cast<size_t>(t)], t};
+    auto ti = static_cast<size_t>(t);
+    return {ready[ti], level[ti], tie[ti], t};
   }
 
   /// Algorithm 1 from the current state: `heap` holds the tasks whose predecessors have all been
@@ -155,6 +165,7 @@ Expected<void> simulate_full(const TaskGraph& graph, Schedule& schedule) {
     ++alive;
     schedule.resource[ti] = graph.task(t).resource;
     schedule.duration[ti] = graph.task(t).duration;
+    schedule.tie[ti] = graph.task(t).order;
     schedule.remaining[ti] = static_cast<int32_t>(graph.preds(t).size());
     if (schedule.remaining[ti] == 0) schedule.heap.push_back(schedule.key(t));
   }
@@ -177,6 +188,7 @@ int64_t peak_memory_of(const TaskGraph& graph, const Schedule& schedule, Resourc
     int64_t delta;
   };
   std::vector<Event> events;
+  events.reserve(2 * graph.resource_buffers(r).size());
   for (BufferId b : graph.resource_buffers(r)) {
     const Buffer& buffer = graph.buffer(b);
     double alloc =
@@ -308,7 +320,8 @@ Expected<void> check_cycles(const TaskGraph& graph, const std::vector<int32_t>& 
 /// Requires `change` checked against `graph` and free of cycles, and `s` its current schedule.
 Key delta_cut(const TaskGraph& graph, const Schedule& s, const Change& change) {
   // K0: the smallest old key among tasks the change touches directly.
-  Key k0{kInf, std::numeric_limits<int32_t>::max(), std::numeric_limits<TaskId>::max()};
+  Key k0{kInf, std::numeric_limits<int32_t>::max(), std::numeric_limits<int64_t>::max(),
+         std::numeric_limits<TaskId>::max()};
   auto lower = [&](const Key& k) { k0 = std::min(k0, k); };
   for (GroupId g : change.groups)
     for (TaskId t : graph.group_tasks(g)) lower(s.key(t));
@@ -382,7 +395,7 @@ Key delta_cut(const TaskGraph& graph, const Schedule& s, const Change& change) {
         for (TaskId p : old_preds[ii]) b = std::max(b, end_bound_of(p));
         for (int32_t p : new_preds[ii]) b = std::max(b, end_bound[static_cast<size_t>(p)]);
         end_bound[ii] = b + change.tasks[ii].duration;
-        lower(Key{b, -1, -1});
+        lower(key_below(b));
       }
       for (TaskId x : orphans) {
         double b = 0.0;
@@ -392,7 +405,7 @@ Key delta_cut(const TaskGraph& graph, const Schedule& s, const Change& change) {
                                    std::pair<TaskId, int32_t>{x, -1});
         for (; it != new_into_old.end() && it->first == x; ++it)
           b = std::max(b, end_bound[static_cast<size_t>(it->second)]);
-        lower(Key{b, -1, -1});
+        lower(key_below(b));
       }
       if (!(k0 < before)) break;
     }
@@ -581,6 +594,7 @@ Expected<NewIds> Simulation::Impl::apply(const Change& change) {
   for (TaskId t : applied.new_tasks) {
     s.resource[static_cast<size_t>(t)] = graph.task(t).resource;
     s.duration[static_cast<size_t>(t)] = graph.task(t).duration;
+    s.tie[static_cast<size_t>(t)] = graph.task(t).order;
   }
   for (const auto& [t, seconds] : change.durations) s.duration[static_cast<size_t>(t)] = seconds;
 

@@ -52,6 +52,11 @@ struct Task {
   int64_t bytes = 0;                   ///< bytes moved (comm tasks); reported per link
   int32_t op = -1;                     ///< plan-level operator it belongs to, -1: none
   GroupId group = kNoGroup;            ///< unit of replacement; kNoGroup: never replaced
+  /// Breaks ties between tasks of one resource ready at the same instant at the same level
+  /// (smaller first), before the id. A producer that replaces groups gives each task the value
+  /// it has in the graph built from scratch, so ties are broken the same way whatever ids the
+  /// replacement got. 0 everywhere: the id decides.
+  int64_t order = 0;
 };
 
 /// A tensor buffer on one device: allocated when its producer starts, freed when the last of its

@@ -1,15 +1,22 @@
 // Benchmarks on the shared models: the data-parallel training step of each model on 16 H100s,
-// lowered and simulated. Reports simulated tasks per second for full simulation and the time
-// to lower a plan. Skips (with a message) when ../shared/models is absent.
+// lowered and simulated. Reports simulated tasks per second for full simulation, the time to
+// lower a plan, and the cost of a search proposal (delta simulation alone, and
+// PlanSimulation::propose + revert). Skips (with a message) when ../shared/models is absent.
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
 
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 
 #include "analysis/lowering.h"
 #include "analysis/plan_delta.h"
-#include <random>
+#include "analysis/plan_simulation.h"
 #include "analysis/simulator.h"
 #include "analysis/training_graph.h"
 #include "importers/onnx_import.h"
@@ -165,6 +172,71 @@ void BM_FullProposal(benchmark::State& state, const std::string& name) {
     benchmark::DoNotOptimize(analysis::simulate_step_time(d->targets[i++ % d->targets.size()]));
 }
 
+// PlanSimulation::propose + revert of random single-operator changes (one random operator, a
+// random valid config: one variable split 2..16 ways on consecutive devices, or replicated), as
+// the MCMC search pays per rejected proposal. Reports the median over the iterations too.
+void BM_Proposal(benchmark::State& state, const std::string& name) {
+  Prepared* p = prepare(name);
+  if (!p) {
+    state.SkipWithError("shared model absent or not importable");
+    return;
+  }
+  auto created = analysis::PlanSimulation::create(*p->lowering, p->configs);
+  if (!created) {
+    state.SkipWithError(created.error().message().c_str());
+    return;
+  }
+  analysis::PlanSimulation& sim = *created;
+  const auto& g = p->training.graph;
+  std::mt19937 rng(11);
+  // Pre-drawn proposals, so the loop times propose + revert only.
+  std::vector<std::pair<ir::OpId, analysis::OpConfig>> proposals;
+  while (proposals.size() < 64) {
+    ir::OpId op = static_cast<ir::OpId>(rng() % static_cast<unsigned>(g.num_ops()));
+    const auto& vars = p->lowering->splittable(op);
+    analysis::OpConfig c;
+    if (vars.empty() || rng() % 4 == 0) {
+      int n = 1 << (rng() % 5);
+      c = analysis::OpConfig::replicated({});
+      c.replicas = n;
+    } else {
+      auto v = vars.begin();
+      std::advance(v, static_cast<long>(rng() % vars.size()));
+      int k = static_cast<int>(std::min<int64_t>(v->second, 1 << (1 + rng() % 4)));
+      c.splits = {{v->first, k}};
+    }
+    int shards = c.num_shards();
+    c.devices.resize(static_cast<size_t>(shards));
+    std::iota(c.devices.begin(), c.devices.end(), static_cast<int>(rng() % static_cast<unsigned>(17 - shards)));
+    if (!p->lowering->check_config(op, c)) continue;
+    proposals.emplace_back(op, std::move(c));
+  }
+  auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  std::vector<double> wall, cpu;
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto& [op, c] = proposals[i++ % proposals.size()];
+    auto begin = std::chrono::steady_clock::now();
+    double cpu_begin = cpu_now();
+    auto cost = sim.propose(op, c);
+    if (cost) sim.revert();
+    cpu.push_back(cpu_now() - cpu_begin);
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    benchmark::DoNotOptimize(cost);
+  }
+  // Medians (a few proposals, those of update operators, re-simulate most of the step).
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  if (!wall.empty()) {
+    state.counters["median_ms"] = 1e3 * wall[wall.size() / 2];
+    state.counters["median_cpu_ms"] = 1e3 * cpu[cpu.size() / 2];
+  }
+}
+
 const char* kModels[] = {"alexnet", "vgg16", "resnet50", "inception_v3", "bert_base", "gpt2_small",
                          "lstm_lm", "lstm_lm_unrolled", "mlp_8192x4"};
 
@@ -179,6 +251,8 @@ int register_all() {
     benchmark::RegisterBenchmark((std::string("DeltaProposal/") + m).c_str(), BM_DeltaProposal, m)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("FullProposal/") + m).c_str(), BM_FullProposal, m)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("Proposal/") + m).c_str(), BM_Proposal, m)
         ->Unit(benchmark::kMillisecond);
   }
   return 0;
