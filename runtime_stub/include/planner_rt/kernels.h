@@ -42,6 +42,13 @@ bool has_kernel(std::string_view domain, std::string_view op_type);
 /// Every registered kernel as "domain.op_type" ("" domain printed as "ai.onnx"), sorted.
 std::vector<std::string> kernel_names();
 
+/// How this build runs operator (domain, op_type), as the kernel table says: "cpu" on the cpu
+/// backend; on cuda "cuda" (the library's own kernels), "cublas", "cudnn", or "host" (the
+/// fallback: inputs copied to the host, the cpu kernel run, outputs copied back). Native cuda
+/// kernels hand input types they do not cover (usually integers) to the host fallback too.
+/// "" when there is no kernel.
+std::string_view kernel_implementation(std::string_view domain, std::string_view op_type);
+
 /// Sets the number of threads BLAS may use inside one rank (default 1, which keeps results
 /// independent of scheduling and avoids oversubscribing when ranks are threads).
 void set_blas_threads(int threads);
