@@ -224,29 +224,37 @@ std::vector<std::string> kernel_names() {
   return names;
 }
 
+namespace {
+
+// The Error run_kernel raises for an unknown operator, with a "did you mean" when one is close.
+[[noreturn]] void fail_unknown(const KernelContext& ctx, std::string_view domain,
+                               std::string_view op_type) {
+  std::string msg =
+      "no kernel for operator '" +
+      (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
+      std::string(op_type) + "'";
+  const Entry* best = nullptr;
+  size_t best_d = 3;
+  for (const Entry& k : kKernels) {
+    size_t d = edit_distance(k.op_type, op_type);
+    if (d < best_d) best_d = d, best = &k;
+  }
+  if (best)
+    msg += "; did you mean '" +
+           (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
+           std::string(best->op_type) + "'?";
+  ctx.fail(msg);
+}
+
+}  // namespace
+
 void run_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
                 std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                 std::string_view node) {
   std::call_once(blas_once, [] { set_blas_threads(1); });
   const Entry* e = find(domain, op_type);
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
-  if (!e) {
-    std::string msg =
-        "no kernel for operator '" +
-        (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
-        std::string(op_type) + "'";
-    const Entry* best = nullptr;
-    size_t best_d = 3;
-    for (const Entry& k : kKernels) {
-      size_t d = edit_distance(k.op_type, op_type);
-      if (d < best_d) best_d = d, best = &k;
-    }
-    if (best)
-      msg += "; did you mean '" +
-             (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
-             std::string(best->op_type) + "'?";
-    ctx.fail(msg);
-  }
+  if (!e) fail_unknown(ctx, domain, op_type);
 #if PLANNER_RT_CUDA
   if (e->cuda)
     e->cuda(ctx);
@@ -255,6 +263,16 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
 #else
   e->cpu(ctx);
 #endif
+}
+
+void run_cpu_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
+                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                    std::string_view node) {
+  std::call_once(blas_once, [] { set_blas_threads(1); });
+  const Entry* e = find(domain, op_type);
+  KernelContext ctx{op_type, node, attrs, inputs, outputs};
+  if (!e) fail_unknown(ctx, domain, op_type);
+  e->cpu(ctx);
 }
 
 }  // namespace planner::rt

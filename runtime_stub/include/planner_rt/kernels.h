@@ -36,6 +36,13 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
                 std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                 std::string_view node = "");
 
+/// Runs the cpu kernel of (domain, op_type) on tensors in host memory, on every backend: the
+/// reference the cuda backend's kernels are checked against (and what its host fallback runs).
+/// Same contract and errors as run_kernel.
+void run_cpu_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
+                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                    std::string_view node = "");
+
 /// Whether a kernel is registered for (domain, op_type).
 bool has_kernel(std::string_view domain, std::string_view op_type);
 
