@@ -6,6 +6,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libspdlog-dev libboost-graph-dev doctest-dev
   libopenblas-dev libbenchmark-dev
+  libopenmpi-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,14 @@
 // Shared-memory collectives between rank threads: a two-phase rendezvous per call (arrive,
 // everyone reads everyone's buffers into a private result, depart), and buffered mailboxes for
-// send/recv. Deadlines on every wait turn a missing or mismatched peer into an Error.
+// send/recv. Deadlines on every wait turn a missing or mismatched peer into an Error. The data
+// moves through a detail::Memory: host memcpy on cpu, device copies for cuda ranks that share
+// GPUs; cuda worlds with one GPU per rank hand the collectives to NCCL (detail::DeviceComm).
 #include "planner_rt/collectives.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "collectives_internal.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -17,6 +24,7 @@ struct Communicator::Post {
   DType dtype = DType::kUndefined;
   Shape in_shape, out_shape;
   const void* in = nullptr;
+  int device = -1;  // where `in` lives (-1: host)
   int64_t a = 0, b = 0;  // axis / split axis, concat axis / root
   int op = 0;
 };
@@ -33,14 +41,10 @@ struct Slot {
 struct Message {
   DType dtype;
   Shape shape;
-  std::vector<uint8_t> bytes;
+  std::shared_ptr<void> block;  // Memory::stash'ed copy
+  int device = -1;
+  size_t bytes = 0;
 };
-
-std::string group_text(const std::vector<int>& g) {
-  std::string s = "[";
-  for (size_t i = 0; i < g.size(); ++i) s += (i ? "," : "") + std::to_string(g[i]);
-  return s + "]";
-}
 
 // Copies the box `extent` at `src_off` of a row-major src into dst at `dst_off`.
 void copy_box(const uint8_t* src, const Shape& src_shape, const Shape& src_off, uint8_t* dst,
@@ -112,7 +116,56 @@ void fold_bytes(DType d, uint8_t* acc, const uint8_t* v, int64_t n, ReduceOp op)
   }
 }
 
+// The cpu backend's memory: results in private host vectors.
+class HostMemory : public detail::Memory {
+ public:
+  void* scratch(int slot, size_t bytes) override {
+    auto& v = slots_[slot & 1];
+    v.assign(std::max<size_t>(bytes, 1), 0);
+    return v.data();
+  }
+  void copy_box(const void* src, int, const Shape& src_shape, const Shape& src_off, void* dst,
+                const Shape& dst_shape, const Shape& dst_off, const Shape& extent,
+                size_t es) override {
+    planner::rt::copy_box(static_cast<const uint8_t*>(src), src_shape, src_off,
+                          static_cast<uint8_t*>(dst), dst_shape, dst_off, extent, es);
+  }
+  void fold(DType d, void* acc, const void* v, int64_t n, ReduceOp op) override {
+    fold_bytes(d, static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(v), n, op);
+  }
+  std::shared_ptr<void> stash(const void* src, size_t bytes) override {
+    void* p = std::malloc(std::max<size_t>(bytes, 1));
+    if (!p) throw Error("out of host memory buffering a message");
+    if (bytes) std::memcpy(p, src, bytes);
+    return std::shared_ptr<void>(p, std::free);
+  }
+  void unstash(void* dst, const std::shared_ptr<void>& block, int, size_t bytes) override {
+    if (bytes) std::memcpy(dst, block.get(), bytes);
+  }
+
+ private:
+  std::vector<uint8_t> slots_[2];
+};
+
 }  // namespace
+
+namespace detail {
+
+Memory& host_memory() {
+  // One per thread: rank threads compute their results concurrently.
+  thread_local HostMemory memory;
+  return memory;
+}
+
+std::string group_text(const std::vector<int>& g) {
+  std::string s = "[";
+  for (size_t i = 0; i < g.size(); ++i) s += (i ? "," : "") + std::to_string(g[i]);
+  return s + "]";
+}
+
+}  // namespace detail
+
+using detail::group_text;
 
 struct CpuWorld::State {
   std::mutex mu;
@@ -142,16 +195,72 @@ CpuWorld::CpuWorld(int size, std::chrono::milliseconds timeout)
 
 CpuWorld::~CpuWorld() = default;
 
-Communicator::Communicator(CpuWorld& world, int rank) : world_(&world), rank_(rank) {
+Communicator::Communicator(CpuWorld& world, int rank)
+    : world_(&world), rank_(rank), size_(world.size()) {
   if (rank < 0 || rank >= world.size())
     throw Error("rank " + std::to_string(rank) + " is outside a world of " +
                 std::to_string(world.size()));
+  device_ = detail::device_comm_for_cpu_world(rank);
+}
+
+namespace {
+
+int parse_int(const std::string& what, const std::string& text) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < 0)
+    throw Error(what + ": expected a non-negative integer, got '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+WorldOptions WorldOptions::from_args(int size, int argc, const char* const* argv) {
+  WorldOptions o;
+  o.size = size;
+  if (const char* e = std::getenv("PLANNER_RT_RANKS_PER_GPU"); e && *e)
+    o.ranks_per_gpu = parse_int("PLANNER_RT_RANKS_PER_GPU", e);
+  if (const char* e = std::getenv("PLANNER_RT_MPI"); e && *e)
+    o.mpi = std::string(e) != "0";
+  else if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    o.mpi = true;
+  if (const char* e = std::getenv("PLANNER_RT_TIMEOUT_MS"); e && *e)
+    o.timeout = std::chrono::milliseconds(parse_int("PLANNER_RT_TIMEOUT_MS", e));
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    // "--flag value" or "--flag=value"
+    auto value = [&](const std::string& flag, std::string* out) {
+      if (arg == flag) {
+        if (i + 1 >= argc) throw Error(flag + ": missing value");
+        *out = argv[++i];
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        *out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (value("--ranks-per-gpu", &v))
+      o.ranks_per_gpu = parse_int("--ranks-per-gpu", v);
+    else if (value("--collective-timeout-ms", &v))
+      o.timeout = std::chrono::milliseconds(parse_int("--collective-timeout-ms", v));
+    else if (arg == "--mpi")
+      o.mpi = true;
+  }
+  return o;
 }
 
 std::vector<int> Communicator::members(const std::vector<int>& group, const char* what) const {
   std::vector<int> g = group;
   if (g.empty())
-    for (int r = 0; r < world_->size(); ++r) g.push_back(r);
+    for (int r = 0; r < size_; ++r) g.push_back(r);
   std::vector<int> sorted = g;
   std::sort(sorted.begin(), sorted.end());
   auto where = [&] {
@@ -159,8 +268,8 @@ std::vector<int> Communicator::members(const std::vector<int>& group, const char
   };
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
     throw Error(where() + "a rank is listed twice");
-  if (sorted.front() < 0 || sorted.back() >= world_->size())
-    throw Error(where() + "ranks must lie in [0, " + std::to_string(world_->size()) + ")");
+  if (sorted.front() < 0 || sorted.back() >= size_)
+    throw Error(where() + "ranks must lie in [0, " + std::to_string(size_) + ")");
   if (!std::binary_search(sorted.begin(), sorted.end(), rank_))
     throw Error(where() + "this rank is not a member");
   return g;
@@ -181,6 +290,9 @@ void Communicator::rendezvous(const char* what, const std::vector<int>& group_in
            std::to_string(seq + 1) + ")";
   };
   Post post = post_in;
+  detail::Memory& mem = device_ ? device_->memory() : detail::host_memory();
+  post.device = mem.device();
+  mem.ready();  // the inputs this rank posts are complete before peers read them
   CpuWorld::State& st = *world_->state_;
   std::unique_lock<std::mutex> lock(st.mu);
   std::shared_ptr<Slot>& ref = st.slots[key];
@@ -231,6 +343,11 @@ void Communicator::rendezvous(const char* what, const std::vector<int>& group_in
       problem = e.what();
     }
   }
+  try {
+    mem.finish();  // done reading the peers' buffers
+  } catch (const Error& e) {
+    if (problem.empty()) problem = e.what();
+  }
   lock.lock();
   ++slot->departed;
   st.cv.notify_all();
@@ -252,6 +369,12 @@ void check_reducible(const Tensor& in, const Tensor& out, const char* what) {
 
 void Communicator::all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
                               const std::vector<int>& group) {
+  check_reducible(in, out, "all_reduce");
+  if (in.shape != out.shape)
+    throw Error("all_reduce: input " + shape_to_string(in.shape) + " and output " +
+                shape_to_string(out.shape) + " differ");
+  if (device_ && device_->nccl())
+    return device_->all_reduce(in, out, op, members(group, "all_reduce"));
   Post p;
   p.kind = "all_reduce";
   p.dtype = in.dtype;
@@ -259,11 +382,8 @@ void Communicator::all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
   p.out_shape = out.shape;
   p.in = in.data;
   p.op = static_cast<int>(op);
-  check_reducible(in, out, "all_reduce");
-  if (in.shape != out.shape)
-    throw Error("all_reduce: input " + shape_to_string(in.shape) + " and output " +
-                shape_to_string(out.shape) + " differ");
-  std::vector<uint8_t> acc;
+  detail::Memory& mem = memory();
+  void* acc = nullptr;
   rendezvous("all_reduce", group, p,
              [&](const std::vector<const Post*>& posts, size_t, const std::vector<int>& g) {
                for (const Post* q : posts)
@@ -275,17 +395,32 @@ void Communicator::all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
                for (size_t i = 0; i < order.size(); ++i) order[i] = i;
                std::sort(order.begin(), order.end(),
                          [&](size_t x, size_t y) { return g[x] < g[y]; });
-               acc.assign(static_cast<const uint8_t*>(posts[order[0]]->in),
-                          static_cast<const uint8_t*>(posts[order[0]]->in) + in.bytes());
-               for (size_t k = 1; k < order.size(); ++k)
-                 fold_bytes(in.dtype, acc.data(), static_cast<const uint8_t*>(posts[order[k]]->in),
-                            in.numel(), op);
+               const size_t es = dtype_size(in.dtype);
+               const Shape zero(in.shape.size(), 0);
+               acc = mem.scratch(0, in.bytes());
+               void* piece = posts.size() > 1 ? mem.scratch(1, in.bytes()) : nullptr;
+               for (size_t k = 0; k < order.size(); ++k) {
+                 const Post* q = posts[order[k]];
+                 if (k > 0 && mem.readable(q->device)) {  // fold straight from the peer
+                   mem.fold(in.dtype, acc, q->in, in.numel(), op);
+                   continue;
+                 }
+                 mem.copy_box(q->in, q->device, in.shape, zero, k == 0 ? acc : piece, in.shape,
+                              zero, in.shape, es);
+                 if (k > 0) mem.fold(in.dtype, acc, piece, in.numel(), op);
+               }
              });
-  if (!acc.empty()) std::memcpy(out.data, acc.data(), acc.size());
+  finish_copy(out.data, acc, out.bytes());
 }
 
 void Communicator::all_gather(const Tensor& in, const Tensor& out, int64_t axis,
                               const std::vector<int>& group) {
+  if (axis < 0 || axis >= in.rank())
+    throw Error("all_gather: axis " + std::to_string(axis) + " is out of range for " +
+                shape_to_string(in.shape));
+  if (in.dtype != out.dtype) throw Error("all_gather: input and output types differ");
+  if (device_ && device_->nccl())
+    return device_->all_gather(in, out, axis, members(group, "all_gather"));
   Post p;
   p.kind = "all_gather";
   p.dtype = in.dtype;
@@ -293,11 +428,8 @@ void Communicator::all_gather(const Tensor& in, const Tensor& out, int64_t axis,
   p.out_shape = out.shape;
   p.in = in.data;
   p.a = axis;
-  if (axis < 0 || axis >= in.rank())
-    throw Error("all_gather: axis " + std::to_string(axis) + " is out of range for " +
-                shape_to_string(in.shape));
-  if (in.dtype != out.dtype) throw Error("all_gather: input and output types differ");
-  std::vector<uint8_t> res;
+  detail::Memory& mem = memory();
+  void* res = nullptr;
   rendezvous("all_gather", group, p,
              [&](const std::vector<const Post*>& posts, size_t, const std::vector<int>& g) {
                Shape expect = in.shape;
@@ -318,19 +450,25 @@ void Communicator::all_gather(const Tensor& in, const Tensor& out, int64_t axis,
                  throw Error("output has shape " + shape_to_string(out.shape) + ", expected " +
                              shape_to_string(expect));
                const size_t es = dtype_size(in.dtype);
-               res.assign(out.bytes(), 0);
+               res = mem.scratch(0, out.bytes());
                Shape dst_off(in.shape.size(), 0), src_off(in.shape.size(), 0);
                for (const Post* q : posts) {
-                 copy_box(static_cast<const uint8_t*>(q->in), q->in_shape, src_off, res.data(),
-                          out.shape, dst_off, q->in_shape, es);
+                 mem.copy_box(q->in, q->device, q->in_shape, src_off, res, out.shape, dst_off,
+                              q->in_shape, es);
                  dst_off[static_cast<size_t>(axis)] += q->in_shape[static_cast<size_t>(axis)];
                }
              });
-  if (!res.empty()) std::memcpy(out.data, res.data(), res.size());
+  finish_copy(out.data, res, out.bytes());
 }
 
 void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, int64_t axis, ReduceOp op,
                                   const std::vector<int>& group) {
+  check_reducible(in, out, "reduce_scatter");
+  if (axis < 0 || axis >= in.rank())
+    throw Error("reduce_scatter: axis " + std::to_string(axis) + " is out of range for " +
+                shape_to_string(in.shape));
+  if (device_ && device_->nccl())
+    return device_->reduce_scatter(in, out, axis, op, members(group, "reduce_scatter"));
   Post p;
   p.kind = "reduce_scatter";
   p.dtype = in.dtype;
@@ -339,11 +477,8 @@ void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, int64_t a
   p.in = in.data;
   p.a = axis;
   p.op = static_cast<int>(op);
-  check_reducible(in, out, "reduce_scatter");
-  if (axis < 0 || axis >= in.rank())
-    throw Error("reduce_scatter: axis " + std::to_string(axis) + " is out of range for " +
-                shape_to_string(in.shape));
-  std::vector<uint8_t> res;
+  detail::Memory& mem = memory();
+  void* res = nullptr;
   rendezvous("reduce_scatter", group, p,
              [&](const std::vector<const Post*>& posts, size_t me, const std::vector<int>& g) {
                int64_t total = 0, offset = 0;
@@ -373,20 +508,25 @@ void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, int64_t a
                for (size_t i = 0; i < order.size(); ++i) order[i] = i;
                std::sort(order.begin(), order.end(),
                          [&](size_t x, size_t y) { return g[x] < g[y]; });
-               res.assign(out.bytes(), 0);
-               std::vector<uint8_t> piece(out.bytes());
+               res = mem.scratch(0, out.bytes());
+               void* piece = posts.size() > 1 ? mem.scratch(1, out.bytes()) : nullptr;
                for (size_t k = 0; k < order.size(); ++k) {
-                 uint8_t* dst = k == 0 ? res.data() : piece.data();
-                 copy_box(static_cast<const uint8_t*>(posts[order[k]]->in), in.shape, src_off, dst,
-                          out.shape, zero, out.shape, es);
-                 if (k > 0) fold_bytes(in.dtype, res.data(), piece.data(), out.numel(), op);
+                 const Post* q = posts[order[k]];
+                 mem.copy_box(q->in, q->device, in.shape, src_off, k == 0 ? res : piece,
+                              out.shape, zero, out.shape, es);
+                 if (k > 0) mem.fold(in.dtype, res, piece, out.numel(), op);
                }
              });
-  if (!res.empty()) std::memcpy(out.data, res.data(), res.size());
+  finish_copy(out.data, res, out.bytes());
 }
 
 void Communicator::all_to_all(const Tensor& in, const Tensor& out, int64_t split_axis,
                               int64_t concat_axis, const std::vector<int>& group) {
+  if (in.dtype != out.dtype) throw Error("all_to_all: input and output types differ");
+  if (split_axis < 0 || split_axis >= in.rank() || concat_axis < 0 || concat_axis >= in.rank())
+    throw Error("all_to_all: axes out of range for " + shape_to_string(in.shape));
+  if (device_ && device_->nccl())
+    return device_->all_to_all(in, out, split_axis, concat_axis, members(group, "all_to_all"));
   Post p;
   p.kind = "all_to_all";
   p.dtype = in.dtype;
@@ -395,10 +535,8 @@ void Communicator::all_to_all(const Tensor& in, const Tensor& out, int64_t split
   p.in = in.data;
   p.a = split_axis;
   p.b = concat_axis;
-  if (in.dtype != out.dtype) throw Error("all_to_all: input and output types differ");
-  if (split_axis < 0 || split_axis >= in.rank() || concat_axis < 0 || concat_axis >= in.rank())
-    throw Error("all_to_all: axes out of range for " + shape_to_string(in.shape));
-  std::vector<uint8_t> res;
+  detail::Memory& mem = memory();
+  void* res = nullptr;
   rendezvous("all_to_all", group, p,
              [&](const std::vector<const Post*>& posts, size_t me, const std::vector<int>&) {
                const int64_t n = static_cast<int64_t>(posts.size());
@@ -420,27 +558,35 @@ void Communicator::all_to_all(const Tensor& in, const Tensor& out, int64_t split
                  throw Error("output has shape " + shape_to_string(out.shape) + ", expected " +
                              shape_to_string(expect));
                const size_t es = dtype_size(in.dtype);
-               res.assign(out.bytes(), 0);
+               res = mem.scratch(0, out.bytes());
                Shape src_off(in.shape.size(), 0), dst_off(in.shape.size(), 0);
                src_off[sa] = static_cast<int64_t>(me) * piece[sa];
                for (int64_t j = 0; j < n; ++j) {
                  dst_off[ca] = j * piece[ca];
-                 copy_box(static_cast<const uint8_t*>(posts[static_cast<size_t>(j)]->in), in.shape,
-                          src_off, res.data(), out.shape, dst_off, piece, es);
+                 const Post* q = posts[static_cast<size_t>(j)];
+                 mem.copy_box(q->in, q->device, in.shape, src_off, res, out.shape, dst_off, piece,
+                              es);
                }
              });
-  if (!res.empty()) std::memcpy(out.data, res.data(), res.size());
+  finish_copy(out.data, res, out.bytes());
 }
 
 void Communicator::broadcast(const Tensor& tensor, int root, const std::vector<int>& group) {
+  if (device_ && device_->nccl()) {
+    std::vector<int> g = members(group, "broadcast");
+    if (std::find(g.begin(), g.end(), root) == g.end())
+      throw Error("rank " + std::to_string(rank_) + ": broadcast over group " + group_text(g) +
+                  ": root " + std::to_string(root) + " is not a member");
+    return device_->broadcast(tensor, root, g);
+  }
   Post p;
   p.kind = "broadcast";
   p.dtype = tensor.dtype;
   p.in_shape = tensor.shape;
   p.in = tensor.data;
   p.b = root;
-  std::vector<uint8_t> res;
-  bool copy = false;
+  detail::Memory& mem = memory();
+  void* res = nullptr;
   rendezvous("broadcast", group, p,
              [&](const std::vector<const Post*>& posts, size_t, const std::vector<int>& g) {
                auto it = std::find(g.begin(), g.end(), root);
@@ -450,15 +596,17 @@ void Communicator::broadcast(const Tensor& tensor, int root, const std::vector<i
                  throw Error("root has shape " + shape_to_string(r->in_shape) + ", this rank " +
                              shape_to_string(tensor.shape));
                if (root != rank_) {
-                 res.assign(static_cast<const uint8_t*>(r->in),
-                            static_cast<const uint8_t*>(r->in) + tensor.bytes());
-                 copy = true;
+                 const Shape zero(tensor.shape.size(), 0);
+                 res = mem.scratch(0, tensor.bytes());
+                 mem.copy_box(r->in, r->device, tensor.shape, zero, res, tensor.shape, zero,
+                              tensor.shape, dtype_size(tensor.dtype));
                }
              });
-  if (copy && !res.empty()) std::memcpy(tensor.data, res.data(), res.size());
+  finish_copy(tensor.data, res, tensor.bytes());
 }
 
 void Communicator::barrier(const std::vector<int>& group) {
+  if (device_ && device_->nccl()) return device_->barrier(members(group, "barrier"));
   Post p;
   p.kind = "barrier";
   rendezvous("barrier", group, p,
@@ -466,11 +614,13 @@ void Communicator::barrier(const std::vector<int>& group) {
 }
 
 void Communicator::send(const Tensor& tensor, int peer, int tag) {
-  if (peer < 0 || peer >= world_->size() || peer == rank_)
+  if (peer < 0 || peer >= size_ || peer == rank_)
     throw Error("rank " + std::to_string(rank_) + ": send to invalid peer " + std::to_string(peer));
-  Message m{tensor.dtype, tensor.shape, {}};
-  m.bytes.assign(static_cast<const uint8_t*>(tensor.data),
-                 static_cast<const uint8_t*>(tensor.data) + tensor.bytes());
+  if (device_ && device_->mpi_p2p()) return device_->send(tensor, peer, tag);
+  detail::Memory& mem = memory();
+  mem.ready();
+  Message m{tensor.dtype, tensor.shape, mem.stash(tensor.data, tensor.bytes()), mem.device(),
+            tensor.bytes()};
   CpuWorld::State& st = *world_->state_;
   std::lock_guard<std::mutex> lock(st.mu);
   st.mail[{rank_, peer, tag}].push_back(std::move(m));
@@ -480,7 +630,8 @@ void Communicator::send(const Tensor& tensor, int peer, int tag) {
 void Communicator::recv(const Tensor& tensor, int peer, int tag) {
   const std::string where = "rank " + std::to_string(rank_) + ": recv from rank " +
                             std::to_string(peer) + " tag " + std::to_string(tag);
-  if (peer < 0 || peer >= world_->size() || peer == rank_) throw Error(where + ": invalid peer");
+  if (peer < 0 || peer >= size_ || peer == rank_) throw Error(where + ": invalid peer");
+  if (device_ && device_->mpi_p2p()) return device_->recv(tensor, peer, tag);
   CpuWorld::State& st = *world_->state_;
   std::unique_lock<std::mutex> lock(st.mu);
   auto& queue = st.mail[{peer, rank_, tag}];
@@ -494,7 +645,19 @@ void Communicator::recv(const Tensor& tensor, int peer, int tag) {
     throw Error(where + ": message is " + std::string(dtype_name(m.dtype)) +
                 shape_to_string(m.shape) + ", expected " + std::string(dtype_name(tensor.dtype)) +
                 shape_to_string(tensor.shape));
-  if (!m.bytes.empty()) std::memcpy(tensor.data, m.bytes.data(), m.bytes.size());
+  memory().unstash(tensor.data, m.block, m.device, m.bytes);
+}
+
+detail::Memory& Communicator::memory() const {
+  return device_ ? device_->memory() : detail::host_memory();
+}
+
+void Communicator::finish_copy(void* dst, const void* result, size_t bytes) const {
+  if (!result || bytes == 0) return;
+  detail::Memory& mem = memory();
+  const Shape flat{static_cast<int64_t>(bytes)}, zero{0};
+  mem.copy_box(result, mem.device(), flat, zero, dst, flat, zero, flat, 1);
+  mem.finish();
 }
 
 }  // namespace planner::rt

@@ -11,10 +11,6 @@ namespace planner::rt::kernels {
 
 namespace {
 
-constexpr double kSqrt2 = 1.4142135623730951;
-constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1/sqrt(2 pi)
-constexpr double kSqrt2OverPi = 0.7978845608028654;
-
 struct UnaryName {
   std::string_view name;
   UnaryOp op;
@@ -44,16 +40,6 @@ constexpr UnaryName kUnaryNames[] = {
     {"Ceil", UnaryOp::kCeil},
     {"Floor", UnaryOp::kFloor},
 };
-
-double softplus(double x) {
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-double sigmoid(double x) {
-  // Two branches keep exp() from overflowing for large |x|.
-  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-  double e = std::exp(x);
-  return e / (1.0 + e);
-}
 
 }  // namespace
 
@@ -96,118 +82,11 @@ UnaryParams unary_params(UnaryOp op, const KernelContext& ctx) {
 }
 
 double unary_value(UnaryOp op, const UnaryParams& p, double x) {
-  switch (op) {
-    case UnaryOp::kRelu:
-      return x > 0 ? x : 0.0;
-    case UnaryOp::kSigmoid:
-      return sigmoid(x);
-    case UnaryOp::kTanh:
-      return std::tanh(x);
-    case UnaryOp::kErf:
-      return std::erf(x);
-    case UnaryOp::kSqrt:
-      return std::sqrt(x);
-    case UnaryOp::kExp:
-      return std::exp(x);
-    case UnaryOp::kLog:
-      return std::log(x);
-    case UnaryOp::kAbs:
-      return std::fabs(x);
-    case UnaryOp::kNeg:
-      return -x;
-    case UnaryOp::kGelu:
-      if (p.tanh_gelu) return 0.5 * x * (1 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-      return 0.5 * x * (1 + std::erf(x / kSqrt2));
-    case UnaryOp::kSoftplus:
-      return softplus(x);
-    case UnaryOp::kLeakyRelu:
-      return x >= 0 ? x : p.alpha * x;
-    case UnaryOp::kElu:
-      return x >= 0 ? x : p.alpha * (std::exp(x) - 1);
-    case UnaryOp::kSelu:
-      return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - 1));
-    case UnaryOp::kReciprocal:
-      return 1.0 / x;
-    case UnaryOp::kSoftsign:
-      return x / (1 + std::fabs(x));
-    case UnaryOp::kHardSigmoid:
-      return std::clamp(p.alpha * x + p.beta, 0.0, 1.0);
-    case UnaryOp::kSin:
-      return std::sin(x);
-    case UnaryOp::kCos:
-      return std::cos(x);
-    case UnaryOp::kMish:
-      return x * std::tanh(softplus(x));
-    case UnaryOp::kHardSwish:
-      return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-    case UnaryOp::kCeil:
-      return std::ceil(x);
-    case UnaryOp::kFloor:
-      return std::floor(x);
-  }
-  return 0;
+  return unary_math::value(op, p, x);
 }
 
 double unary_derivative(UnaryOp op, const UnaryParams& p, double x, double y) {
-  switch (op) {
-    case UnaryOp::kRelu:
-      return x > 0 ? 1.0 : 0.0;
-    case UnaryOp::kSigmoid:
-      return y * (1 - y);
-    case UnaryOp::kTanh:
-      return 1 - y * y;
-    case UnaryOp::kErf:
-      return 2 * kInvSqrt2Pi * kSqrt2 * std::exp(-x * x);
-    case UnaryOp::kSqrt:
-      return 0.5 / y;
-    case UnaryOp::kExp:
-      return y;
-    case UnaryOp::kLog:
-      return 1.0 / x;
-    case UnaryOp::kAbs:
-      return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-    case UnaryOp::kNeg:
-      return -1.0;
-    case UnaryOp::kGelu:
-      if (p.tanh_gelu) {
-        double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
-        double t = std::tanh(u);
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * 0.044715 * x * x);
-      }
-      return 0.5 * (1 + std::erf(x / kSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
-    case UnaryOp::kSoftplus:
-      return sigmoid(x);
-    case UnaryOp::kLeakyRelu:
-      return x > 0 ? 1.0 : p.alpha;
-    case UnaryOp::kElu:
-      return x > 0 ? 1.0 : p.alpha * std::exp(x);
-    case UnaryOp::kSelu:
-      return p.gamma * (x > 0 ? 1.0 : p.alpha * std::exp(x));
-    case UnaryOp::kReciprocal:
-      return -y * y;
-    case UnaryOp::kSoftsign: {
-      double d = 1 + std::fabs(x);
-      return 1.0 / (d * d);
-    }
-    case UnaryOp::kHardSigmoid: {
-      double v = p.alpha * x + p.beta;
-      return v > 0 && v < 1 ? p.alpha : 0.0;
-    }
-    case UnaryOp::kSin:
-      return std::cos(x);
-    case UnaryOp::kCos:
-      return -std::sin(x);
-    case UnaryOp::kMish: {
-      double t = std::tanh(softplus(x));
-      return t + x * sigmoid(x) * (1 - t * t);
-    }
-    case UnaryOp::kHardSwish:
-      return x < -3 ? 0.0 : (x > 3 ? 1.0 : x / 3 + 0.5);
-    case UnaryOp::kCeil:
-    case UnaryOp::kFloor:
-      return 0.0;
-  }
-  return 0;
+  return unary_math::derivative(op, p, x, y);
 }
 
 void k_unary(const KernelContext& ctx) {

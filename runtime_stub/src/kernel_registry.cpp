@@ -1,8 +1,12 @@
-// The kernel table: (domain, op type) -> kernel, and run_kernel's dispatch.
+// The kernel table: (domain, op type) -> the cpu kernel and how the cuda backend runs it, and
+// run_kernel's dispatch.
 #include <algorithm>
 #include <atomic>
 
 #include "kernel_util.h"
+#if PLANNER_RT_CUDA
+#include "cuda/cuda_kernels.h"
+#endif
 
 // OpenBLAS's thread control, if the BLAS found is OpenBLAS; weak so other BLAS builds link.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
@@ -12,127 +16,144 @@ namespace {
 
 using namespace kernels;
 
+// How the cuda backend runs an operator (the cpu backend always runs `cpu`).
+enum Impl {
+  kCuda,    ///< the library's own kernels (cuda/*.cu)
+  kCublas,  ///< cuBLAS
+  kCudnn,   ///< cuDNN (falling back to the host for attributes cuDNN lacks)
+  kHost,    ///< host fallback: inputs copied to the host, `cpu` run, outputs copied back
+};
+
 struct Entry {
   std::string_view domain;  ///< "" (ONNX) or "ai.planner"
   std::string_view op_type;
-  KernelFn fn;
+  KernelFn cpu;    ///< the cpu kernel: the cpu backend's, and every host fallback's
+  Impl impl;       ///< what the cuda backend uses
+  KernelFn cuda;   ///< the cuda kernel (nullptr for kHost and in cpu builds)
 };
 
-// One row per operator; several rows may share a kernel that switches on the op type.
+#if PLANNER_RT_CUDA
+#define CUDA(fn) fn
+#else
+#define CUDA(fn) nullptr
+#endif
+
+// One row per operator; several rows may share a kernel that switches on the op type. The
+// columns: domain, op type, cpu kernel, cuda implementation, cuda kernel.
 constexpr Entry kKernels[] = {
     // element-wise unary
-    {"", "Relu", k_unary},
-    {"", "Sigmoid", k_unary},
-    {"", "Tanh", k_unary},
-    {"", "Erf", k_unary},
-    {"", "Sqrt", k_unary},
-    {"", "Exp", k_unary},
-    {"", "Log", k_unary},
-    {"", "Abs", k_unary},
-    {"", "Neg", k_unary},
-    {"", "Gelu", k_unary},
-    {"", "Softplus", k_unary},
-    {"", "LeakyRelu", k_unary},
-    {"", "Elu", k_unary},
-    {"", "Selu", k_unary},
-    {"", "Reciprocal", k_unary},
-    {"", "Softsign", k_unary},
-    {"", "HardSigmoid", k_unary},
-    {"", "Sin", k_unary},
-    {"", "Cos", k_unary},
-    {"", "Mish", k_unary},
-    {"", "HardSwish", k_unary},
-    {"", "Ceil", k_unary},
-    {"", "Floor", k_unary},
-    {"", "Clip", k_clip},
-    {"", "Not", k_not},
-    {"", "Cast", k_cast},
-    {"", "Identity", k_identity},
-    {"", "Dropout", k_dropout},
+    {"", "Relu", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Sigmoid", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Tanh", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Erf", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Sqrt", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Exp", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Log", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Abs", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Neg", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Gelu", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Softplus", k_unary, kCuda, CUDA(c_unary)},
+    {"", "LeakyRelu", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Elu", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Selu", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Reciprocal", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Softsign", k_unary, kCuda, CUDA(c_unary)},
+    {"", "HardSigmoid", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Sin", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Cos", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Mish", k_unary, kCuda, CUDA(c_unary)},
+    {"", "HardSwish", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Ceil", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Floor", k_unary, kCuda, CUDA(c_unary)},
+    {"", "Clip", k_clip, kCuda, CUDA(c_clip)},
+    {"", "Not", k_not, kCuda, CUDA(c_not)},
+    {"", "Cast", k_cast, kHost, nullptr},
+    {"", "Identity", k_identity, kCuda, CUDA(c_copy)},
+    {"", "Dropout", k_dropout, kCuda, CUDA(c_dropout)},
     // element-wise binary and variadic
-    {"", "Add", k_binary},
-    {"", "Sub", k_binary},
-    {"", "Mul", k_binary},
-    {"", "Div", k_binary},
-    {"", "Pow", k_binary},
-    {"", "Sum", k_variadic},
-    {"", "Max", k_variadic},
-    {"", "Min", k_variadic},
-    {"", "Mean", k_variadic},
-    {"", "Equal", k_compare},
-    {"", "Less", k_compare},
-    {"", "Greater", k_compare},
-    {"", "LessOrEqual", k_compare},
-    {"", "GreaterOrEqual", k_compare},
-    {"", "And", k_compare},
-    {"", "Or", k_compare},
-    {"", "Xor", k_compare},
-    {"", "Where", k_where},
+    {"", "Add", k_binary, kCuda, CUDA(c_binary)},
+    {"", "Sub", k_binary, kCuda, CUDA(c_binary)},
+    {"", "Mul", k_binary, kCuda, CUDA(c_binary)},
+    {"", "Div", k_binary, kCuda, CUDA(c_binary)},
+    {"", "Pow", k_binary, kCuda, CUDA(c_binary)},
+    {"", "Sum", k_variadic, kCuda, CUDA(c_variadic)},
+    {"", "Max", k_variadic, kCuda, CUDA(c_variadic)},
+    {"", "Min", k_variadic, kCuda, CUDA(c_variadic)},
+    {"", "Mean", k_variadic, kCuda, CUDA(c_variadic)},
+    {"", "Equal", k_compare, kCuda, CUDA(c_compare)},
+    {"", "Less", k_compare, kCuda, CUDA(c_compare)},
+    {"", "Greater", k_compare, kCuda, CUDA(c_compare)},
+    {"", "LessOrEqual", k_compare, kCuda, CUDA(c_compare)},
+    {"", "GreaterOrEqual", k_compare, kCuda, CUDA(c_compare)},
+    {"", "And", k_compare, kCuda, CUDA(c_compare)},
+    {"", "Or", k_compare, kCuda, CUDA(c_compare)},
+    {"", "Xor", k_compare, kCuda, CUDA(c_compare)},
+    {"", "Where", k_where, kCuda, CUDA(c_where)},
     // linear algebra, convolution, pooling, normalisation
-    {"", "MatMul", k_matmul},
-    {"", "Gemm", k_gemm},
-    {"", "Conv", k_conv},
-    {"", "MaxPool", k_max_pool},
-    {"", "AveragePool", k_average_pool},
-    {"", "GlobalAveragePool", k_global_average_pool},
-    {"", "GlobalMaxPool", k_global_max_pool},
-    {"", "BatchNormalization", k_batch_norm},
-    {"", "LayerNormalization", k_layer_norm},
-    {"", "Softmax", k_softmax},
-    {"", "LogSoftmax", k_softmax},
+    {"", "MatMul", k_matmul, kCublas, CUDA(c_matmul)},
+    {"", "Gemm", k_gemm, kCublas, CUDA(c_gemm)},
+    {"", "Conv", k_conv, kCudnn, CUDA(c_conv)},
+    {"", "MaxPool", k_max_pool, kCudnn, CUDA(c_pool)},
+    {"", "AveragePool", k_average_pool, kCudnn, CUDA(c_pool)},
+    {"", "GlobalAveragePool", k_global_average_pool, kCuda, CUDA(c_global_pool)},
+    {"", "GlobalMaxPool", k_global_max_pool, kCuda, CUDA(c_global_pool)},
+    {"", "BatchNormalization", k_batch_norm, kCuda, CUDA(c_batch_norm)},
+    {"", "LayerNormalization", k_layer_norm, kCuda, CUDA(c_layer_norm)},
+    {"", "Softmax", k_softmax, kCuda, CUDA(c_softmax)},
+    {"", "LogSoftmax", k_softmax, kCuda, CUDA(c_softmax)},
     // reductions
-    {"", "ReduceMean", k_reduce},
-    {"", "ReduceSum", k_reduce},
-    {"", "ReduceMax", k_reduce},
-    {"", "ReduceMin", k_reduce},
+    {"", "ReduceMean", k_reduce, kCuda, CUDA(c_reduce)},
+    {"", "ReduceSum", k_reduce, kCuda, CUDA(c_reduce)},
+    {"", "ReduceMax", k_reduce, kCuda, CUDA(c_reduce)},
+    {"", "ReduceMin", k_reduce, kCuda, CUDA(c_reduce)},
     // data movement
-    {"", "Transpose", k_transpose},
-    {"", "Reshape", k_reshape},
-    {"", "Flatten", k_flatten},
-    {"", "Squeeze", k_squeeze},
-    {"", "Unsqueeze", k_unsqueeze},
-    {"", "Concat", k_concat},
-    {"", "Split", k_split},
-    {"", "Slice", k_slice},
-    {"", "Pad", k_pad},
-    {"", "Expand", k_expand},
-    {"", "Tile", k_tile},
-    {"", "Range", k_range},
-    {"", "ConstantOfShape", k_constant_of_shape},
-    {"", "Constant", k_constant},
-    {"", "Shape", k_shape},
-    {"", "Gather", k_gather},
+    {"", "Transpose", k_transpose, kCuda, CUDA(c_transpose)},
+    {"", "Reshape", k_reshape, kCuda, CUDA(c_copy)},
+    {"", "Flatten", k_flatten, kCuda, CUDA(c_copy)},
+    {"", "Squeeze", k_squeeze, kCuda, CUDA(c_copy)},
+    {"", "Unsqueeze", k_unsqueeze, kCuda, CUDA(c_copy)},
+    {"", "Concat", k_concat, kHost, nullptr},
+    {"", "Split", k_split, kHost, nullptr},
+    {"", "Slice", k_slice, kHost, nullptr},
+    {"", "Pad", k_pad, kHost, nullptr},
+    {"", "Expand", k_expand, kHost, nullptr},
+    {"", "Tile", k_tile, kHost, nullptr},
+    {"", "Range", k_range, kHost, nullptr},
+    {"", "ConstantOfShape", k_constant_of_shape, kHost, nullptr},
+    {"", "Constant", k_constant, kHost, nullptr},
+    {"", "Shape", k_shape, kCuda, CUDA(c_shape)},
+    {"", "Gather", k_gather, kHost, nullptr},
     // recurrent
-    {"", "LSTM", k_lstm},
-    {"", "GRU", k_gru},
-    {"", "RNN", k_rnn},
+    {"", "LSTM", k_lstm, kHost, nullptr},
+    {"", "GRU", k_gru, kHost, nullptr},
+    {"", "RNN", k_rnn, kHost, nullptr},
     // ai.planner: backward
-    {"ai.planner", "LossGrad", k_loss_grad},
-    {"ai.planner", "ConvGradData", k_conv_grad_data},
-    {"ai.planner", "ConvGradFilter", k_conv_grad_filter},
-    {"ai.planner", "UnaryGrad", k_unary_grad},
-    {"ai.planner", "DivGradB", k_div_grad_b},
-    {"ai.planner", "WhereGrad", k_where_grad},
-    {"ai.planner", "ReduceGrad", k_reduce_grad},
-    {"ai.planner", "GlobalPoolGrad", k_global_pool_grad},
-    {"ai.planner", "PoolGrad", k_pool_grad},
-    {"ai.planner", "SoftmaxGrad", k_softmax_grad},
-    {"ai.planner", "LayerNormGrad", k_layer_norm_grad},
-    {"ai.planner", "LayerNormParamGrad", k_layer_norm_param_grad},
-    {"ai.planner", "BatchNormGrad", k_batch_norm_grad},
-    {"ai.planner", "BatchNormParamGrad", k_batch_norm_param_grad},
-    {"ai.planner", "SliceGrad", k_slice_grad},
-    {"ai.planner", "PadGrad", k_pad_grad},
-    {"ai.planner", "GatherGrad", k_gather_grad},
-    {"ai.planner", "LSTMGradData", k_lstm_grad_data},
-    {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights},
-    {"ai.planner", "GRUGrad", k_gru_grad},
-    {"ai.planner", "RNNGrad", k_rnn_grad},
-    {"ai.planner", "ZerosLike", k_zeros_like},
+    {"ai.planner", "LossGrad", k_loss_grad, kCuda, CUDA(c_loss_grad)},
+    {"ai.planner", "ConvGradData", k_conv_grad_data, kCudnn, CUDA(c_conv_grad_data)},
+    {"ai.planner", "ConvGradFilter", k_conv_grad_filter, kCudnn, CUDA(c_conv_grad_filter)},
+    {"ai.planner", "UnaryGrad", k_unary_grad, kCuda, CUDA(c_unary_grad)},
+    {"ai.planner", "DivGradB", k_div_grad_b, kCuda, CUDA(c_div_grad_b)},
+    {"ai.planner", "WhereGrad", k_where_grad, kCuda, CUDA(c_where_grad)},
+    {"ai.planner", "ReduceGrad", k_reduce_grad, kCuda, CUDA(c_reduce_grad)},
+    {"ai.planner", "GlobalPoolGrad", k_global_pool_grad, kHost, nullptr},
+    {"ai.planner", "PoolGrad", k_pool_grad, kHost, nullptr},
+    {"ai.planner", "SoftmaxGrad", k_softmax_grad, kCuda, CUDA(c_softmax_grad)},
+    {"ai.planner", "LayerNormGrad", k_layer_norm_grad, kCuda, CUDA(c_layer_norm_grad)},
+    {"ai.planner", "LayerNormParamGrad", k_layer_norm_param_grad, kCuda, CUDA(c_layer_norm_param_grad)},
+    {"ai.planner", "BatchNormGrad", k_batch_norm_grad, kCuda, CUDA(c_batch_norm_grad)},
+    {"ai.planner", "BatchNormParamGrad", k_batch_norm_param_grad, kCuda, CUDA(c_batch_norm_param_grad)},
+    {"ai.planner", "SliceGrad", k_slice_grad, kHost, nullptr},
+    {"ai.planner", "PadGrad", k_pad_grad, kHost, nullptr},
+    {"ai.planner", "GatherGrad", k_gather_grad, kHost, nullptr},
+    {"ai.planner", "LSTMGradData", k_lstm_grad_data, kHost, nullptr},
+    {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights, kHost, nullptr},
+    {"ai.planner", "GRUGrad", k_gru_grad, kHost, nullptr},
+    {"ai.planner", "RNNGrad", k_rnn_grad, kHost, nullptr},
+    {"ai.planner", "ZerosLike", k_zeros_like, kCuda, CUDA(c_zeros_like)},
     // ai.planner: optimizers
-    {"ai.planner", "SGD", k_sgd},
-    {"ai.planner", "Momentum", k_momentum},
-    {"ai.planner", "Adam", k_adam},
+    {"ai.planner", "SGD", k_sgd, kCuda, CUDA(c_sgd)},
+    {"ai.planner", "Momentum", k_momentum, kCuda, CUDA(c_momentum)},
+    {"ai.planner", "Adam", k_adam, kCuda, CUDA(c_adam)},
 };
 
 std::string_view canonical_domain(std::string_view domain) {
@@ -170,6 +191,26 @@ void set_blas_threads(int threads) {
   if (openblas_set_num_threads) openblas_set_num_threads(std::max(1, threads));
 }
 
+std::string_view kernel_implementation(std::string_view domain, std::string_view op_type) {
+  const Entry* e = find(domain, op_type);
+  if (!e) return "";
+#if PLANNER_RT_CUDA
+  switch (e->impl) {
+    case kCuda:
+      return "cuda";
+    case kCublas:
+      return "cublas";
+    case kCudnn:
+      return "cudnn";
+    case kHost:
+      return "host";
+  }
+  return "";
+#else
+  return "cpu";
+#endif
+}
+
 bool has_kernel(std::string_view domain, std::string_view op_type) {
   return find(domain, op_type) != nullptr;
 }
@@ -183,30 +224,55 @@ std::vector<std::string> kernel_names() {
   return names;
 }
 
+namespace {
+
+// The Error run_kernel raises for an unknown operator, with a "did you mean" when one is close.
+[[noreturn]] void fail_unknown(const KernelContext& ctx, std::string_view domain,
+                               std::string_view op_type) {
+  std::string msg =
+      "no kernel for operator '" +
+      (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
+      std::string(op_type) + "'";
+  const Entry* best = nullptr;
+  size_t best_d = 3;
+  for (const Entry& k : kKernels) {
+    size_t d = edit_distance(k.op_type, op_type);
+    if (d < best_d) best_d = d, best = &k;
+  }
+  if (best)
+    msg += "; did you mean '" +
+           (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
+           std::string(best->op_type) + "'?";
+  ctx.fail(msg);
+}
+
+}  // namespace
+
 void run_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
                 std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                 std::string_view node) {
   std::call_once(blas_once, [] { set_blas_threads(1); });
   const Entry* e = find(domain, op_type);
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
-  if (!e) {
-    std::string msg =
-        "no kernel for operator '" +
-        (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
-        std::string(op_type) + "'";
-    const Entry* best = nullptr;
-    size_t best_d = 3;
-    for (const Entry& k : kKernels) {
-      size_t d = edit_distance(k.op_type, op_type);
-      if (d < best_d) best_d = d, best = &k;
-    }
-    if (best)
-      msg += "; did you mean '" +
-             (best->domain.empty() ? std::string() : std::string(best->domain) + ".") +
-             std::string(best->op_type) + "'?";
-    ctx.fail(msg);
-  }
-  e->fn(ctx);
+  if (!e) fail_unknown(ctx, domain, op_type);
+#if PLANNER_RT_CUDA
+  if (e->cuda)
+    e->cuda(ctx);
+  else
+    host_fallback(ctx, e->cpu);
+#else
+  e->cpu(ctx);
+#endif
+}
+
+void run_cpu_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
+                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                    std::string_view node) {
+  std::call_once(blas_once, [] { set_blas_threads(1); });
+  const Entry* e = find(domain, op_type);
+  KernelContext ctx{op_type, node, attrs, inputs, outputs};
+  if (!e) fail_unknown(ctx, domain, op_type);
+  e->cpu(ctx);
 }
 
 }  // namespace planner::rt

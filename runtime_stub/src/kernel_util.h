@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner_rt/kernels.h"
+#include "unary_math.h"
 
 namespace planner::rt::kernels {
 
@@ -199,37 +200,6 @@ void k_sgd(const KernelContext&);
 void k_momentum(const KernelContext&);
 void k_adam(const KernelContext&);
 
-/// The unary functions the forward kernels and UnaryGrad share (value and derivative).
-enum class UnaryOp {
-  kRelu,
-  kSigmoid,
-  kTanh,
-  kErf,
-  kSqrt,
-  kExp,
-  kLog,
-  kAbs,
-  kGelu,
-  kSoftplus,
-  kLeakyRelu,
-  kElu,
-  kSelu,
-  kReciprocal,
-  kSoftsign,
-  kHardSigmoid,
-  kSin,
-  kCos,
-  kMish,
-  kHardSwish,
-  kNeg,
-  kCeil,
-  kFloor,
-};
-/// Attribute values a unary function reads (LeakyRelu/Elu/Selu/HardSigmoid alpha …).
-struct UnaryParams {
-  double alpha = 0, beta = 0, gamma = 0;
-  bool tanh_gelu = false;  ///< Gelu approximate="tanh"
-};
 /// The UnaryOp named `op`, or false.
 bool unary_op_from_name(std::string_view op, UnaryOp* result);
 /// The op's attributes with ONNX defaults.

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <ostream>
 
+#include "backend.h"
+
 namespace planner::rt {
 
 std::string format_double(double value) {
@@ -68,9 +70,8 @@ void Profiler::record(std::string_view domain, std::string_view op_type, const A
 void Profiler::run(std::string_view domain, std::string_view op_type, const Attributes& attrs,
                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                    std::string_view node) {
-  const auto begin = std::chrono::steady_clock::now();
-  run_kernel(domain, op_type, attrs, inputs, outputs, node);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  const double s =
+      backend::time_kernel([&] { run_kernel(domain, op_type, attrs, inputs, outputs, node); });
   record(domain, op_type, attrs, inputs, s);
 }
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "backend.h"
+
 namespace planner::rt {
 
 size_t dtype_size(DType dtype) {
@@ -77,12 +79,7 @@ void throw_dtype_mismatch(DType have, DType want) {
 }  // namespace detail
 
 void* Allocator::allocate(size_t bytes) {
-  // Round up so aligned_alloc's size rule holds and 0-byte tensors still get a unique block.
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded);
+  void* p = backend::allocate(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   current_ += static_cast<int64_t>(bytes);
   if (current_ > peak_) peak_ = current_;
@@ -91,7 +88,7 @@ void* Allocator::allocate(size_t bytes) {
 
 void Allocator::deallocate(void* data, size_t bytes) {
   if (!data) return;
-  std::free(data);
+  backend::deallocate(data, bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   current_ -= static_cast<int64_t>(bytes);
 }

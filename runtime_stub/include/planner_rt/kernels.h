@@ -36,11 +36,25 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
                 std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                 std::string_view node = "");
 
+/// Runs the cpu kernel of (domain, op_type) on tensors in host memory, on every backend: the
+/// reference the cuda backend's kernels are checked against (and what its host fallback runs).
+/// Same contract and errors as run_kernel.
+void run_cpu_kernel(std::string_view domain, std::string_view op_type, const Attributes& attrs,
+                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                    std::string_view node = "");
+
 /// Whether a kernel is registered for (domain, op_type).
 bool has_kernel(std::string_view domain, std::string_view op_type);
 
 /// Every registered kernel as "domain.op_type" ("" domain printed as "ai.onnx"), sorted.
 std::vector<std::string> kernel_names();
+
+/// How this build runs operator (domain, op_type), as the kernel table says: "cpu" on the cpu
+/// backend; on cuda "cuda" (the library's own kernels), "cublas", "cudnn", or "host" (the
+/// fallback: inputs copied to the host, the cpu kernel run, outputs copied back). Native cuda
+/// kernels hand input types they do not cover (usually integers) to the host fallback too.
+/// "" when there is no kernel.
+std::string_view kernel_implementation(std::string_view domain, std::string_view op_type);
 
 /// Sets the number of threads BLAS may use inside one rank (default 1, which keeps results
 /// independent of scheduling and avoids oversubscribing when ranks are threads).

@@ -43,7 +43,8 @@ class Profiler {
     double median() const;
   };
 
-  /// Runs the kernel through run_kernel and records its wall time (steady_clock).
+  /// Runs the kernel through run_kernel and records its time: wall time (steady_clock) on cpu,
+  /// cudaEvents recorded around it on the rank's stream on cuda.
   void run(std::string_view domain, std::string_view op_type, const Attributes& attrs,
            std::span<const Tensor> inputs, std::span<const Tensor> outputs,
            std::string_view node = "");
@@ -69,6 +70,10 @@ void write_costs_json(std::ostream& out, const std::string& device, const Profil
 
 /// The host CPU's model name (from /proc/cpuinfo), or "cpu" when unknown.
 std::string cpu_device_name();
+
+/// The device kernels run on, for write_costs_json: cpu_device_name() on the cpu backend, the
+/// calling thread's current GPU's name (e.g. "NVIDIA H100 80GB HBM3") on cuda.
+std::string device_name();
 
 /// Measures one training or inference step.
 class StepTimer {

@@ -2,6 +2,8 @@
 //
 // The launcher owns every buffer through a rank's Allocator (so current and peak bytes are
 // known) and hands kernels and collectives Tensor views: a dtype, a static shape and a pointer.
+// Where the data lives depends on the backend: host memory (cpu) or the rank's GPU (cuda);
+// copy_from_host/copy_to_host move data between a host array and a tensor on either.
 #pragma once
 
 #include <cstddef>
@@ -75,8 +77,10 @@ struct Tensor {
   T* as() const;
 };
 
-/// A per-rank allocator: 64-byte aligned, zero-filled blocks from the heap, counting the bytes
-/// in use now and at peak so the launcher can print peak memory per rank. Thread-safe, though
+/// A per-rank allocator: zero-filled blocks, counting the bytes in use now and at peak so the
+/// launcher can print peak memory per rank. cpu backend: 64-byte aligned blocks from the heap;
+/// cuda backend: device memory from cudaMalloc on the calling thread's current device (the
+/// rank's GPU once its Communicator exists), zero-filled with cudaMemset. Thread-safe, though
 /// each rank normally has its own.
 class Allocator {
  public:
@@ -126,6 +130,17 @@ class TensorBuffer {
   Allocator* allocator_ = nullptr;
   Tensor view_;
 };
+
+/// Copies dst.bytes() bytes from the host array `src` into tensor `dst` (a memcpy on the cpu
+/// backend; a host-to-device copy on cuda, finished before returning). Launchers initialise on
+/// the host (fill_uniform into a host vector) and copy. Precondition: src holds dst.bytes().
+void copy_from_host(const Tensor& dst, const void* src);
+/// Copies tensor `src` into the host array `dst` (src.bytes() bytes), finished before
+/// returning; on cuda it first waits for the kernels the calling thread queued.
+void copy_to_host(const Tensor& src, void* dst);
+
+/// The backend this library was built with: "cpu" or "cuda".
+std::string_view backend_name();
 
 namespace detail {
 template <typename T>

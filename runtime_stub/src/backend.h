@@ -1,0 +1,19 @@
+// The few things each backend does its own way: where tensor memory comes from, how a kernel is
+// timed. backend_cpu.cpp and cuda/backend_cuda.cpp each define them (CMake picks one).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace planner::rt::backend {
+
+/// A zero-filled block of at least `bytes` bytes (a unique pointer even for 0); host memory on
+/// cpu, the current device's memory on cuda. Throws Error when out of memory.
+void* allocate(size_t bytes);
+/// Returns a block from allocate().
+void deallocate(void* data, size_t bytes);
+/// Runs `kernel` and returns the seconds it took, measured as the backend's device sees it
+/// (steady_clock on cpu, cudaEvents on the rank's stream on cuda).
+double time_kernel(const std::function<void()>& kernel);
+
+}  // namespace planner::rt::backend

@@ -1,0 +1,57 @@
+// The cuda backend's kernels, as the kernel table (kernel_registry.cpp) names them, and the host
+// fallback that runs a cpu kernel on copies of device tensors.
+#pragma once
+
+#include "../kernel_util.h"
+
+namespace planner::rt::kernels {
+
+/// Runs cpu kernel `fn` for a call whose tensors are in device memory: copies every present
+/// input (and output, which kernels may read or update in place) to host buffers, runs `fn`
+/// there, and copies the outputs back; tensors sharing device memory share the host copy.
+/// With `copy_inputs` false the inputs are passed as views without data (for kernels that read
+/// only shapes, like Shape). Correct, not fast.
+void host_fallback(const KernelContext& ctx, KernelFn fn, bool copy_inputs = true);
+
+// elementwise_cuda.cpp
+void c_unary(const KernelContext&);
+void c_clip(const KernelContext&);
+void c_not(const KernelContext&);
+void c_copy(const KernelContext&);  // Identity, Reshape, Flatten, Squeeze, Unsqueeze
+void c_dropout(const KernelContext&);
+void c_binary(const KernelContext&);
+void c_variadic(const KernelContext&);
+void c_compare(const KernelContext&);
+void c_where(const KernelContext&);
+void c_transpose(const KernelContext&);
+void c_shape(const KernelContext&);
+void c_loss_grad(const KernelContext&);
+void c_unary_grad(const KernelContext&);
+void c_div_grad_b(const KernelContext&);
+void c_where_grad(const KernelContext&);
+void c_zeros_like(const KernelContext&);
+void c_sgd(const KernelContext&);
+void c_momentum(const KernelContext&);
+void c_adam(const KernelContext&);
+// norm_cuda.cpp
+void c_reduce(const KernelContext&);
+void c_reduce_grad(const KernelContext&);
+void c_global_pool(const KernelContext&);
+void c_softmax(const KernelContext&);
+void c_softmax_grad(const KernelContext&);
+void c_layer_norm(const KernelContext&);
+void c_layer_norm_grad(const KernelContext&);
+void c_layer_norm_param_grad(const KernelContext&);
+void c_batch_norm(const KernelContext&);
+void c_batch_norm_grad(const KernelContext&);
+void c_batch_norm_param_grad(const KernelContext&);
+// linalg_cuda.cpp (cuBLAS)
+void c_matmul(const KernelContext&);
+void c_gemm(const KernelContext&);
+// conv_cuda.cpp (cuDNN)
+void c_conv(const KernelContext&);
+void c_conv_grad_data(const KernelContext&);
+void c_conv_grad_filter(const KernelContext&);
+void c_pool(const KernelContext&);
+
+}  // namespace planner::rt::kernels

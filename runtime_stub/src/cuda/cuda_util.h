@@ -1,0 +1,75 @@
+// Host-side helpers of the cuda backend: return-code checks that throw Error naming the call,
+// the per-thread device context (stream, cuBLAS and cuDNN handles, workspace), and small
+// device buffers.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "planner_rt/tensor.h"
+
+namespace planner::rt::cuda {
+
+/// Throws Error "<call>: <CUDA error string>" unless `status` is cudaSuccess.
+void check(cudaError_t status, const char* call);
+/// Throws Error "<call>: cuBLAS status N" unless `status` is CUBLAS_STATUS_SUCCESS.
+void check(cublasStatus_t status, const char* call);
+/// Throws Error "<call>: <cuDNN error string>" unless `status` is CUDNN_STATUS_SUCCESS.
+void check(cudnnStatus_t status, const char* call);
+
+/// Checks a CUDA, cuBLAS or cuDNN call; the message names the call as written.
+#define PLANNER_CUDA_CHECK(call) ::planner::rt::cuda::check((call), #call)
+/// Checks the launch of the kernel just queued.
+#define PLANNER_CUDA_CHECK_LAUNCH(name) \
+  ::planner::rt::cuda::check(cudaGetLastError(), "launching kernel " name)
+
+/// A device buffer owned by one thread's context, grown on demand (workspaces, scratch).
+class DeviceScratch {
+ public:
+  DeviceScratch() = default;
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch();
+  /// At least `bytes` bytes on the current device (contents undefined); waits for the
+  /// thread's stream before replacing a smaller block.
+  void* get(size_t bytes);
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  int device_ = -1;
+};
+
+/// What one thread (one rank) uses to run kernels: created on first use on the thread's current
+/// device. Every kernel, copy and library call of the thread goes to `stream`, so one rank's
+/// work runs in order and ranks sharing a GPU run concurrently.
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  DeviceScratch workspace;  ///< cuDNN workspaces
+  DeviceScratch temp[2];    ///< kernels' temporaries (reduction statistics, packed pieces)
+  ~Context();
+};
+
+/// The calling thread's context; re-created when the thread's current device changed.
+Context& context();
+
+/// Makes `device` current in the calling thread (and its context that device's).
+void bind_device(int device);
+
+/// Waits for the calling thread's queued work.
+void sync();
+
+/// Copies n values of a small device tensor (axes, scalars) to the host, waiting for it.
+std::vector<uint8_t> to_host_bytes(const Tensor& t);
+/// A host view (data in `storage`) of device tensor `t`, for cpu helpers that read values.
+Tensor host_view(const Tensor& t, std::vector<uint8_t>& storage);
+
+}  // namespace planner::rt::cuda

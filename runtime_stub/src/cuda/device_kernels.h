@@ -1,0 +1,147 @@
+// Launchers of the cuda backend's own kernels (elementwise.cu, norm.cu): plain types only, so
+// the .cu files need no planner headers beyond unary_math.h. Each queues work on `stream` and
+// throws Error if the launch fails. Shapes arrive as Strided descriptors of at most kMaxDims
+// dimensions, built on the host from the cpu kernels' stride helpers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../unary_math.h"
+
+namespace planner::rt::cuda {
+
+inline constexpr int kMaxDims = 8;
+inline constexpr int kMaxOperands = 4;
+
+/// An output shape and, per operand, its element strides as read broadcast to that shape
+/// (0 along broadcast dimensions).
+struct Strided {
+  int rank = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxOperands][kMaxDims] = {};
+};
+
+/// Throws Error "launching kernel <name>: <error>" if the last launch failed (backend_cuda.cpp).
+void check_launch(const char* name);
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual, kAnd, kOr, kXor };
+enum class ReduceKind { kSum, kMean, kMax, kMin };
+
+// ---- elementwise.cu ------------------------------------------------------------------------
+/// y[i] = f(x[i]) for n floats.
+void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y,
+                  int64_t n, cudaStream_t stream);
+/// y = min(max(x, lo), hi).
+void launch_clip(const float* x, float* y, int64_t n, float lo, float hi, cudaStream_t stream);
+/// y = a op b over `s` (operands 0 = a, 1 = b); float.
+void launch_binary(BinaryOp op, const Strided& s, const float* a, const float* b, float* y,
+                   cudaStream_t stream);
+/// y = a ^ b with an integer exponent b (i64 when b_is_i64, else i32), computed in double.
+void launch_pow_int(const Strided& s, const float* a, const void* b, bool b_is_i64, float* y,
+                    cudaStream_t stream);
+/// y (bool) = a cmp b over `s`; `elem` is 4 (float) or 1 (bool, for And/Or/Xor/Equal).
+void launch_compare(CompareOp op, const Strided& s, const void* a, const void* b, bool is_float,
+                    bool* y, cudaStream_t stream);
+/// y = !x (bool).
+void launch_not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
+/// y = c ? a : b over `s` (operands c, a, b), elements of `elem` bytes (1, 2, 4 or 8).
+void launch_where(const Strided& s, const bool* c, const void* a, const void* b, void* y,
+                  int elem, cudaStream_t stream);
+/// y = x * scale over `s` (operand 0 = x): broadcasting copy with a scale; float.
+void launch_broadcast_scale(const Strided& s, const float* x, float scale, float* y,
+                            cudaStream_t stream);
+/// A strided copy of `elem`-byte elements (1, 2, 4 or 8) over the index space s.shape:
+/// y[y_offset + offset under s.strides[1]] = x[x_offset + offset under s.strides[0]]
+/// (Transpose, broadcast copies, the boxes collectives move). Offsets are in elements.
+void launch_strided_copy(const Strided& s, const void* x, int64_t x_offset, void* y,
+                         int64_t y_offset, int elem, cudaStream_t stream);
+/// UnaryGrad: dx = dy * f'(x, y) over `s` (operands x, y; dy and dx have the output shape).
+void launch_unary_grad(kernels::UnaryOp op, kernels::UnaryParams p, const Strided& s,
+                       const float* dy, const float* x, const float* y, float* dx,
+                       cudaStream_t stream);
+/// UnaryGrad op=Pow: dx = dy * e * x^(e-1) (0 where e = 0), operands x, e; e's type by
+/// e_type (0 f32, 1 i32, 2 i64).
+void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e,
+                     int e_type, float* dx, cudaStream_t stream);
+/// UnaryGrad op=Clip: dx = dy where x == y (operands x, y).
+void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y,
+                      float* dx, cudaStream_t stream);
+/// DivGradB: out = -dy * y / b (operands y, b).
+void launch_div_grad_b(const Strided& s, const float* dy, const float* y, const float* b,
+                       float* out, cudaStream_t stream);
+/// WhereGrad: out = dy where c == branch1 (operand c).
+void launch_where_grad(const Strided& s, const bool* c, const float* dy, bool branch1,
+                       float* out, cudaStream_t stream);
+/// acc = acc op v for n elements; dtype code as ONNX (1 f32, 2 u8, 6 i32, 7 i64);
+/// op 0 sum, 1 max, 2 min, 3 prod (ReduceOp order).
+void launch_fold(int dtype, void* acc, const void* v, int64_t n, int op, cudaStream_t stream);
+/// y[i] = value for n bytes-sized elements (bool fill).
+void launch_fill_bool(bool* y, int64_t n, bool value, cudaStream_t stream);
+/// y = y / s for n floats (Mean's division by the input count).
+void launch_scale(float* y, int64_t n, float s, cudaStream_t stream);
+/// Per-channel bias: y[(o*c + ch)*inner + i] += b[ch].
+void launch_add_channel_bias(float* y, const float* b, int64_t outer, int64_t c, int64_t inner,
+                             cudaStream_t stream);
+/// SGD: out = p - lr * g.
+void launch_sgd(const float* p, const float* g, float* out, int64_t n, float lr,
+                cudaStream_t stream);
+/// Momentum: v' = mu v + g; p' = p - lr v'.
+void launch_momentum(const float* p, const float* g, const float* v, float* po, float* vo,
+                     int64_t n, float lr, float mu, cudaStream_t stream);
+/// Adam with bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t (double, as the cpu kernel).
+void launch_adam(const float* p, const float* g, const float* m, const float* v, float* po,
+                 float* mo, float* vo, int64_t n, double lr, double b1, double b2, double eps,
+                 double c1, double c2, cudaStream_t stream);
+
+// ---- norm.cu ---------------------------------------------------------------------------------
+/// A reduction: every output element folds the elements of a sub-box of x. `kept` maps the
+/// output index to x's base offset (strides of the kept dims), `red` enumerates the reduced
+/// elements (their extents and strides); accumulated in double, in row-major order of the
+/// reduced box per output (one block per output, fixed tree).
+struct ReduceGeom {
+  int kept_rank = 0;
+  int64_t kept_shape[kMaxDims] = {};
+  int64_t kept_strides[kMaxDims] = {};
+  int red_rank = 0;
+  int64_t red_shape[kMaxDims] = {};
+  int64_t red_strides[kMaxDims] = {};
+  int64_t n_out = 0, n_red = 0;
+};
+/// y[o] = fold over the box of o (mean divides by n_red; max/min propagate NaN).
+void launch_reduce(ReduceKind kind, const ReduceGeom& g, const float* x, float* y,
+                   cudaStream_t stream);
+/// Softmax / LogSoftmax along an axis: x as [outer, extent, inner].
+void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t extent,
+                    int64_t inner, cudaStream_t stream);
+/// SoftmaxGrad (log: LogSoftmax form).
+void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, int64_t outer,
+                         int64_t extent, int64_t inner, cudaStream_t stream);
+/// LayerNormalization on rows [outer, inner]; mean/rstd (optional, may be null) per row.
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y,
+                       float* mean, float* rstd, int64_t outer, int64_t inner, double eps,
+                       cudaStream_t stream);
+/// LayerNormGrad: dx per row.
+void launch_layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx,
+                            int64_t outer, int64_t inner, double eps, cudaStream_t stream);
+/// LayerNormParamGrad: dscale, dbias (each may be null); `stats` is 2*outer doubles of
+/// scratch.
+void launch_layer_norm_param_grad(const float* dy, const float* x, float* dscale, float* dbias,
+                                  double* stats, int64_t outer, int64_t inner, double eps,
+                                  cudaStream_t stream);
+/// BatchNormalization (inference): x as [outer, c, inner].
+void launch_batch_norm(const float* x, const float* scale, const float* bias,
+                       const float* mean, const float* var, float* y, int64_t outer, int64_t c,
+                       int64_t inner, double eps, cudaStream_t stream);
+/// BatchNormGrad: dx = dy * scale_c / sqrt(var_c + eps).
+void launch_batch_norm_grad(const float* dy, const float* scale, const float* var, float* dx,
+                            int64_t outer, int64_t c, int64_t inner, double eps,
+                            cudaStream_t stream);
+/// BatchNormParamGrad: dscale, dbias (each may be null), one block per channel.
+void launch_batch_norm_param_grad(const float* dy, const float* x, const float* mean,
+                                  const float* var, float* dscale, float* dbias, int64_t outer,
+                                  int64_t c, int64_t inner, double eps, cudaStream_t stream);
+
+}  // namespace planner::rt::cuda
