@@ -61,6 +61,19 @@ class Engine {
       f.assign(1, p);
       return;
     }
+    if (f.size() > 16) {
+      // Most points are dominated by the fastest or by the smallest one: drop them before
+      // sorting.
+      Point fast = f[0], small = f[0];
+      for (const Point& p : f) {
+        if (p.time < fast.time || (p.time == fast.time && p.memory < fast.memory)) fast = p;
+        if (p.memory < small.memory || (p.memory == small.memory && p.time < small.time)) small = p;
+      }
+      auto dominated = [](const Point& p, const Point& by) {
+        return p.time >= by.time && p.memory >= by.memory && (p.time > by.time || p.memory > by.memory);
+      };
+      std::erase_if(f, [&](const Point& p) { return dominated(p, fast) || dominated(p, small); });
+    }
     std::sort(f.begin(), f.end(), [](const Point& a, const Point& b) {
       return a.memory != b.memory ? a.memory < b.memory : a.time < b.time;
     });

@@ -208,8 +208,19 @@ std::vector<CutList> GroupSpace::candidates(int group, int num_devices, const Ca
     return out;
   }
   std::vector<std::pair<std::string, int64_t>> items;
-  for (const auto& [var, extent] : vars(group))
-    if (extent >= 2) items.push_back({var, extent});
+  std::vector<bool> in_output;
+  // Variables that split an output of the leader (probed once per call: cheap).
+  const ir::Op& lop = lowering_->graph().op(leader(group));
+  for (const auto& [var, extent] : vars(group)) {
+    if (extent < 2) continue;
+    items.push_back({var, extent});
+    bool out = false;
+    analysis::OpConfig probe = analysis::OpConfig::split(var, {0, 1});
+    for (size_t o = 0; o < lop.outputs.size(); ++o)
+      out |= lop.outputs[o] != ir::kNoTensor && lowering_->output_dim_of(leader(group), o, probe) >= 0;
+    in_output.push_back(out);
+  }
+  in_output.push_back(true);
   if (options.replicate) items.push_back({"", num_devices});
   out.push_back({{"", num_devices}});
   CutList current;
@@ -224,6 +235,8 @@ std::vector<CutList> GroupSpace::candidates(int group, int num_devices, const Ca
       if (used[i]) continue;
       for (int k = 2; k <= remaining; ++k) {
         if (remaining % k != 0 || k > items[i].second) continue;
+        // Beyond a single cut, only output variables and replication (see CandidateOptions).
+        if (options.multi_cut_output_vars_only && !in_output[i] && !(current.empty() && k == remaining)) continue;
         used[i] = true;
         current.push_back({items[i].first, k});
         self(self, remaining / k);

@@ -40,6 +40,10 @@ std::string cuts_to_string(const CutList& cuts);
 struct CandidateOptions {
   int max_cuts = 2;        ///< at most this many cuts (distinct variables, one replication)
   bool replicate = true;   ///< allow replication cuts
+  /// Cut lists of two or more cuts use only variables of the leader's outputs (FlexFlow's
+  /// sample, attribute and parameter dimensions) and replication; single cuts use any
+  /// variable, reductions included (Tofu's output reduction).
+  bool multi_cut_output_vars_only = true;
 };
 
 /// Operator groups of a graph and the translation of a group's cuts into configs.
