@@ -16,8 +16,7 @@ struct PlanSimulation::Impl {
   double comm_bytes = 0;
   // The pending proposal.
   bool pending = false;
-  ir::OpId pending_op = ir::kNoOp;
-  OpConfig old_config;
+  std::vector<std::pair<ir::OpId, OpConfig>> old_configs;  // undone in reverse order
   double old_comm_bytes = 0;
 
   PlanCost cost() const {
@@ -51,29 +50,39 @@ PlanCost PlanSimulation::cost() const { return impl_->cost(); }
 bool PlanSimulation::has_pending() const { return impl_->pending; }
 
 Expected<PlanCost> PlanSimulation::propose(ir::OpId op, OpConfig config) {
+  return propose({{op, std::move(config)}});
+}
+
+Expected<PlanCost> PlanSimulation::propose(const std::vector<std::pair<ir::OpId, OpConfig>>& changes) {
   Impl& m = *impl_;
   PLANNER_CHECK(!m.pending, "PlanSimulation::propose with a pending proposal");
-  PLANNER_TRY(m.lowering->check_config(op, config));
-  OpConfig old = m.configs[static_cast<size_t>(op)];
-  m.configs[static_cast<size_t>(op)] = std::move(config);
+  for (const auto& [op, config] : changes) PLANNER_TRY(m.lowering->check_config(op, config));
+  std::vector<std::pair<ir::OpId, OpConfig>> old;
+  old.reserve(changes.size());
+  for (const auto& [op, config] : changes) {
+    old.push_back({op, std::move(m.configs[static_cast<size_t>(op)])});
+    m.configs[static_cast<size_t>(op)] = config;
+  }
+  auto restore = [&] {
+    for (size_t i = old.size(); i-- > 0;) m.configs[static_cast<size_t>(old[i].first)] = std::move(old[i].second);
+  };
   auto plan = m.lowering->lower(m.configs);
   if (!plan) {
-    m.configs[static_cast<size_t>(op)] = std::move(old);
+    restore();
     return plan.error();
   }
   auto change = change_between(m.sim->graph(), plan->graph);
   if (!change) {
-    m.configs[static_cast<size_t>(op)] = std::move(old);
+    restore();
     return change.error();
   }
   auto applied = m.sim->apply(*change);
   if (!applied) {
-    m.configs[static_cast<size_t>(op)] = std::move(old);
+    restore();
     return applied.error();
   }
   m.pending = true;
-  m.pending_op = op;
-  m.old_config = std::move(old);
+  m.old_configs = std::move(old);
   m.old_comm_bytes = m.comm_bytes;
   m.comm_bytes = plan->comm_bytes;
   return m.cost();
@@ -82,6 +91,7 @@ Expected<PlanCost> PlanSimulation::propose(ir::OpId op, OpConfig config) {
 void PlanSimulation::accept() {
   PLANNER_CHECK(impl_->pending, "PlanSimulation::accept without a proposal");
   impl_->sim->accept();
+  impl_->old_configs.clear();
   impl_->pending = false;
 }
 
@@ -89,7 +99,9 @@ void PlanSimulation::revert() {
   Impl& m = *impl_;
   PLANNER_CHECK(m.pending, "PlanSimulation::revert without a proposal");
   m.sim->revert();
-  m.configs[static_cast<size_t>(m.pending_op)] = std::move(m.old_config);
+  for (size_t i = m.old_configs.size(); i-- > 0;)
+    m.configs[static_cast<size_t>(m.old_configs[i].first)] = std::move(m.old_configs[i].second);
+  m.old_configs.clear();
   m.comm_bytes = m.old_comm_bytes;
   m.pending = false;
 }

@@ -25,6 +25,8 @@ constexpr std::array kCommands = {
     CommandSpec{"tdl", "list, show and check operator descriptions (TDL)", configure_tdl},
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
+    CommandSpec{"compare", "run every search and baseline on a model and compare their plans",
+                configure_compare},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
 };
 
