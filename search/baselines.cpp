@@ -82,7 +82,7 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const S
   const ir::Graph& g = lowering.graph();
   const int n = lowering.topology().num_devices();
   if (count_forward(context, "Conv") == 0 || count_fully_connected(context) == 0)
-    return data_parallel_fallback(context, "one-weird-trick: not a CNN (no convolution followed by a fully "
+    return data_parallel_fallback(context, "not a CNN (no convolution followed by a fully "
                                            "connected layer); kept data parallelism");
   PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
                      analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
@@ -125,7 +125,7 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
   const importers::Topology& topology = lowering.topology();
   const int n = topology.num_devices();
   if (count_forward(context, "Softmax") == 0 || count_fully_connected(context) < 2)
-    return data_parallel_fallback(context, "megatron: not a transformer (no attention softmax between fully "
+    return data_parallel_fallback(context, "not a transformer (no attention softmax between fully "
                                            "connected layers); kept data parallelism");
   // Tensor parallelism inside a node, data parallelism across nodes; a topology whose nodes
   // hold different numbers of devices is treated as one node.
@@ -196,7 +196,7 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
   }
   r.options["nodes"] = nodes;
   r.options["tensor_parallel"] = per_node;
-  r.notes.push_back(fmt::format("megatron: {}-way tensor parallelism inside each node ({} column- and {} "
+  r.notes.push_back(fmt::format("{}-way tensor parallelism inside each node ({} column- and {} "
                                 "row-parallel layers, {} operators following), {}-way data parallelism "
                                 "across nodes",
                                 per_node, column, row, followed, nodes));
