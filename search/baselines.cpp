@@ -151,19 +151,34 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
     if (space.leader(grp) != id) continue;
     const ir::Op& op = g.op(id);
     const std::string bvar = batch_var(dp[static_cast<size_t>(id)]);
+    auto splits_output = [&](const std::string& v) {
+      for (size_t o = 0; o < op.outputs.size(); ++o)
+        if (op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, analysis::OpConfig::split(v, {0, 1})) >= 0)
+          return true;
+      return false;
+    };
+    const bool fc = is_fully_connected(g, op);
+    // The residual stream stays whole: an operator adding a whole activation of its output's
+    // shape to a split one is replicated inside the node (the split input is gathered).
+    bool residual = false;
+    if (!fc && op.outputs.size() == 1 && op.outputs[0] != ir::kNoTensor)
+      for (ir::TensorId t : op.inputs)
+        residual |= t != ir::kNoTensor && g.tensor(t).role == ir::TensorRole::kActivation &&
+                    tp_dim[static_cast<size_t>(t)] < 0 && g.tensor(t).shape == g.tensor(op.outputs[0]).shape &&
+                    std::any_of(op.inputs.begin(), op.inputs.end(), [&](ir::TensorId u) {
+                      return u != ir::kNoTensor && tp_dim[static_cast<size_t>(u)] >= 0;
+                    });
     std::string var;
-    for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
+    for (size_t i = 0; i < op.inputs.size() && var.empty() && !residual; ++i) {
       ir::TensorId t = op.inputs[i];
       if (t == ir::kNoTensor || tp_dim[static_cast<size_t>(t)] < 0) continue;
       var = var_for_dim(lowering, id, i, tp_dim[static_cast<size_t>(t)]);
     }
-    const bool fc = is_fully_connected(g, op);
+    // A fully connected layer follows its input only along the features it reduces (row
+    // parallel); an input split otherwise is gathered and the layer is column parallel.
+    if (fc && !var.empty() && splits_output(var)) var.clear();
     if (!var.empty()) {
-      bool splits_output = false;
-      for (size_t o = 0; o < op.outputs.size(); ++o)
-        splits_output |= op.outputs[o] != ir::kNoTensor &&
-                         lowering.output_dim_of(id, o, analysis::OpConfig::split(var, {0, 1})) >= 0;
-      if (fc && !splits_output) ++row;
+      if (fc) ++row;
       else ++followed;
     }
     if (var.empty() && fc) {
@@ -174,10 +189,7 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
         for (int d = g.tensor(t).rank() - 1; d >= 0 && var.empty(); --d) {
           std::string v = var_for_dim(lowering, id, i, d);
           if (v.empty() || v == bvar) continue;
-          for (size_t o = 0; o < op.outputs.size(); ++o)
-            if (op.outputs[o] != ir::kNoTensor &&
-                lowering.output_dim_of(id, o, analysis::OpConfig::split(v, {0, 1})) >= 0)
-              var = v;
+          if (splits_output(v)) var = v;
         }
       }
       if (!var.empty()) ++column;
