@@ -51,6 +51,11 @@ struct PlanSimulation::Impl {
   };
   std::vector<OldIds> old_ids;
 
+  // A pending proposal of several ops: applied as single proposals, each kept; undone the
+  // same way, in reverse (exact, as every single proposal is).
+  bool group_pending = false;
+  std::vector<std::pair<ir::OpId, OpConfig>> group_undo;
+
   // Scratch, kept between proposals.
   std::vector<int32_t> slot_of;  // per op: its index among the replaced ops, or -1
 
@@ -135,7 +140,7 @@ std::vector<int64_t> PlanSimulation::device_peak_memory() const {
   return peaks;
 }
 bool PlanSimulation::has_pending() const {
-  return impl_->pending;
+  return impl_->pending || impl_->group_pending;
 }
 
 Expected<PlanCost> PlanSimulation::propose(ir::OpId op, OpConfig config) {
@@ -324,8 +329,40 @@ Change PlanSimulation::Impl::change_for(const std::vector<ir::OpId>& replaced) {
   return change;
 }
 
+Expected<PlanCost> PlanSimulation::propose(const std::vector<std::pair<ir::OpId, OpConfig>>& changes) {
+  Impl& m = *impl_;
+  PLANNER_CHECK(!m.pending && !m.group_pending, "PlanSimulation::propose with a pending proposal");
+  std::vector<std::pair<ir::OpId, OpConfig>> undo;
+  auto roll_back = [&] {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      auto back = m.propose(it->first, std::move(it->second));
+      PLANNER_CHECK(back.has_value(), "PlanSimulation: restoring an accepted config failed");
+      accept();
+    }
+  };
+  for (const auto& [op, config] : changes) {
+    if (m.records.configs[static_cast<size_t>(op)] == config) continue;
+    OpConfig old = m.records.configs[static_cast<size_t>(op)];
+    auto r = m.propose(op, config);
+    if (!r) {
+      roll_back();
+      return r.error();
+    }
+    accept();
+    undo.push_back({op, std::move(old)});
+  }
+  m.group_pending = true;
+  m.group_undo = std::move(undo);
+  return m.cost();
+}
+
 void PlanSimulation::accept() {
   Impl& m = *impl_;
+  if (m.group_pending) {
+    m.group_pending = false;
+    m.group_undo.clear();
+    return;
+  }
   PLANNER_CHECK(m.pending, "PlanSimulation::accept without a proposal");
   m.sim->accept();
   m.old_sections.clear();
@@ -337,6 +374,17 @@ void PlanSimulation::accept() {
 
 void PlanSimulation::revert() {
   Impl& m = *impl_;
+  if (m.group_pending) {
+    m.group_pending = false;
+    auto undo = std::move(m.group_undo);
+    m.group_undo.clear();
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      auto back = m.propose(it->first, std::move(it->second));
+      PLANNER_CHECK(back.has_value(), "PlanSimulation: restoring an accepted config failed");
+      accept();
+    }
+    return;
+  }
   PLANNER_CHECK(m.pending, "PlanSimulation::revert without a proposal");
   m.sim->revert();
   m.restore_records();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "analysis/lowering.h"
@@ -45,6 +46,10 @@ class PlanSimulation {
   /// error (the config does not fit the op, named in the message) nothing changes and nothing
   /// is pending. Returns the new cost.
   Expected<PlanCost> propose(ir::OpId op, OpConfig config);
+  /// Gives every op of `changes` its config at once (a group of operators that move together)
+  /// and re-simulates; requires no pending proposal. An op listed twice takes its last config.
+  /// On an error nothing changes and nothing is pending. Returns the new cost.
+  Expected<PlanCost> propose(const std::vector<std::pair<ir::OpId, OpConfig>>& changes);
   /// Keeps the pending proposal.
   void accept();
   /// Drops the pending proposal: configs, graph and schedule return to what they were.

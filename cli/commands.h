@@ -23,6 +23,7 @@ void configure_inspect(CLI::App& app, std::function<int()>& run);
 void configure_topology(CLI::App& app, std::function<int()>& run);
 void configure_tdl(CLI::App& app, std::function<int()>& run);
 void configure_simulate(CLI::App& app, std::function<int()>& run);
+void configure_compare(CLI::App& app, std::function<int()>& run);
 void configure_diff(CLI::App& app, std::function<int()>& run);
 void configure_plan(CLI::App& app, std::function<int()>& run);
 

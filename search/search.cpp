@@ -12,8 +12,11 @@ const std::vector<SearchInfo>& searches() {
   static const std::vector<SearchInfo> table = {
       {"dp", "recursive dynamic programming over k-cuts (Tofu, SoyBean)", &run_dp},
       {"frontier", "memory/time frontier tracking, fastest plan that fits (TensorOpt)", &run_frontier},
+      {"mcmc", "Markov chain Monte Carlo over devices and cuts per group (FlexFlow)", &run_mcmc},
       {"data-parallel", "baseline: every operator split along the batch", &run_data_parallel},
       {"model-parallel", "baseline: operators with parameters split along their output features", &run_model_parallel},
+      {"one-weird-trick", "baseline: convolutions data-parallel, fully connected layers model-parallel (Krizhevsky)", &run_one_weird_trick},
+      {"megatron", "baseline: tensor parallelism inside nodes, data parallelism across them (Megatron-LM)", &run_megatron},
   };
   return table;
 }

@@ -33,6 +33,11 @@ struct SearchOptions {
   int64_t memory_limit = 0;   ///< bytes per device a plan may use; 0: the smallest device's memory
   int threads = 1;            ///< worker threads where a search parallelises
   int frontier_points = 10;   ///< most points a frontier keeps (frontier)
+  /// Most proposals a search makes (mcmc); 0: no cap (with budget_s also 0, a default cap).
+  /// A cap reached before the budget makes the result independent of the machine's speed.
+  int64_t max_proposals = 0;
+  int max_cuts = 2;           ///< most cuts in a group's cut list (mcmc)
+  bool device_subsets = true; ///< also place groups on aligned blocks of fewer devices (mcmc)
   /// Called now and then with the fraction done and a few words (for a progress line).
   std::function<void(double, std::string_view)> progress;
 };
@@ -76,6 +81,13 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
 /// most two cuts, then the fastest frontier plan that fits the memory limit by the simulator.
 Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOptions& options);
 
+/// Markov chain Monte Carlo over the SOAP space (FlexFlow, section 6): per group a device set
+/// (all devices, or aligned blocks of k devices, k dividing the count) and a cut list on it;
+/// each proposal changes one group, scored by delta simulation; Metropolis-Hastings acceptance;
+/// restarts from data parallelism, random strategies and the best plan seen. Reproducible from
+/// the seed and the number of proposals made (docs/search.md).
+Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOptions& options);
+
 }  // namespace planner::search
 
 namespace planner::search {
@@ -84,5 +96,13 @@ namespace planner::search {
 Expected<SearchResult> run_data_parallel(const SearchContext& context, const SearchOptions& options);
 /// Model parallelism: operators with parameters split along their output features.
 Expected<SearchResult> run_model_parallel(const SearchContext& context, const SearchOptions& options);
+/// Krizhevsky's "one weird trick" for CNNs: convolutions and everything before the first fully
+/// connected layer data-parallel, fully connected layers (and what follows them) split along
+/// their output features. Models without convolutions fall back to data parallelism (noted).
+Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const SearchOptions& options);
+/// Megatron-LM for transformers: tensor parallelism inside a node (column-parallel then
+/// row-parallel linear layers, attention heads split alike, the rest replicated) and data
+/// parallelism across nodes. Models without attention fall back to data parallelism (noted).
+Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOptions& options);
 
 }  // namespace planner::search

@@ -1,11 +1,9 @@
-// A model prepared for the searches in tests: training graph, strategies, topology, lowering,
-// groups.
+// A model prepared for the searches, as the pipeline prepares it: imported (ONNX text or a
+// file), the training step built, strategies analysed, lowered on a topology, grouped.
 #pragma once
 
 #include <memory>
 #include <string>
-
-#include <doctest/doctest.h>
 
 #include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
@@ -13,61 +11,57 @@
 #include "importers/onnx_import.h"
 #include "importers/topology.h"
 #include "search/search.h"
-#include "search/space.h"
 #include "tdl/library.h"
+#include "tests/test_util.h"
 
-namespace planner::testing {
+namespace planner::search::testing {
 
-struct SearchFixture {
+/// Everything a SearchContext points into. Not movable: members reference each other.
+struct Prepared {
   ir::Graph forward;
   analysis::TrainingGraph training;
-  ir::Graph graph;  // planned: training.graph or forward
   bool train = true;
-  std::unique_ptr<tdl::Library> library;
+  tdl::Library library;
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;
   std::unique_ptr<importers::Topology> topology;
   std::unique_ptr<analysis::Lowering> lowering;
-  std::unique_ptr<search::GroupSpace> space;
+  std::unique_ptr<GroupSpace> space;
 
-  search::SearchContext context() const { return {*lowering, *space, train ? &training : nullptr}; }
+  const ir::Graph& graph() const { return train ? training.graph : forward; }
+  SearchContext context() const { return {*lowering, *space, train ? &training : nullptr}; }
 };
 
-/// Prepares `forward` (train or infer) on `topology`.
-inline std::unique_ptr<SearchFixture> prepare_search(ir::Graph forward, importers::Topology topology,
-                                                     bool train = true) {
-  auto f = std::make_unique<SearchFixture>();
-  f->forward = std::move(forward);
-  f->train = train;
+/// Prepares `forward` on `topology`; REQUIREs every stage to succeed.
+inline std::unique_ptr<Prepared> prepare(ir::Graph forward, importers::Topology topology, bool train = true) {
+  auto p = std::make_unique<Prepared>();
+  p->forward = std::move(forward);
+  p->train = train;
   if (train) {
-    auto tg = analysis::build_training_graph(f->forward, {});
+    auto tg = analysis::build_training_graph(p->forward, {});
     REQUIRE_MESSAGE(tg.has_value(), (tg ? "" : tg.error().message()));
-    f->training = std::move(*tg);
-    f->graph = f->training.graph;
-  } else {
-    f->graph = f->forward;
+    p->training = std::move(*tg);
   }
   auto lib = tdl::Library::builtin();
   REQUIRE(lib.has_value());
-  f->library = std::make_unique<tdl::Library>(std::move(*lib));
-  f->cache = std::make_unique<analysis::StrategyCache>(*f->library);
-  auto all = analysis::analyze_graph(*f->cache, f->graph, "test");
+  p->library = std::move(*lib);
+  p->cache = std::make_unique<analysis::StrategyCache>(p->library);
+  auto all = analysis::analyze_graph(*p->cache, p->graph(), p->forward.name);
   REQUIRE_MESSAGE(all.has_value(), (all ? "" : all.error().message()));
-  f->strategies = std::move(*all);
-  f->topology = std::make_unique<importers::Topology>(std::move(topology));
-  f->lowering = std::make_unique<analysis::Lowering>(f->graph, f->strategies, *f->topology);
-  auto space = search::GroupSpace::create(*f->lowering, train ? &f->training : nullptr);
+  p->strategies = std::move(*all);
+  p->topology = std::make_unique<importers::Topology>(std::move(topology));
+  p->lowering = std::make_unique<analysis::Lowering>(p->graph(), p->strategies, *p->topology);
+  auto space = GroupSpace::create(*p->lowering, train ? &p->training : nullptr);
   REQUIRE_MESSAGE(space.has_value(), (space ? "" : space.error().message()));
-  f->space = std::make_unique<search::GroupSpace>(std::move(*space));
-  return f;
+  p->space = std::make_unique<GroupSpace>(std::move(*space));
+  return p;
 }
 
-/// Imports a model file and prepares it.
-inline std::unique_ptr<SearchFixture> prepare_search_file(const std::string& path, importers::Topology topology,
-                                                          bool train = true) {
-  auto g = importers::import_model(path, {});
+/// Imports a model written in ONNX's textual syntax.
+inline ir::Graph import_text(const std::string& text) {
+  auto g = importers::import_model_text(text, "test.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
-  return prepare_search(std::move(*g), std::move(topology), train);
+  return std::move(*g);
 }
 
-}  // namespace planner::testing
+}  // namespace planner::search::testing

@@ -1,0 +1,219 @@
+// Expert-designed strategies as baselines: Krizhevsky's "one weird trick" for CNNs and
+// Megatron-LM's tensor + data parallelism for transformers.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/search.h"
+
+namespace planner::search {
+
+namespace {
+
+// A fully connected layer: a matrix product with a parameter operand.
+bool is_fully_connected(const ir::Graph& g, const ir::Op& op) {
+  if (!op.domain.empty() || (op.op_type != "Gemm" && op.op_type != "MatMul")) return false;
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [&](ir::TensorId t) {
+    return t != ir::kNoTensor && g.tensor(t).role == ir::TensorRole::kParameter;
+  });
+}
+
+bool is_forward(const SearchContext& context, ir::OpId op) {
+  return !context.training || context.training->op_phase[static_cast<size_t>(op)] == analysis::Phase::kForward;
+}
+
+// Number of forward ops of a type.
+int count_forward(const SearchContext& context, std::string_view type) {
+  const ir::Graph& g = context.lowering.graph();
+  int count = 0;
+  for (ir::OpId id = 0; id < g.num_ops(); ++id)
+    if (is_forward(context, id) && g.op(id).domain.empty() && g.op(id).op_type == type) ++count;
+  return count;
+}
+
+int count_fully_connected(const SearchContext& context) {
+  const ir::Graph& g = context.lowering.graph();
+  int count = 0;
+  for (ir::OpId id = 0; id < g.num_ops(); ++id)
+    if (is_forward(context, id) && is_fully_connected(g, g.op(id))) ++count;
+  return count;
+}
+
+// The index variable of `op` that walks dimension `dim` of node input `input` (a two-way
+// split of it splits that dimension), or "".
+std::string var_for_dim(const analysis::Lowering& lowering, ir::OpId op, size_t input, int dim) {
+  const ir::Tensor& t = lowering.graph().tensor(lowering.graph().op(op).inputs[input]);
+  if (dim < 0 || static_cast<size_t>(dim) >= t.shape.size() || t.shape[static_cast<size_t>(dim)] < 2) return "";
+  for (const auto& [var, extent] : lowering.splittable(op)) {
+    if (extent < 2) continue;
+    auto boxes = lowering.input_boxes_for(op, analysis::OpConfig::split(var, {0, 1}), input);
+    if (!boxes || boxes->empty() || static_cast<size_t>(dim) >= (*boxes)[0].size()) continue;
+    if ((*boxes)[0][static_cast<size_t>(dim)].size() < t.shape[static_cast<size_t>(dim)]) return var;
+  }
+  return "";
+}
+
+// The variable a one-variable config of the op's data-parallel config splits, or "".
+std::string batch_var(const analysis::OpConfig& dp) {
+  for (const auto& [var, pieces] : dp.splits)
+    if (pieces > 1) return var;
+  return "";
+}
+
+// Sets every member of `group` from `cuts` on all devices.
+void set_group(const GroupSpace& space, int group, const CutList& cuts, int n,
+               std::vector<analysis::OpConfig>& configs) {
+  for (auto& [op, config] : space.configs(group, cuts, all_devices(n))) configs[static_cast<size_t>(op)] = std::move(config);
+}
+
+Expected<SearchResult> data_parallel_fallback(const SearchContext& context, std::string note) {
+  SearchResult r;
+  PLANNER_TRY_ASSIGN(r.configs, analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
+                                                           context.lowering.topology().num_devices()));
+  r.notes.push_back(std::move(note));
+  r.plans_evaluated = 1;
+  return r;
+}
+
+}  // namespace
+
+Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const SearchOptions&) {
+  const analysis::Lowering& lowering = context.lowering;
+  const ir::Graph& g = lowering.graph();
+  const int n = lowering.topology().num_devices();
+  if (count_forward(context, "Conv") == 0 || count_fully_connected(context) == 0)
+    return data_parallel_fallback(context, "not a CNN (no convolution followed by a fully "
+                                           "connected layer); kept data parallelism");
+  PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
+                     analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
+  PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> mp,
+                     analysis::baseline_configs(lowering, analysis::Baseline::kModelParallel, n));
+  // Forward ops from the first fully connected layer on: the layer and what reads its results.
+  std::vector<bool> after(static_cast<size_t>(g.num_ops()), false);
+  for (ir::OpId id : g.topo_order()) {
+    if (!is_forward(context, id)) continue;
+    const ir::Op& op = g.op(id);
+    bool a = is_fully_connected(g, op);
+    for (ir::TensorId t : op.inputs)
+      if (t != ir::kNoTensor && g.tensor(t).producer != ir::kNoOp && after[static_cast<size_t>(g.tensor(t).producer)])
+        a = true;
+    after[static_cast<size_t>(id)] = a;
+  }
+  SearchResult r;
+  r.configs = dp;
+  const GroupSpace& space = context.space;
+  int model_parallel = 0;
+  for (int grp = 0; grp < space.num_groups(); ++grp) {
+    const ir::OpId leader = space.leader(grp);
+    if (!after[static_cast<size_t>(leader)]) continue;  // data-parallel, as the baseline is
+    ++model_parallel;
+    // The group follows its leader's cuts, so a weight and its gradient are tiled alike.
+    if (auto cuts = space.cuts_of(grp, mp[static_cast<size_t>(leader)])) {
+      set_group(space, grp, *cuts, n, r.configs);
+    } else {
+      for (ir::OpId m : space.members(grp)) r.configs[static_cast<size_t>(m)] = mp[static_cast<size_t>(m)];
+    }
+  }
+  r.options["model_parallel_groups"] = model_parallel;
+  r.plans_evaluated = 1;
+  return r;
+}
+
+Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOptions&) {
+  const analysis::Lowering& lowering = context.lowering;
+  const ir::Graph& g = lowering.graph();
+  const importers::Topology& topology = lowering.topology();
+  const int n = topology.num_devices();
+  if (count_forward(context, "Softmax") == 0 || count_fully_connected(context) < 2)
+    return data_parallel_fallback(context, "not a transformer (no attention softmax between fully "
+                                           "connected layers); kept data parallelism");
+  // Tensor parallelism inside a node, data parallelism across nodes; a topology whose nodes
+  // hold different numbers of devices is treated as one node.
+  int nodes = std::max(1, topology.num_nodes());
+  if (n % nodes != 0) nodes = 1;
+  const int per_node = n / nodes;
+  PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
+                     analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
+
+  // Per tensor: the dimension the tensor-parallel cut splits, or -1 (whole on every device of
+  // the node). A fully connected layer reading a whole input splits its output features
+  // (column parallel); one reading its input split along the reduced features splits the
+  // reduction (row parallel: partial sums, all-reduced, leave the output whole). Other
+  // operators follow a split input, or are replicated inside the node.
+  std::vector<int> tp_dim(static_cast<size_t>(g.num_tensors()), -1);
+  SearchResult r;
+  r.configs = dp;
+  const GroupSpace& space = context.space;
+  int column = 0, row = 0, followed = 0;
+  for (ir::OpId id : g.topo_order()) {
+    if (!is_forward(context, id)) continue;
+    const int grp = space.group_of(id);
+    if (space.leader(grp) != id) continue;
+    const ir::Op& op = g.op(id);
+    const std::string bvar = batch_var(dp[static_cast<size_t>(id)]);
+    auto splits_output = [&](const std::string& v) {
+      for (size_t o = 0; o < op.outputs.size(); ++o)
+        if (op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, analysis::OpConfig::split(v, {0, 1})) >= 0)
+          return true;
+      return false;
+    };
+    const bool fc = is_fully_connected(g, op);
+    // The residual stream stays whole: an operator adding a whole activation of its output's
+    // shape to a split one is replicated inside the node (the split input is gathered).
+    bool residual = false;
+    if (!fc && op.outputs.size() == 1 && op.outputs[0] != ir::kNoTensor)
+      for (ir::TensorId t : op.inputs)
+        residual |= t != ir::kNoTensor && g.tensor(t).role == ir::TensorRole::kActivation &&
+                    tp_dim[static_cast<size_t>(t)] < 0 && g.tensor(t).shape == g.tensor(op.outputs[0]).shape &&
+                    std::any_of(op.inputs.begin(), op.inputs.end(), [&](ir::TensorId u) {
+                      return u != ir::kNoTensor && tp_dim[static_cast<size_t>(u)] >= 0;
+                    });
+    std::string var;
+    for (size_t i = 0; i < op.inputs.size() && var.empty() && !residual; ++i) {
+      ir::TensorId t = op.inputs[i];
+      if (t == ir::kNoTensor || tp_dim[static_cast<size_t>(t)] < 0) continue;
+      var = var_for_dim(lowering, id, i, tp_dim[static_cast<size_t>(t)]);
+    }
+    // A fully connected layer follows its input only along the features it reduces (row
+    // parallel); an input split otherwise is gathered and the layer is column parallel.
+    if (fc && !var.empty() && splits_output(var)) var.clear();
+    if (!var.empty()) {
+      if (fc) ++row;
+      else ++followed;
+    }
+    if (var.empty() && fc) {
+      // Column parallel: the parameter's dimension whose variable splits the output.
+      for (size_t i = 0; i < op.inputs.size() && var.empty(); ++i) {
+        ir::TensorId t = op.inputs[i];
+        if (t == ir::kNoTensor || g.tensor(t).role != ir::TensorRole::kParameter) continue;
+        for (int d = g.tensor(t).rank() - 1; d >= 0 && var.empty(); --d) {
+          std::string v = var_for_dim(lowering, id, i, d);
+          if (v.empty() || v == bvar) continue;
+          if (splits_output(v)) var = v;
+        }
+      }
+      if (!var.empty()) ++column;
+    }
+    if (var == bvar) var.clear();
+    if (!var.empty() && lowering.splittable(id).at(var) < per_node) var.clear();
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      ir::TensorId t = op.outputs[o];
+      if (t == ir::kNoTensor) continue;
+      tp_dim[static_cast<size_t>(t)] = var.empty() ? -1 : lowering.output_dim_of(id, o, analysis::OpConfig::split(var, {0, 1}));
+    }
+    CutList cuts;
+    if (nodes > 1) cuts.push_back({bvar, nodes});
+    if (per_node > 1) cuts.push_back({var, per_node});
+    set_group(space, grp, cuts, n, r.configs);
+  }
+  r.options["nodes"] = nodes;
+  r.options["tensor_parallel"] = per_node;
+  r.notes.push_back(fmt::format("{}-way tensor parallelism inside each node ({} column- and {} "
+                                "row-parallel layers, {} operators following), {}-way data parallelism "
+                                "across nodes",
+                                per_node, column, row, followed, nodes));
+  r.plans_evaluated = 1;
+  return r;
+}
+
+}  // namespace planner::search
