@@ -22,4 +22,11 @@ struct FrontierPoint {
 Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context, const SearchOptions& options,
                                                       const std::vector<int>& devices);
 
+/// Index of the fastest point whose peak memory is within `limit`, or -1 when none fits.
+/// `--search frontier` returns this point's plan; `planner frontier` marks it.
+int fastest_fitting(const std::vector<FrontierPoint>& points, int64_t limit);
+
+/// GPU counts the fewest-GPUs mode tries on `n` devices: powers of two below n, then n.
+std::vector<int> gpu_counts_up_to(int n);
+
 }  // namespace planner::search

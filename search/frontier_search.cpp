@@ -46,24 +46,47 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   return out;
 }
 
+int fastest_fitting(const std::vector<FrontierPoint>& points, int64_t limit) {
+  int best = -1;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (points[i].simulated.peak_memory_bytes <= limit &&
+        (best < 0 || points[i].simulated.step_time_s < points[static_cast<size_t>(best)].simulated.step_time_s))
+      best = static_cast<int>(i);
+  return best;
+}
+
+std::vector<int> gpu_counts_up_to(int n) {
+  std::vector<int> counts;
+  for (int g = 1; g < n; g *= 2) counts.push_back(g);
+  counts.push_back(n);
+  return counts;
+}
+
 Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOptions& options) {
   const int n = context.lowering.topology().num_devices();
-  PLANNER_TRY_ASSIGN(std::vector<FrontierPoint> points, compute_frontier(context, options, all_devices(n)));
   const int64_t limit = options.memory_limit > 0 ? options.memory_limit : default_memory_limit(context.lowering.topology());
   SearchResult r;
   r.options["frontier_points"] = options.frontier_points;
-  r.options["memory_limit_bytes"] = limit;
-  r.plans_evaluated = static_cast<int64_t>(points.size());
-  const FrontierPoint* best = nullptr;
-  for (const FrontierPoint& p : points)
-    if (p.simulated.peak_memory_bytes <= limit && (!best || p.simulated.step_time_s < best->simulated.step_time_s))
-      best = &p;
-  if (!best) {
-    // Nothing fits: the smallest point, which the caller reports as not fitting.
-    best = &points.front();
-    r.notes.push_back("no frontier plan fits the memory limit");
+  if (options.min_gpus) r.options["min_gpus"] = true;
+  std::vector<int> counts = options.min_gpus ? gpu_counts_up_to(n) : std::vector<int>{n};
+  std::vector<FrontierPoint> points;
+  int chosen = -1, used = n;
+  for (int g : counts) {
+    PLANNER_TRY_ASSIGN(points, compute_frontier(context, options, all_devices(g)));
+    r.plans_evaluated += static_cast<int64_t>(points.size());
+    chosen = fastest_fitting(points, limit);
+    used = g;
+    if (chosen >= 0) break;
   }
-  r.configs = best->configs;
+  if (options.min_gpus) r.options["gpus_used"] = used;
+  if (chosen < 0) {
+    // Nothing fits: the smallest point, which the caller reports as not fitting.
+    chosen = 0;
+    r.notes.push_back("no frontier plan fits the memory limit");
+  } else if (options.min_gpus && used < n) {
+    r.notes.push_back(fmt::format("the fewest GPUs that fit: {} of {}", used, n));
+  }
+  r.configs = points[static_cast<size_t>(chosen)].configs;
   return r;
 }
 
