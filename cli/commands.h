@@ -24,5 +24,7 @@ void configure_topology(CLI::App& app, std::function<int()>& run);
 void configure_tdl(CLI::App& app, std::function<int()>& run);
 void configure_simulate(CLI::App& app, std::function<int()>& run);
 void configure_diff(CLI::App& app, std::function<int()>& run);
+void configure_compile(CLI::App& app, std::function<int()>& run);
+void configure_verify(CLI::App& app, std::function<int()>& run);
 
 }  // namespace planner::cli

@@ -26,6 +26,9 @@ constexpr std::array kCommands = {
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
+    CommandSpec{"compile", "compile a plan: partitioned ONNX files and a launcher", configure_compile},
+    CommandSpec{"verify", "check a plan: run it partitioned and whole, compare the results",
+                configure_verify},
 };
 
 // "did you mean …?" for a mistyped subcommand.

@@ -148,4 +148,12 @@ void TensorBuffer::release() {
   view_ = Tensor();
 }
 
+void copy_from_host(const Tensor& t, const void* host) {
+  if (t.bytes() > 0) std::memcpy(t.data, host, t.bytes());
+}
+
+void copy_to_host(const Tensor& t, void* host) {
+  if (t.bytes() > 0) std::memcpy(host, t.data, t.bytes());
+}
+
 }  // namespace planner::rt

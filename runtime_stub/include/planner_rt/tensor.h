@@ -127,6 +127,12 @@ class TensorBuffer {
   Tensor view_;
 };
 
+/// Copies t.bytes() bytes from host memory into the tensor's storage (a memcpy on the cpu
+/// backend; a host-to-device copy on others). The launcher does all host input through it.
+void copy_from_host(const Tensor& t, const void* host);
+/// Copies the tensor's t.bytes() bytes into host memory (the launcher's only host output path).
+void copy_to_host(const Tensor& t, void* host);
+
 namespace detail {
 template <typename T>
 constexpr DType dtype_of();
