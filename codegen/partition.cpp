@@ -369,7 +369,7 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   b.lo = -1;
   b.hi = 1;
   if (tensor.role == ir::TensorRole::kParameter && tensor.rank() >= 2) {
-    double fan_in = static_cast<double>(tensor.num_elements() / tensor.shape[0]);
+    double fan_in = static_cast<double>(tensor.num_elements() / std::max<int64_t>(1, tensor.shape[0]));
     b.hi = std::sqrt(3.0 / std::max(1.0, fan_in));
     b.lo = -b.hi;
   }
@@ -509,8 +509,7 @@ Expected<int> Partitioner::obtain(ir::TensorId t, int rank, const Box& want) {
       for (const Piece& p : pieces)
         if (contains(p.box, cell)) holders.insert(holders.end(), p.buffers.begin(), p.buffers.end());
       if (holders.empty())
-        return make_error("tensor '{}': no rank holds {} of it for rank {}", tensor.name,
-                          fmt::join(box_key(cell), ","), rank);
+        return make_error("tensor '{}': no rank holds the part rank {} needs", tensor.name, rank);
       std::sort(holders.begin(), holders.end(), [&](int a, int b) { return buf(a).rank < buf(b).rank; });
       int from = holders[static_cast<size_t>(rank) % holders.size()];
       int src = slice_local(from, cell);

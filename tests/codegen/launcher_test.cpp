@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "test_util.h"
+#include "tests/test_util.h"
 
 namespace planner::codegen {
 namespace {

@@ -18,7 +18,7 @@
 #include "importers/onnx_import.h"
 #include "importers/topology.h"
 #include "tdl/library.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 namespace planner::codegen {
 namespace {
