@@ -773,9 +773,9 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
       st.outputs.push_back(b);
     }
     emit(rank, std::move(st));
-    const Step& done = out_.ranks[static_cast<size_t>(rank)].steps.back();
+    const std::vector<int> done = out_.ranks[static_cast<size_t>(rank)].steps.back().outputs;
     for (size_t o = 0; o < op.outputs.size(); ++o) {
-      int b = done.outputs[o];
+      int b = done[o];
       if (b < 0) continue;
       ir::TensorId t = op.outputs[o];
       if (!k) {

@@ -217,10 +217,20 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
     for (size_t i = 1; i <= 3; ++i)
       if (present(i) && !is_whole(r.input_boxes[i], in_shape(i))) return why = "split of the weights", false;
   } else if (t == "LSTMGradWeights") {
+    // X [S, B, I], H [S, D, B, H], initial_h [D, B, H], dGates [S, D, B, 4H]: one batch range.
+    auto batch = [&](size_t i, size_t d) { return r.input_boxes[i][d]; };
+    if (present(1) && batch(1, 2) != batch(0, 1)) return why = "batch ranges differ", false;
+    if (present(2) && batch(2, 1) != batch(0, 1)) return why = "batch ranges differ", false;
+    if (present(3) && batch(3, 2) != batch(0, 1)) return why = "batch ranges differ", false;
     for (size_t o = 0; o < op.outputs.size(); ++o)
       if (op.outputs[o] != ir::kNoTensor && !is_whole(r.output_boxes[o], g.tensor(op.outputs[o]).shape))
         return why = "split of the weights", false;
   }
+  // Inputs of one shape (dY and X) are read at one box.
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    for (size_t j = i + 1; j < op.inputs.size(); ++j)
+      if (present(i) && present(j) && in_shape(i) == in_shape(j) && r.input_boxes[i] != r.input_boxes[j])
+        return why = "inputs of one shape read at different boxes", false;
   // Element-wise consistency: an input of an output's full shape is read at the output's box.
   for (size_t o = 0; o < op.outputs.size(); ++o) {
     if (op.outputs[o] == ir::kNoTensor) continue;

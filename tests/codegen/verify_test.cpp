@@ -231,3 +231,38 @@ TEST_CASE("checks: a model with hostile names compiles and runs") {
 
 }  // namespace
 }  // namespace planner::codegen
+
+namespace planner::codegen {
+namespace {
+
+// The generated launcher tables of a tiny two-rank data-parallel plan, against a golden file
+// (PLANNER_UPDATE_GOLDEN=1 rewrites it).
+TEST_CASE("checks: golden launcher of a tiny data-parallel plan") {
+  ir::Graph g;
+  g.name = "tiny";
+  ir::TensorId x = g.add_tensor({.name = "x", .dtype = ir::DType::kFloat32, .shape = {4, 3}, .role = ir::TensorRole::kInput});
+  ir::TensorId w = g.add_tensor({.name = "w", .dtype = ir::DType::kFloat32, .shape = {3, 2}, .role = ir::TensorRole::kParameter});
+  ir::TensorId h = g.add_tensor({.name = "h", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
+  ir::TensorId y = g.add_tensor({.name = "y", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
+  g.add_op(ir::Op{.name = "mm", .op_type = "MatMul", .inputs = {x, w}, .outputs = {h}});
+  g.add_op(ir::Op{.name = "relu", .op_type = "Relu", .inputs = {h}, .outputs = {y}});
+  g.inputs = {x};
+  g.outputs = {y};
+  REQUIRE(g.finalize("tiny").has_value());
+  auto m = prepare(g, false);
+  Programs p = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2);
+  std::string actual = p.to_text() + "\n" + launcher_program_source(p);
+  std::filesystem::path golden = testing::source_dir() / "tests/codegen/golden/tiny_dp2.txt";
+  if (const char* u = std::getenv("PLANNER_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(golden) << actual;
+    MESSAGE("updated ", golden.string());
+    return;
+  }
+  std::ifstream f(golden);
+  std::string expected((std::istreambuf_iterator<char>(f)), {});
+  CHECK_MESSAGE(actual == expected, "generated launcher differs from ", golden.string(),
+                " (PLANNER_UPDATE_GOLDEN=1 refreshes it)\n", actual);
+}
+
+}  // namespace
+}  // namespace planner::codegen
