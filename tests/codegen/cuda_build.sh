@@ -8,8 +8,8 @@ if grep -q 'only the cpu backend exists' "$source_dir/runtime_stub/CMakeLists.tx
   echo "SKIPPED: runtime_stub has no cuda backend yet"; exit 77
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$planner" compile "$source_dir/tests/cli/data/plans/mlp_dp.json" --model "$source_dir/examples/mlp.onnxtxt" \
-  -o "$tmp/out" --backend cuda
-cmake -S "$tmp/out/launcher" -B "$tmp/build" -G Ninja > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
+# verify --keep leaves the compiled folders (a 2-rank data-parallel plan) in $tmp/keep.
+"$planner" verify "$source_dir/examples/mlp.onnxtxt" --gpus 2 --mode infer --keep "$tmp/keep"
+cmake -S "$tmp/keep/partitioned0/launcher" -B "$tmp/build" -G Ninja -DPLANNER_RT_BACKEND=cuda > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
   || { tail -40 "$tmp/log"; exit 1; }
 echo "built the cuda launcher"
