@@ -29,6 +29,9 @@ constexpr std::array kCommands = {
     CommandSpec{"compare", "run every search and baseline on a model and compare their plans",
                 configure_compare},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
+    CommandSpec{"compile", "compile a plan: partitioned ONNX files and a launcher", configure_compile},
+    CommandSpec{"verify", "check a plan: run it partitioned and whole, compare the results",
+                configure_verify},
 };
 
 // "did you mean …?" for a mistyped subcommand.

@@ -128,7 +128,18 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
-  if (!pipeline.model.dims.empty()) o["dims"] = pipeline.model.dims;
+  if (!pipeline.model.dims.empty()) {
+    nlohmann::ordered_json dims = nlohmann::ordered_json::object();
+    for (const std::string& d : pipeline.model.dims) {
+      auto eq = d.find('=');
+      if (eq == std::string::npos) continue;
+      try {
+        dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      } catch (...) {
+      }
+    }
+    o["dims"] = std::move(dims);
+  }
   header.search.options = std::move(o);
   auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr, std::move(header),
                                  {{"data_parallel", *dp_metrics}});

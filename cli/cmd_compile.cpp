@@ -1,0 +1,70 @@
+// `planner compile PLAN --model MODEL -o DIR`: a plan becomes partitioned ONNX files, a
+// manifest and a launcher (see docs/codegen.md).
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/plan_model.h"
+#include "codegen/compile.h"
+#include "search/plan.h"
+
+namespace planner::cli {
+namespace {
+
+struct CompileFlags {
+  std::string plan;
+  ModelFlags model;
+  std::string out;
+  std::string backend = "cpu";
+  std::string optimizer = "sgd";
+  bool list_fallbacks = false;
+};
+
+int run_compile(const CompileFlags& flags) {
+  auto plan = search::load_plan(flags.plan);
+  if (!plan) return report(plan.error());
+  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
+  if (!model) return report(model.error());
+  auto programs = compile_programs(**model, plan_configs(*plan), plan->topology.num_devices);
+  if (!programs) return report(programs.error());
+  codegen::CompileOptions options;
+  options.backend = flags.backend;
+  options.model_name = (*model)->graph.name;
+  auto written = codegen::compile_to_directory(*programs, options, flags.out);
+  if (!written) return report(written.error());
+  int kernels = 0, whole = 0, collectives = 0, sends = 0;
+  for (const codegen::RankProgram& r : programs->ranks)
+    for (const codegen::Step& s : r.steps) {
+      if (s.kind == codegen::StepKind::kKernel) kernels += 1, whole += s.fallback ? 1 : 0;
+      else if (s.kind == codegen::StepKind::kSend) ++sends;
+      else if (s.kind != codegen::StepKind::kRecv) ++collectives;
+    }
+  std::printf("compiled %s for %d ranks (%s backend): %d kernel calls (%d of whole operators), "
+              "%d collective calls, %d sends\n",
+              flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(), kernels, whole, collectives, sends);
+  if (flags.list_fallbacks)
+    for (const codegen::OpReport& op : programs->ops)
+      if (!op.native) std::printf("  runs whole: %s (%s) %s\n", op.name.c_str(), op.op_type.c_str(), op.config.c_str());
+  std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n", flags.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void configure_compile(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<CompileFlags>();
+  app.add_option("plan", flags->plan, "plan file (JSON)")->required();
+  app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
+  app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
+  app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
+  app.add_option("-o,--output", flags->out, "folder to write (replaced atomically)")->required();
+  app.add_option("--backend", flags->backend, "the launcher's runtime backend")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_flag("--list-whole", flags->list_fallbacks, "list the operators that run whole (not sharded natively)");
+  run = [flags] { return run_compile(*flags); };
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,93 @@
+// The model behind a plan, and named searches.
+#include "cli/plan_model.h"
+
+#include <fmt/format.h>
+
+#include "analysis/lowering.h"
+#include "codegen/partition.h"
+#include "search/search.h"
+#include "support/sha256.h"
+
+namespace planner::cli {
+
+Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan, const ModelFlags& model,
+                                                          const std::string& optimizer) {
+  PipelineFlags flags;
+  flags.model = model;
+  flags.mode = plan.mode;
+  flags.optimizer = optimizer;
+  flags.topology.gpus = plan.topology.num_devices;
+  const auto& o = plan.search.options;
+  if (o.is_object()) {
+    if (o.contains("batch") && o["batch"].is_number_integer() && !model.batch) flags.model.batch = o["batch"].get<int64_t>();
+    if (o.contains("dims") && o["dims"].is_object() && model.dims.empty())
+      for (const auto& [k, v] : o["dims"].items())
+        if (v.is_number_integer()) flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
+    if (o.contains("optimizer") && o["optimizer"].is_string()) flags.optimizer = o["optimizer"].get<std::string>();
+  }
+  PLANNER_TRY_ASSIGN(std::string sha, sha256_file(model.model_path));
+  if (sha != plan.model.sha256)
+    return make_error("{}: the plan is for another model file (sha256 {} in the plan, {} here)", model.model_path,
+                      plan.model.sha256.substr(0, 12), sha.substr(0, 12));
+  bool dumped = false;
+  PLANNER_TRY_ASSIGN(auto prepared, prepare_model(flags, dumped));
+  const ir::Graph& g = prepared->graph;
+  if (static_cast<int>(plan.ops.size()) != g.num_ops())
+    return make_error("{}: the plan has {} operators, the {} graph {} (check --mode, --optimizer and the batch)",
+                      model.model_path, plan.ops.size(), plan.mode, g.num_ops());
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    const search::PlanOp& p = plan.ops[static_cast<size_t>(id)];
+    if (p.name != op.name || p.op_type != op.op_type || p.domain != op.domain)
+      return make_error("{}: plan operator {} is '{}' ({}), the model's is '{}' ({})", model.model_path, id, p.name,
+                        p.op_type, op.name, op.op_type);
+  }
+  if (static_cast<int>(plan.tensors.size()) != g.num_tensors())
+    return make_error("{}: the plan has {} tensors, the model {}", model.model_path, plan.tensors.size(), g.num_tensors());
+  for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
+    const ir::Tensor& tensor = g.tensor(t);
+    const search::PlanTensor& p = plan.tensors[static_cast<size_t>(t)];
+    if (p.name != tensor.name || p.shape != tensor.shape)
+      return make_error("{}: plan tensor '{}' {} does not match the model's '{}' {} (check --batch)", model.model_path,
+                        p.name, ir::shape_to_string(p.shape), tensor.name, ir::shape_to_string(tensor.shape));
+  }
+  return prepared;
+}
+
+std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
+  std::vector<analysis::OpConfig> out;
+  for (const search::PlanOp& op : plan.ops) out.push_back(op.config);
+  return out;
+}
+
+std::vector<std::string> search_names() {
+  std::vector<std::string> names;
+  for (const auto& s : search::searches()) names.emplace_back(s.name);
+  return names;
+}
+
+Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name, const PreparedModel& m) {
+  analysis::Lowering lowering(m.graph, m.strategies, *m.topology);
+  PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(name));
+  PLANNER_TRY_ASSIGN(search::GroupSpace space, search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
+  search::SearchContext context{lowering, space, m.train ? &m.training : nullptr};
+  search::SearchOptions options;
+  options.memory_limit = search::default_memory_limit(*m.topology);
+  // A bounded, machine-independent search: verify checks correctness, not the best plan.
+  options.max_proposals = 200;
+  PLANNER_TRY_ASSIGN(search::SearchResult result, info->run(context, options));
+  return std::move(result.configs);
+}
+
+Expected<codegen::Programs> compile_programs(const PreparedModel& m, const std::vector<analysis::OpConfig>& configs,
+                                             int num_ranks) {
+  auto p = codegen::partition(m.graph, m.strategies, configs, num_ranks, m.train);
+  if (!p) return p.error().with_context(m.source);
+  return p;
+}
+
+std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {
+  return std::vector<analysis::OpConfig>(static_cast<size_t>(m.graph.num_ops()), analysis::OpConfig::single(0));
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,33 @@
+// Writing a compiled plan to a folder: rank_<i>.onnx, manifest.json, programs.txt, the
+// launcher sources and a copy of runtime_stub/ — atomically (a temporary folder renamed into
+// place), so a failure never leaves a half-written folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/program.h"
+#include "support/expected.h"
+
+namespace planner::codegen {
+
+/// Options of compile_to_directory.
+struct CompileOptions {
+  std::string backend = "cpu";   ///< the launcher's default PLANNER_RT_BACKEND: cpu or cuda
+  std::string model_name;        ///< for the ONNX graph names and the manifest
+  int64_t opset = 17;            ///< the default-domain opset of the rank models
+  /// The runtime_stub/ source folder copied next to the launcher; empty: runtime_stub_dir().
+  std::string runtime_stub;
+};
+
+/// Where the runtime library's sources are: $PLANNER_RUNTIME_STUB_DIR, else the source tree the
+/// planner was built from.
+std::string runtime_stub_dir();
+
+/// Writes every file of `programs` into `dir` (replacing an existing folder only once the new
+/// one is complete). Errors: a rank model the ONNX checker refuses, a file that cannot be
+/// written, a missing runtime_stub.
+Expected<void> compile_to_directory(const Programs& programs, const CompileOptions& options,
+                                    const std::string& dir);
+
+}  // namespace planner::codegen

@@ -1,0 +1,119 @@
+// Per-rank programs: what each rank of a partitioned step does, in order — kernels on slices
+// and the communication between them. The core IR of codegen: the partitioned ONNX files,
+// the manifest and the launcher are all printed from it.
+//
+// Programs are in SSA form: every step writes fresh buffers, and a buffer holds one box
+// (region) of one tensor of the original graph on one rank. Each rank's step list is the
+// projection of one global sequence onto that rank (a send comes right before its recv), so
+// with buffered sends every blocking call has its partner earlier in the sequence: no
+// deadlock, and point-to-point messages between two ranks match in FIFO order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/sharding.h"
+#include "analysis/strategies.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace planner::codegen {
+
+/// Where a buffer's value comes from before the step runs.
+enum class BufferInit : uint8_t {
+  kComputed,  ///< written by a step of the program
+  kUniform,   ///< rt::fill_uniform(seed, tensor name, global shape, region offset, lo, hi)
+  kZeros,     ///< zeros (optimizer state)
+  kConstant,  ///< the bytes in `data` (a slice of a graph constant, or a rewritten attribute)
+};
+
+/// One buffer of one rank: a box of a tensor of the original graph (or a helper constant).
+struct Buffer {
+  int id = 0;                            ///< index in Programs::buffers
+  int rank = 0;                          ///< the rank that owns it
+  ir::TensorId tensor = ir::kNoTensor;   ///< the original tensor (kNoTensor: helper constant)
+  std::string tensor_name;               ///< its name (or a generated one for helpers)
+  ir::DType dtype = ir::DType::kFloat32;
+  std::vector<int64_t> global_shape;     ///< the original tensor's shape
+  analysis::Box region;                  ///< the box it holds, in global coordinates
+  BufferInit init = BufferInit::kComputed;
+  double lo = -1, hi = 1;                ///< kUniform's range
+  std::vector<uint8_t> data;             ///< kConstant's bytes (little-endian, row-major)
+  /// Holds a partial sum (before its all-reduce).
+  bool partial = false;
+
+  std::vector<int64_t> shape() const;
+  bool persistent() const { return init != BufferInit::kComputed; }
+};
+
+/// What a step does.
+enum class StepKind : uint8_t {
+  kKernel,         ///< run an operator (the original op on slices, or Slice/Concat/ZerosLike)
+  kAllReduce,      ///< inputs[0] reduced over `group` into outputs[0]
+  kAllGather,      ///< inputs[0] gathered along `axis` over `group` into outputs[0]
+  kAllToAll,       ///< inputs[0] split along `axis`, exchanged, concatenated along `axis2`
+  kReduceScatter,  ///< reserved: not produced yet (an all-reduce and a Slice instead)
+  kSend,           ///< inputs[0] sent to `peer`
+  kRecv,           ///< outputs[0] received from `peer`
+};
+
+/// The text name of a step kind: "kernel", "all_reduce", ...
+const char* step_kind_name(StepKind kind);
+
+/// One step of a rank's program.
+struct Step {
+  StepKind kind = StepKind::kKernel;
+  // Kernels.
+  std::string op_type;                               ///< e.g. "Gemm", "Slice"
+  std::string domain;                                ///< "" or "ai.planner"
+  std::string node;                                  ///< the original node's name ("" for helpers)
+  ir::OpId op = ir::kNoOp;                           ///< the original op (kNoOp for helpers)
+  std::map<std::string, ir::Attribute> attributes;   ///< rewritten for the shard
+  bool fallback = false;  ///< the whole op run on gathered inputs (not sharded natively)
+  // Buffers (-1 for an absent optional input/output).
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  // Communication.
+  std::vector<int> group;  ///< member ranks in collective order
+  int peer = -1;           ///< send/recv partner
+  int64_t axis = 0;        ///< gather / split axis
+  int64_t axis2 = 0;       ///< all-to-all concat axis
+  analysis::Reducer reducer = analysis::Reducer::kSum;
+};
+
+/// One rank's step list.
+struct RankProgram {
+  int rank = 0;
+  std::vector<Step> steps;
+};
+
+/// How one operator was compiled (for reports and docs).
+struct OpReport {
+  std::string name, op_type, domain;
+  std::string config;
+  bool native = true;  ///< every shard ran natively (no fallback)
+};
+
+/// The compiled step: every rank's program and the buffers they use.
+struct Programs {
+  int num_ranks = 0;
+  bool train = false;
+  std::vector<Buffer> buffers;
+  std::vector<RankProgram> ranks;
+  /// Buffers whose values are graph outputs (model outputs, updated parameters and state), in
+  /// graph-output order; replicas included.
+  std::vector<int> outputs;
+  /// (updated buffer, resident buffer) pairs: after a training step the updated parameter or
+  /// optimizer state is copied back for the next step.
+  std::vector<std::pair<int, int>> carries;
+  std::vector<OpReport> ops;
+
+  /// A readable listing: per rank, one line per step.
+  std::string to_text() const;
+  /// A buffer's display name: "tensor[0:32,0:64]@r1".
+  std::string buffer_label(int id) const;
+};
+
+}  // namespace planner::codegen

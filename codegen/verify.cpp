@@ -1,0 +1,314 @@
+// Building, running and comparing launchers.
+#include "codegen/verify.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "codegen/compile.h"
+#include "support/sha256.h"
+
+namespace planner::codegen {
+
+namespace fs = std::filesystem;
+
+Expected<std::vector<DumpedSlice>> read_dump(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("{}: cannot read", path);
+  std::string magic;
+  std::getline(f, magic);
+  if (magic != "PLNRDUMP1") return make_error("{}: not a launcher dump", path);
+  auto u64 = [&]() {
+    uint64_t v = 0;
+    f.read(reinterpret_cast<char*>(&v), sizeof v);
+    return v;
+  };
+  std::vector<DumpedSlice> out;
+  while (f.peek() != EOF) {
+    DumpedSlice s;
+    uint64_t n = u64();
+    if (!f || n > (1u << 20)) return make_error("{}: corrupt dump", path);
+    s.name.resize(n);
+    f.read(s.name.data(), static_cast<std::streamsize>(n));
+    s.dtype = static_cast<ir::DType>(u64());
+    s.rank = static_cast<int>(u64());
+    uint64_t r = u64();
+    if (!f || r > 16) return make_error("{}: corrupt dump", path);
+    for (auto* v : {&s.global_shape, &s.offset, &s.shape}) {
+      v->resize(r);
+      for (auto& x : *v) x = static_cast<int64_t>(u64());
+    }
+    uint64_t bytes = u64();
+    s.bytes.resize(bytes);
+    f.read(reinterpret_cast<char*>(s.bytes.data()), static_cast<std::streamsize>(bytes));
+    if (!f) return make_error("{}: truncated dump", path);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+double element(const DumpedSlice& s, int64_t i) {
+  switch (s.dtype) {
+    case ir::DType::kFloat32: {
+      float v;
+      std::memcpy(&v, s.bytes.data() + i * 4, 4);
+      return v;
+    }
+    case ir::DType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, s.bytes.data() + i * 8, 8);
+      return static_cast<double>(v);
+    }
+    case ir::DType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, s.bytes.data() + i * 4, 4);
+      return v;
+    }
+    default:
+      return s.bytes[static_cast<size_t>(i)];
+  }
+}
+
+}  // namespace
+
+Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector<DumpedSlice>& ref, double tol) {
+  Comparison c;
+  std::map<std::string, const DumpedSlice*> by_name;
+  for (const DumpedSlice& r : ref) by_name[r.name] = &r;
+  std::map<std::string, std::vector<bool>> covered;
+  std::map<std::string, double> scale;
+  for (const auto& [name, r] : by_name) {
+    int64_t n = static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
+    covered[name].assign(static_cast<size_t>(n), false);
+    double m = 0;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(element(*r, i)));
+    scale[name] = m;
+  }
+  for (const DumpedSlice& s : part) {
+    auto it = by_name.find(s.name);
+    if (it == by_name.end() || it->second->global_shape != s.global_shape) {
+      c.ok = false;
+      c.problem = fmt::format("output '{}' is not in the reference run", s.name);
+      continue;
+    }
+    const DumpedSlice& r = *it->second;
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    std::vector<int64_t> idx(s.shape.size(), 0);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t g = 0;
+      for (size_t d = 0; d < s.shape.size(); ++d) g = g * s.global_shape[d] + s.offset[d] + idx[d];
+      double a = element(s, e), b = element(r, g);
+      double diff = std::fabs(a - b);
+      if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
+      double rel = diff / std::max(scale[s.name], 1e-30);
+      if (diff > c.max_abs) c.max_abs = diff;
+      if (rel > c.max_rel || (std::isinf(rel) && c.worst.empty())) {
+        c.max_rel = rel;
+        c.worst = s.name;
+      }
+      covered[s.name][static_cast<size_t>(g)] = true;
+      for (size_t d = s.shape.size(); d-- > 0;) {
+        if (++idx[d] < s.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  for (const auto& [name, cov] : covered) {
+    ++c.tensors;
+    if (std::find(cov.begin(), cov.end(), false) != cov.end()) {
+      c.ok = false;
+      if (c.problem.empty()) c.problem = fmt::format("the partitioned run does not produce all of '{}'", name);
+    }
+  }
+  if (!(c.max_rel <= tol)) c.ok = false;
+  return c;
+}
+
+std::string cache_dir() {
+  if (const char* e = std::getenv("PLANNER_CACHE_DIR"); e && *e) return e;
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::string(e) + "/planner";
+  if (const char* e = std::getenv("HOME"); e && *e) return std::string(e) + "/.cache/planner";
+  return (fs::temp_directory_path() / "planner-cache").string();
+}
+
+int run_command(const std::string& command, std::string& output) {
+  output.clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> chunk;
+  size_t n;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) output.append(chunk.data(), n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A path as a quoted CMake argument.
+std::string quote_cmake(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\' || c == '$' || c == ';') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string tail(const std::string& s, size_t n = 3000) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+// The runtime library built from `src` (a runtime_stub folder), cached by content hash.
+Expected<std::string> prebuilt_runtime(const fs::path& src, bool verbose) {
+  std::string all;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(src))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    all += fs::relative(f, src).string() + '\0' + std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
+  }
+  std::string key = sha256_hex(all).substr(0, 16);
+  fs::path dir = fs::path(cache_dir()) / ("runtime-" + key);
+  fs::path lib = dir / "build/libplanner_rt.a";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  int lock = ::open((dir / "lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock < 0) return make_error("{}: cannot lock the runtime cache", dir.string());
+  ::flock(lock, LOCK_EX);
+  Expected<std::string> result = lib.string();
+  if (!fs::exists(lib)) {
+    fs::remove_all(dir / "src", ec);
+    fs::copy(src, dir / "src", fs::copy_options::recursive, ec);
+    std::string out;
+    std::string cmd = fmt::format("cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build {}",
+                                  quote((dir / "src").string()), quote((dir / "build").string()),
+                                  quote((dir / "build").string()));
+    if (verbose) std::fprintf(stderr, "building the runtime library: %s\n", cmd.c_str());
+    if (run_command(cmd, out) != 0) result = make_error("building the runtime library failed:\n{}", tail(out));
+  }
+  ::flock(lock, LOCK_UN);
+  ::close(lock);
+  return result;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> build_launchers(const std::vector<std::string>& dirs, const std::string& build_dir,
+                                                   bool verbose) {
+  if (dirs.empty()) return std::vector<std::string>{};
+  PLANNER_TRY_ASSIGN(std::string lib, prebuilt_runtime(fs::path(dirs[0]) / "runtime_stub", verbose));
+  fs::path root = fs::path(build_dir) / "project";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  std::string cm = "cmake_minimum_required(VERSION 3.20)\nproject(planner_verify LANGUAGES CXX)\n";
+  std::vector<std::string> exes;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    cm += fmt::format("set(PLANNER_LAUNCHER_TARGET launcher{})\nadd_subdirectory({} l{})\n", i,
+                      quote_cmake(fs::absolute(fs::path(dirs[i]) / "launcher").string()), i);
+    exes.push_back((fs::path(build_dir) / "build" / fmt::format("l{}", i) / "launcher").string());
+  }
+  {
+    std::ofstream f(root / "CMakeLists.txt");
+    f << cm;
+  }
+  std::string launcher_flag;
+  std::string out;
+  if (run_command("command -v ccache", out) == 0) launcher_flag = "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
+  std::string cmd = fmt::format(
+      "cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANNER_RT_PREBUILT={} {} && cmake --build {}",
+      quote(root.string()), quote((fs::path(build_dir) / "build").string()), quote(lib), launcher_flag,
+      quote((fs::path(build_dir) / "build").string()));
+  if (verbose) std::fprintf(stderr, "building the launchers: %s\n", cmd.c_str());
+  if (run_command(cmd, out) != 0) return make_error("building the launchers failed:\n{}", tail(out));
+  return exes;
+}
+
+namespace {
+
+double last_step_ms(const std::string& output) {
+  double ms = 0;
+  size_t at = 0;
+  while ((at = output.find("(slowest rank)", at)) != std::string::npos) {
+    size_t colon = output.rfind(':', at);
+    if (colon != std::string::npos) ms = std::atof(output.c_str() + colon + 1);
+    ++at;
+  }
+  return ms;
+}
+
+}  // namespace
+
+Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, const std::vector<Programs>& partitioned,
+                                                   const VerifyOptions& o) {
+  std::string work = o.work_dir;
+  std::error_code ec;
+  if (work.empty()) {
+    std::string templ = (fs::temp_directory_path() / "planner-verify-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) return make_error("cannot create a temporary folder");
+    work = templ;
+  }
+  fs::create_directories(work, ec);
+  struct Cleanup {
+    std::string dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(dir, e);
+    }
+  } cleanup{work, o.keep || !o.work_dir.empty()};
+
+  std::vector<std::string> dirs;
+  CompileOptions co;
+  co.model_name = "verify";
+  dirs.push_back((fs::path(work) / "reference").string());
+  PLANNER_TRY(compile_to_directory(reference, co, dirs.back()));
+  for (size_t i = 0; i < partitioned.size(); ++i) {
+    dirs.push_back((fs::path(work) / fmt::format("partitioned{}", i)).string());
+    PLANNER_TRY(compile_to_directory(partitioned[i], co, dirs.back()));
+  }
+  PLANNER_TRY_ASSIGN(std::vector<std::string> exes, build_launchers(dirs, (fs::path(work) / "build").string(), o.verbose));
+  auto run = [&](size_t i, std::string& out) -> Expected<std::vector<DumpedSlice>> {
+    std::string dump = (fs::path(work) / fmt::format("run{}.dump", i)).string();
+    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --timeout 60", quote(exes[i]), o.steps, o.seed,
+                                  quote(dump));
+    if (o.verbose) std::fprintf(stderr, "running %s\n", cmd.c_str());
+    if (run_command(cmd, out) != 0)
+      return make_error("{} launcher failed:\n{}", i == 0 ? "the reference" : "the partitioned", tail(out));
+    return read_dump(dump);
+  };
+  std::string ref_out;
+  PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> ref, run(0, ref_out));
+  std::vector<VerifyResult> results;
+  for (size_t i = 1; i < exes.size(); ++i) {
+    VerifyResult r;
+    PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> got, run(i, r.output));
+    r.comparison = compare_dumps(got, ref, o.tolerance);
+    r.step_ms = last_step_ms(r.output);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace planner::codegen

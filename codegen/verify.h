@@ -1,0 +1,82 @@
+// Proving a compiled plan right: build launchers (one CMake project, the runtime library built
+// once per source version and cached), run them, and compare the partitioned step's outputs
+// and updated parameters with the unpartitioned step's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/program.h"
+#include "ir/dtype.h"
+#include "support/expected.h"
+
+namespace planner::codegen {
+
+/// One buffer of a launcher's --dump file.
+struct DumpedSlice {
+  std::string name;                   ///< the original tensor's name
+  ir::DType dtype = ir::DType::kFloat32;
+  int rank = 0;
+  std::vector<int64_t> global_shape, offset, shape;
+  std::vector<uint8_t> bytes;
+};
+
+/// Reads a launcher's --dump file.
+Expected<std::vector<DumpedSlice>> read_dump(const std::string& path);
+
+/// How two runs compare.
+struct Comparison {
+  bool ok = true;
+  int tensors = 0;            ///< reference tensors compared
+  double max_abs = 0;         ///< largest |partitioned - reference|
+  double max_rel = 0;         ///< largest |difference| / max |reference| of its tensor
+  std::string worst;          ///< the tensor with the largest relative error
+  std::string problem;        ///< why not ok, when it is something else than the tolerance
+};
+
+/// Compares every slice of `partitioned` with the same region of the (whole) tensors of
+/// `reference`: ok when every reference tensor is covered and every relative error (scaled by
+/// the tensor's largest magnitude) is at most `tolerance`.
+Comparison compare_dumps(const std::vector<DumpedSlice>& partitioned, const std::vector<DumpedSlice>& reference,
+                         double tolerance);
+
+/// Where verify keeps its runtime builds: $PLANNER_CACHE_DIR, else $XDG_CACHE_HOME/planner or
+/// ~/.cache/planner.
+std::string cache_dir();
+
+/// Builds the launchers of compiled folders (each with launcher/ and runtime_stub/) as one
+/// CMake project in `build_dir`; returns each launcher executable's path. The runtime library
+/// is built once per runtime_stub source hash under cache_dir() (guarded by a file lock).
+/// `log` collects the build output for error messages.
+Expected<std::vector<std::string>> build_launchers(const std::vector<std::string>& compiled_dirs,
+                                                   const std::string& build_dir, bool verbose);
+
+/// Runs a command line, capturing stdout and stderr together; returns its exit status.
+int run_command(const std::string& command, std::string& output);
+
+/// Options of verify_programs.
+struct VerifyOptions {
+  int steps = 2;              ///< training steps run (parameters carried between them)
+  uint64_t seed = 1;          ///< initialisation seed of both runs
+  double tolerance = 1e-4;    ///< largest relative error accepted (see compare_dumps)
+  std::string work_dir;       ///< where to compile and build; empty: a fresh temporary folder
+  bool keep = false;          ///< keep work_dir afterwards
+  bool verbose = false;
+};
+
+/// What one partitioned program did against the reference.
+struct VerifyResult {
+  Comparison comparison;
+  double step_ms = 0;        ///< the last step's time, slowest rank
+  std::string output;        ///< the launcher's output
+};
+
+/// Compiles `reference` (normally a 1-rank program) and every program of `partitioned` for the
+/// cpu backend, builds them as one project, runs each with the same seed and compares every
+/// output and updated parameter with the reference's. Errors: a build or a run that fails.
+Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, const std::vector<Programs>& partitioned,
+                                                   const VerifyOptions& options);
+
+}  // namespace planner::codegen

@@ -1,0 +1,268 @@
+// End-to-end tests of codegen: plans of the example models compiled, built, run partitioned
+// and whole, and compared (data-parallel, model-parallel and hand-mixed plans on 2, 4 and 8
+// ranks, training and inference); a plan missing an all-reduce is caught; rank models pass
+// the ONNX checker; a model with hostile names compiles and runs.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+
+#include "analysis/lowering.h"
+#include "analysis/op_strategies.h"
+#include "analysis/training_graph.h"
+#include "codegen/compile.h"
+#include "codegen/launcher.h"
+#include "codegen/onnx_export.h"
+#include "codegen/partition.h"
+#include "codegen/verify.h"
+#include "importers/onnx_import.h"
+#include "importers/topology.h"
+#include "tdl/library.h"
+#include "tests/test_util.h"
+
+namespace planner::codegen {
+namespace {
+
+using analysis::OpConfig;
+
+// A model prepared as the pipeline does: import, training graph, strategies.
+struct Model {
+  ir::Graph graph;
+  std::unique_ptr<tdl::Library> library;
+  std::unique_ptr<analysis::StrategyCache> cache;
+  analysis::GraphStrategies strategies;
+  bool train = false;
+};
+
+std::unique_ptr<Model> prepare(ir::Graph forward, bool train) {
+  auto m = std::make_unique<Model>();
+  m->train = train;
+  if (train) {
+    auto t = analysis::build_training_graph(forward, {});
+    REQUIRE_MESSAGE(t.has_value(), t.error().message());
+    m->graph = std::move(t->graph);
+  } else {
+    m->graph = std::move(forward);
+  }
+  auto lib = tdl::Library::builtin();
+  REQUIRE(lib.has_value());
+  m->library = std::make_unique<tdl::Library>(std::move(*lib));
+  m->cache = std::make_unique<analysis::StrategyCache>(*m->library);
+  auto s = analysis::analyze_graph(*m->cache, m->graph, "test");
+  REQUIRE_MESSAGE(s.has_value(), s.error().message());
+  m->strategies = std::move(*s);
+  return m;
+}
+
+std::unique_ptr<Model> example(const std::string& name, bool train) {
+  auto g = importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
+  REQUIRE_MESSAGE(g.has_value(), g.error().message());
+  return prepare(std::move(*g), train);
+}
+
+std::vector<OpConfig> baseline(const Model& m, analysis::Baseline b, int n) {
+  importers::Topology topo = importers::h100_cluster(n);
+  analysis::Lowering lowering(m.graph, m.strategies, topo);
+  auto c = analysis::baseline_configs(lowering, b, n);
+  REQUIRE_MESSAGE(c.has_value(), c.error().message());
+  return *c;
+}
+
+// A hand-mixed plan: operators in turn data-parallel, model-parallel, split along two
+// variables at once (2 x n/2), and whole on one device or replicated on a subset.
+std::vector<OpConfig> mixed(const Model& m, int n) {
+  std::vector<OpConfig> dp = baseline(m, analysis::Baseline::kDataParallel, n);
+  std::vector<OpConfig> mp = baseline(m, analysis::Baseline::kModelParallel, n);
+  importers::Topology topo = importers::h100_cluster(n);
+  analysis::Lowering lowering(m.graph, m.strategies, topo);
+  std::vector<int> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<OpConfig> out(static_cast<size_t>(m.graph.num_ops()));
+  int i = 0;
+  for (ir::OpId id : m.graph.topo_order()) {
+    OpConfig c = dp[static_cast<size_t>(id)];
+    switch (i++ % 4) {
+      case 1:
+        c = mp[static_cast<size_t>(id)];
+        break;
+      case 2: {
+        std::vector<std::pair<std::string, int64_t>> vars(lowering.splittable(id).begin(), lowering.splittable(id).end());
+        if (vars.size() >= 2 && n >= 4 && vars[0].second >= 2 && vars[1].second >= n / 2) {
+          c.splits = {{vars[0].first, 2}, {vars[1].first, n / 2}};
+          c.replicas = 1;
+          c.devices = all;
+          std::reverse(c.devices.begin(), c.devices.end());
+        }
+        break;
+      }
+      case 3:
+        c = (i / 4) % 2 ? OpConfig::single(i % n) : OpConfig::replicated({0, n - 1});
+        if (n == 1) c = OpConfig::single(0);
+        break;
+      default:
+        break;
+    }
+    REQUIRE_MESSAGE(lowering.check_config(id, c).has_value(), m.graph.op(id).name);
+    out[static_cast<size_t>(id)] = c;
+  }
+  return out;
+}
+
+Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {
+  auto p = partition(m.graph, m.strategies, configs, n, m.train);
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  return std::move(*p);
+}
+
+Programs reference(const Model& m) {
+  return compile(m, std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0)), 1);
+}
+
+// Verifies every plan of one model and mode in one build.
+void verify_all(const std::string& name, bool train, const std::vector<std::pair<std::string, int>>& plans) {
+  auto m = example(name, train);
+  std::vector<Programs> programs;
+  for (const auto& [kind, n] : plans) {
+    std::vector<OpConfig> c = kind == "dp"   ? baseline(*m, analysis::Baseline::kDataParallel, n)
+                              : kind == "mp" ? baseline(*m, analysis::Baseline::kModelParallel, n)
+                                             : mixed(*m, n);
+    programs.push_back(compile(*m, c, n));
+  }
+  VerifyOptions o;
+  auto results = verify_programs(reference(*m), programs, o);
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  for (size_t i = 0; i < results->size(); ++i) {
+    const Comparison& c = (*results)[i].comparison;
+    INFO(name, train ? " train " : " infer ", plans[i].first, " on ", plans[i].second, " ranks: max abs ", c.max_abs,
+         ", max rel ", c.max_rel, " in '", c.worst, "' ", c.problem);
+    MESSAGE(name, train ? " train " : " infer ", plans[i].first, " x", plans[i].second, ": max rel error ", c.max_rel,
+            ", ", (*results)[i].step_ms, " ms/step");
+    CHECK(c.ok);
+    CHECK(c.tensors > 0);
+  }
+}
+
+TEST_CASE("mlp: partitioned steps match the unpartitioned step") {
+  verify_all("mlp", true, {{"dp", 2}, {"mp", 4}, {"mixed", 4}, {"mixed", 8}});
+  verify_all("mlp", false, {{"dp", 8}, {"mp", 2}, {"mixed", 2}});
+}
+
+TEST_CASE("transformer_block: partitioned steps match the unpartitioned step") {
+  verify_all("transformer_block", true, {{"dp", 4}, {"mp", 2}, {"mixed", 4}});
+  verify_all("transformer_block", false, {{"dp", 2}, {"mp", 8}, {"mixed", 8}});
+}
+
+TEST_CASE("small_cnn: partitioned steps match the unpartitioned step") {
+  verify_all("small_cnn", true, {{"dp", 2}, {"mp", 4}, {"mixed", 8}});
+  verify_all("small_cnn", false, {{"dp", 8}, {"mp", 2}, {"mixed", 4}});
+}
+
+TEST_CASE("lstm: partitioned steps match the unpartitioned step") {
+  verify_all("lstm", true, {{"dp", 4}, {"mp", 2}, {"mixed", 2}});
+  verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}});
+}
+
+TEST_CASE("checks: a plan without its all-reduce is caught, and rank models pass the checker") {
+  auto m = example("mlp", true);
+  Programs good = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2);
+  // The all-reduces of the weight gradients become plain copies: each rank updates its
+  // parameters with its own half-batch gradient.
+  Programs bad = good;
+  int removed = 0;
+  for (RankProgram& r : bad.ranks)
+    for (Step& s : r.steps)
+      if (s.kind == StepKind::kAllReduce) {
+        s.kind = StepKind::kKernel;
+        s.op_type = "Identity";
+        s.group.clear();
+        ++removed;
+      }
+  REQUIRE(removed > 0);
+  auto results = verify_programs(reference(*m), {good, bad}, {});
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  CHECK((*results)[0].comparison.ok);
+  CHECK_FALSE((*results)[1].comparison.ok);
+
+  // Every rank model passes onnx::checker; whole-world collectives use com.microsoft.
+  std::string dir = (std::filesystem::temp_directory_path() / "planner-codegen-onnx-test").string();
+  CompileOptions co;
+  co.model_name = "mlp";
+  REQUIRE(compile_to_directory(good, co, dir).has_value());
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream f(dir + "/rank_" + std::to_string(r) + ".onnx", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    CHECK(check_onnx(bytes, "rank").has_value());
+    CHECK(bytes.find("com.microsoft") != std::string::npos);
+    CHECK(bytes.find("AllReduce") != std::string::npos);
+  }
+  CHECK(std::filesystem::exists(dir + "/manifest.json"));
+  CHECK(std::filesystem::exists(dir + "/launcher/program.cpp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("checks: a model with hostile names compiles and runs") {
+  const std::string weird = "w\"q\\x\n*/ ??/ ??= \xc3\xa9\t";
+  ir::Graph g;
+  g.name = "hostile \"model\"";
+  ir::Tensor x{.name = "input " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 16}, .role = ir::TensorRole::kInput};
+  ir::Tensor w{.name = "weight " + weird, .dtype = ir::DType::kFloat32, .shape = {16, 4}, .role = ir::TensorRole::kParameter};
+  ir::Tensor h{.name = "hidden " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 4}};
+  ir::Tensor y{.name = "out " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 4}};
+  ir::TensorId xi = g.add_tensor(x), wi = g.add_tensor(w), hi = g.add_tensor(h), yi = g.add_tensor(y);
+  g.add_op(ir::Op{.name = "matmul " + weird, .op_type = "MatMul", .inputs = {xi, wi}, .outputs = {hi}});
+  g.add_op(ir::Op{.name = "relu */ " + weird, .op_type = "Relu", .inputs = {hi}, .outputs = {yi}});
+  g.inputs = {xi};
+  g.outputs = {yi};
+  REQUIRE(g.finalize("hostile").has_value());
+  for (bool train : {true, false}) {
+    auto m = prepare(g, train);
+    std::vector<Programs> programs = {compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2),
+                                      compile(*m, baseline(*m, analysis::Baseline::kModelParallel, 2), 2)};
+    for (const Programs& p : programs) {
+      std::string source = launcher_program_source(p);
+      CHECK(source.find("\n*/") == std::string::npos);
+      CHECK(source.find("??/") == std::string::npos);
+    }
+    auto results = verify_programs(reference(*m), programs, {});
+    REQUIRE_MESSAGE(results.has_value(), results.error().message());
+    for (const VerifyResult& r : *results) CHECK(r.comparison.ok);
+  }
+}
+
+}  // namespace
+}  // namespace planner::codegen
+
+namespace planner::codegen {
+namespace {
+
+// The generated launcher tables of a tiny two-rank data-parallel plan, against a golden file
+// (PLANNER_UPDATE_GOLDEN=1 rewrites it).
+TEST_CASE("checks: golden launcher of a tiny data-parallel plan") {
+  ir::Graph g;
+  g.name = "tiny";
+  ir::TensorId x = g.add_tensor({.name = "x", .dtype = ir::DType::kFloat32, .shape = {4, 3}, .role = ir::TensorRole::kInput});
+  ir::TensorId w = g.add_tensor({.name = "w", .dtype = ir::DType::kFloat32, .shape = {3, 2}, .role = ir::TensorRole::kParameter});
+  ir::TensorId h = g.add_tensor({.name = "h", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
+  ir::TensorId y = g.add_tensor({.name = "y", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
+  g.add_op(ir::Op{.name = "mm", .op_type = "MatMul", .inputs = {x, w}, .outputs = {h}});
+  g.add_op(ir::Op{.name = "relu", .op_type = "Relu", .inputs = {h}, .outputs = {y}});
+  g.inputs = {x};
+  g.outputs = {y};
+  REQUIRE(g.finalize("tiny").has_value());
+  auto m = prepare(g, false);
+  Programs p = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2);
+  std::string actual = p.to_text() + "\n" + launcher_program_source(p);
+  std::filesystem::path golden = testing::source_dir() / "tests/codegen/golden/tiny_dp2.txt";
+  if (const char* u = std::getenv("PLANNER_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(golden) << actual;
+    MESSAGE("updated ", golden.string());
+    return;
+  }
+  std::ifstream f(golden);
+  std::string expected((std::istreambuf_iterator<char>(f)), {});
+  CHECK_MESSAGE(actual == expected, "generated launcher differs from ", golden.string(),
+                " (PLANNER_UPDATE_GOLDEN=1 refreshes it)\n", actual);
+}
+
+}  // namespace
+}  // namespace planner::codegen
