@@ -26,6 +26,7 @@ constexpr std::array kCommands = {
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
     CommandSpec{"plan", "search for a plan and write the plan file", configure_plan},
+    CommandSpec{"frontier", "the memory/time frontier, for one GPU count or several", configure_frontier},
     CommandSpec{"compare", "run every search and baseline on a model and compare their plans",
                 configure_compare},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},

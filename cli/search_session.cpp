@@ -28,6 +28,11 @@ void SearchFlags::add_to(CLI::App& app, bool with_search) {
   app.add_option("--frontier-points", frontier_points, "most points the frontier keeps (default 10)")
       ->check(CLI::Range(2, 64));
   app.add_flag("--no-progress", no_progress, "never draw the progress line");
+  app.add_option("--objective", objective,
+                 "dp: minimise time (compute and communication; the default) or comm (bytes sent, as Tofu and SoyBean)")
+      ->check(CLI::IsMember({"time", "comm"}));
+  app.add_flag("--min-gpus", min_gpus,
+               "with --search frontier: use the fewest GPUs (1, 2, 4, ...) on which a plan fits");
   app.add_flag("--no-fallback", no_fallback,
                "write the search's own plan even when data parallelism is faster under the simulator");
 }
@@ -37,6 +42,8 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
   o.seed = seed;
   o.budget_s = budget_s;
   o.frontier_points = frontier_points;
+  o.min_gpus = min_gpus;
+  o.objective = objective == "comm" ? search::Objective::kCommBytes : search::Objective::kTime;
   if (!memory_limit.empty()) {
     auto bytes = parse_bytes(memory_limit);
     if (!bytes || *bytes <= 0)

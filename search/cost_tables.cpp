@@ -24,6 +24,9 @@ namespace {
 
 using analysis::Box;
 
+// In bytes, every reduction counts in full (no overlap discount).
+bool bytes_objective_reductions_count(Objective o) { return o == Objective::kCommBytes; }
+
 bool is_update_op(const ir::Op& op) {
   return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
@@ -66,7 +69,9 @@ class Pricer {
     return it->second;
   }
 
-  // Time to bring `need` (of elements of `element_size` bytes) from `held`.
+  bool bytes_objective = false;  // price in bytes sent instead of seconds
+
+  // Time (or bytes) to bring `need` (of elements of `element_size` bytes) from `held`.
   double price(int held, int need, int64_t element_size) {
     uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(held)) << 32) | static_cast<uint32_t>(need);
     auto it = cache_.find(key);
@@ -115,6 +120,11 @@ class Pricer {
       }
     }
     if (transfers.empty()) return 0;
+    if (bytes_objective) {
+      double b = 0;
+      for (const auto& t : transfers) b += t.bytes;
+      return b;
+    }
     return analysis::step_time(topology_, transfers);
   }
 
@@ -138,11 +148,14 @@ struct Flow {
 }  // namespace
 
 Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
-                                       const std::vector<int>& devices, const Deadline& deadline) {
+                                       const std::vector<int>& devices, const Deadline& deadline,
+                                       Objective objective) {
+  const bool count_bytes = objective == Objective::kCommBytes;
   const analysis::Lowering& lowering = space.lowering();
   const ir::Graph& g = lowering.graph();
   const importers::Topology& topology = lowering.topology();
   Pricer pricer(topology);
+  pricer.bytes_objective = count_bytes;
   CostTables out;
   const int groups = space.num_groups();
   out.node_.resize(static_cast<size_t>(groups));
@@ -198,7 +211,7 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
         const ir::Op& op = g.op(m);
         auto sharded = lowering.shard_op(m, config);
         if (!sharded) return sharded.error();
-        double op_time = *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+        double op_time = count_bytes ? 0.0 : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
         time += op_time;
         if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
         OpFacts& f = facts[static_cast<size_t>(m)][c];
@@ -240,11 +253,12 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
                   members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
                 analysis::Box b = sh.shard_box(t.shape, (tile * sh.partial) * sh.replicas + r);
                 double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
-                worst = std::max(worst, analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes).time);
+                auto cc = analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes);
+                worst = objective == Objective::kCommBytes ? worst + cc.bytes_sent : std::max(worst, cc.time);
               }
             bool feeds_update = !t.consumers.empty();
             for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
-            (feeds_update ? overlappable : time) += worst;
+            (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) += worst;
           }
         }
       }

@@ -31,6 +31,12 @@ struct Deadline {
   static Deadline after(double seconds);
 };
 
+/// What the tables' "time" measures.
+enum class Objective {
+  kTime,       ///< seconds: compute, reductions and conversions (the default)
+  kCommBytes,  ///< bytes sent by all devices (Tofu's and SoyBean's objective); compute is free
+};
+
 /// The tables of one group graph for given candidates.
 class CostTables {
  public:
@@ -45,7 +51,8 @@ class CostTables {
   /// Builds the tables for `candidates[g]` of every group, on `devices`. Errors: a config the
   /// lowering refuses (named), or the deadline passing.
   static Expected<CostTables> build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
-                                    const std::vector<int>& devices, const Deadline& deadline);
+                                    const std::vector<int>& devices, const Deadline& deadline,
+                                    Objective objective = Objective::kTime);
 
   int num_groups() const { return static_cast<int>(node_.size()); }
   /// Per candidate of `group`: its cost.

@@ -53,15 +53,19 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
         if (rest > 1) l.push_back({"", rest});
         cands.push_back(std::move(l));
       };
-      with({"", k});
+      // Minimising bytes, replication would always win (it communicates nothing): like Tofu,
+      // that objective replicates only groups that cannot be split.
+      const bool replicate = options.objective != Objective::kCommBytes;
+      if (replicate) with({"", k});
       for (const auto& [var, extent] : space.vars(g)) {
         int64_t pieces = k;
         for (const Cut& c : base)
           if (c.var == var) pieces *= c.pieces;
         if (pieces <= extent) with({var, k});
       }
+      if (cands.empty()) with({"", k});
     }
-    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline));
+    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, options.objective));
     EliminationOptions eo;
     eo.track_memory = false;
     eo.deadline = deadline;
@@ -75,6 +79,7 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
   }
   result.configs = space.plan(cuts, devices);
   result.options["cuts"] = steps.empty() ? "1" : steps;
+  result.options["objective"] = options.objective == Objective::kCommBytes ? "comm" : "time";
   return result;
 }
 

@@ -33,7 +33,9 @@ struct SearchOptions {
   int64_t memory_limit = 0;   ///< bytes per device a plan may use; 0: the smallest device's memory
   int threads = 1;            ///< worker threads where a search parallelises
   int frontier_points = 10;   ///< most points a frontier keeps (frontier)
-  bool min_gpus = false;      ///< frontier: use the fewest GPUs (first of 1, 2, 4, …) that fit
+  bool min_gpus = false;
+  /// dp: minimise the tables' time (default) or the bytes communicated (Tofu, SoyBean).
+  Objective objective = Objective::kTime;      ///< frontier: use the fewest GPUs (first of 1, 2, 4, …) that fit
   /// Most proposals a search makes (mcmc); 0: no cap (with budget_s also 0, a default cap).
   /// A cap reached before the budget makes the result independent of the machine's speed.
   int64_t max_proposals = 0;

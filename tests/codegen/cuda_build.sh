@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `planner compile --backend cuda`: the launcher configures and builds where nvcc is found and
-# runtime_stub has a cuda backend; otherwise the test is skipped (exit 77) and says why.
+# `planner compile --backend cuda` for the four example models (a plan of each from
+# `planner plan`, training, 4 GPUs): their launchers configure and build against runtime_stub's
+# cuda backend in one wrapper project (the runtime built once). Skipped (exit 77), saying why,
+# where nvcc is missing.
 set -euo pipefail
 planner=$1 source_dir=$2
 if ! command -v nvcc > /dev/null; then echo "SKIPPED: nvcc not found"; exit 77; fi
@@ -8,8 +10,21 @@ if grep -q 'only the cpu backend exists' "$source_dir/runtime_stub/CMakeLists.tx
   echo "SKIPPED: runtime_stub has no cuda backend yet"; exit 77
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-# verify --keep leaves the compiled folders (a 2-rank data-parallel plan) in $tmp/keep.
-"$planner" verify "$source_dir/examples/mlp.onnxtxt" --gpus 2 --mode infer --keep "$tmp/keep"
-cmake -S "$tmp/keep/partitioned0/launcher" -B "$tmp/build" -G Ninja -DPLANNER_RT_BACKEND=cuda > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
+models=(mlp transformer_block small_cnn lstm)
+{
+  echo "cmake_minimum_required(VERSION 3.20)"
+  echo "project(cuda_launchers LANGUAGES CXX)"
+  echo "set(PLANNER_RT_BACKEND cuda CACHE STRING \"\")"
+  echo "add_subdirectory(\${CMAKE_CURRENT_SOURCE_DIR}/mlp/runtime_stub \${CMAKE_CURRENT_BINARY_DIR}/runtime_stub)"
+} > "$tmp/CMakeLists.txt"
+for m in "${models[@]}"; do
+  "$planner" plan "$source_dir/examples/$m.onnxtxt" --gpus 4 --search dp --no-progress -o "$tmp/$m.json" > /dev/null
+  "$planner" compile "$tmp/$m.json" --model "$source_dir/examples/$m.onnxtxt" -o "$tmp/$m" --backend cuda > /dev/null
+  echo "set(PLANNER_LAUNCHER_TARGET launcher_$m)" >> "$tmp/CMakeLists.txt"
+  echo "add_subdirectory(\${CMAKE_CURRENT_SOURCE_DIR}/$m/launcher \${CMAKE_CURRENT_BINARY_DIR}/$m)" >> "$tmp/CMakeLists.txt"
+done
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S "$tmp" -B "$tmp/build" -G Ninja "${launcher[@]}" > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
   || { tail -40 "$tmp/log"; exit 1; }
-echo "built the cuda launcher"
+echo "built the cuda launchers of ${models[*]}"

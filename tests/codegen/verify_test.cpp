@@ -1,6 +1,6 @@
 // End-to-end tests of codegen: plans of the example models compiled, built, run partitioned
-// and whole, and compared (data-parallel, model-parallel and hand-mixed plans on 2, 4 and 8
-// ranks, training and inference); a plan missing an all-reduce is caught; rank models pass
+// and whole, and compared (data-parallel, model-parallel, hand-mixed plans and the plans of
+// the dp, frontier and mcmc searches on 2, 4 and 8 ranks, training and inference); a plan missing an all-reduce is caught; rank models pass
 // the ONNX checker; a model with hostile names compiles and runs.
 #include <filesystem>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include "codegen/verify.h"
 #include "importers/onnx_import.h"
 #include "importers/topology.h"
+#include "search/search.h"
 #include "tdl/library.h"
 #include "tests/test_util.h"
 
@@ -32,6 +33,7 @@ struct Model {
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;
   bool train = false;
+  analysis::TrainingGraph training;
 };
 
 std::unique_ptr<Model> prepare(ir::Graph forward, bool train) {
@@ -40,6 +42,7 @@ std::unique_ptr<Model> prepare(ir::Graph forward, bool train) {
   if (train) {
     auto t = analysis::build_training_graph(forward, {});
     REQUIRE_MESSAGE(t.has_value(), t.error().message());
+    m->training = *t;
     m->graph = std::move(t->graph);
   } else {
     m->graph = std::move(forward);
@@ -108,6 +111,24 @@ std::vector<OpConfig> mixed(const Model& m, int n) {
   return out;
 }
 
+// The plan a search of the search table finds on n H100s (mcmc with a fixed proposal count).
+std::vector<OpConfig> searched(const Model& m, const std::string& name, int n) {
+  importers::Topology topo = importers::h100_cluster(n);
+  analysis::Lowering lowering(m.graph, m.strategies, topo);
+  const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
+  auto space = search::GroupSpace::create(lowering, training);
+  REQUIRE_MESSAGE(space.has_value(), space.error().message());
+  auto info = search::find_search(name);
+  REQUIRE(info.has_value());
+  search::SearchOptions o;
+  o.budget_s = 0;
+  o.max_proposals = 100;
+  o.memory_limit = search::default_memory_limit(topo);
+  auto r = (*info)->run({lowering, *space, training}, o);
+  REQUIRE_MESSAGE(r.has_value(), r.error().message());
+  return r->configs;
+}
+
 Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {
   auto p = partition(m.graph, m.strategies, configs, n, m.train);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
@@ -123,9 +144,10 @@ void verify_all(const std::string& name, bool train, const std::vector<std::pair
   auto m = example(name, train);
   std::vector<Programs> programs;
   for (const auto& [kind, n] : plans) {
-    std::vector<OpConfig> c = kind == "dp"   ? baseline(*m, analysis::Baseline::kDataParallel, n)
-                              : kind == "mp" ? baseline(*m, analysis::Baseline::kModelParallel, n)
-                                             : mixed(*m, n);
+    std::vector<OpConfig> c = kind == "dp"                ? baseline(*m, analysis::Baseline::kDataParallel, n)
+                              : kind == "mp"              ? baseline(*m, analysis::Baseline::kModelParallel, n)
+                              : kind.starts_with("search:") ? searched(*m, kind.substr(7), n)
+                                                          : mixed(*m, n);
     programs.push_back(compile(*m, c, n));
   }
   VerifyOptions o;
@@ -143,23 +165,23 @@ void verify_all(const std::string& name, bool train, const std::vector<std::pair
 }
 
 TEST_CASE("mlp: partitioned steps match the unpartitioned step") {
-  verify_all("mlp", true, {{"dp", 2}, {"mp", 4}, {"mixed", 4}, {"mixed", 8}});
-  verify_all("mlp", false, {{"dp", 8}, {"mp", 2}, {"mixed", 2}});
+  verify_all("mlp", true, {{"dp", 2}, {"mp", 4}, {"mixed", 4}, {"mixed", 8}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
+  verify_all("mlp", false, {{"dp", 8}, {"mp", 2}, {"mixed", 2}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
 }
 
 TEST_CASE("transformer_block: partitioned steps match the unpartitioned step") {
-  verify_all("transformer_block", true, {{"dp", 4}, {"mp", 2}, {"mixed", 4}});
-  verify_all("transformer_block", false, {{"dp", 2}, {"mp", 8}, {"mixed", 8}});
+  verify_all("transformer_block", true, {{"dp", 4}, {"mp", 2}, {"mixed", 4}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
+  verify_all("transformer_block", false, {{"dp", 2}, {"mp", 8}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
 }
 
 TEST_CASE("small_cnn: partitioned steps match the unpartitioned step") {
-  verify_all("small_cnn", true, {{"dp", 2}, {"mp", 4}, {"mixed", 8}});
-  verify_all("small_cnn", false, {{"dp", 8}, {"mp", 2}, {"mixed", 4}});
+  verify_all("small_cnn", true, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
+  verify_all("small_cnn", false, {{"dp", 8}, {"mp", 2}, {"mixed", 4}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
 }
 
 TEST_CASE("lstm: partitioned steps match the unpartitioned step") {
-  verify_all("lstm", true, {{"dp", 4}, {"mp", 2}, {"mixed", 2}});
-  verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}});
+  verify_all("lstm", true, {{"dp", 4}, {"mp", 2}, {"mixed", 2}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
+  verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
 }
 
 TEST_CASE("checks: a plan without its all-reduce is caught, and rank models pass the checker") {

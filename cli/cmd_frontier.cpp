@@ -1,0 +1,147 @@
+// `planner frontier MODEL`: the memory/time frontier (TensorOpt) as a table, CSV and SVG, for
+// one GPU count or profiled across several (--gpus 1,2,4,8,16).
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/search_session.h"
+#include "search/frontier.h"
+#include "search/frontier_chart.h"
+#include "search/plan_builder.h"
+#include "support/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct FrontierFlags {
+  PipelineFlags pipeline;
+  SearchFlags search;
+  std::vector<int> gpus;  ///< --gpus N[,M…]
+  std::string csv;
+  std::string svg;
+};
+
+Expected<void> write_file(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("{}: cannot write", path);
+    out << text;
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      return make_error("{}: write failed", path);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return make_error("{}: cannot write", path);
+  }
+  return ok();
+}
+
+int run_frontier(const FrontierFlags& flags) {
+  std::vector<int> counts = flags.gpus;
+  if (counts.empty() && flags.pipeline.topology.topology.empty()) {
+    std::fprintf(stderr, "error: give --gpus N (or a list, --gpus 1,2,4,8) or --topology\n");
+    return 1;
+  }
+  if (counts.empty()) counts.push_back(0);  // the whole topology
+  std::vector<search::FrontierSeries> series;
+  std::string csv = "gpus,point,step_time_s,peak_memory_bytes,comm_bytes,fits,chosen\n";
+  std::string model_name, topology_name;
+  int64_t limit = 0;
+  for (size_t ci = 0; ci < counts.size(); ++ci) {
+    PipelineFlags pf = flags.pipeline;
+    if (counts[ci] > 0) pf.topology.gpus = counts[ci];
+    bool dumped = false;
+    auto session = open_session(pf, dumped);
+    if (!session) return report(session.error());
+    if (dumped) return 0;
+    const PreparedModel& m = *session->model;
+    const importers::Topology& topology = *m.topology;
+    auto options = flags.search.options(topology);
+    if (!options) return report(options.error());
+    limit = options->memory_limit;
+    const int n = topology.num_devices();
+    auto points = search::compute_frontier(session->context(), *options, search::all_devices(n));
+    if (options->progress) std::fprintf(stderr, "\r\033[K");
+    if (!points) return report(points.error().with_context(m.source));
+    auto dp = search::run_data_parallel(session->context(), *options);
+    if (!dp) return report(dp.error().with_context(m.source));
+    auto dpm = search::evaluate_configs(*session->lowering, dp->configs);
+    if (!dpm) return report(dpm.error().with_context(m.source));
+    int chosen = search::fastest_fitting(*points, limit);
+    search::FrontierSeries s;
+    s.gpus = n;
+    s.data_parallel = *dpm;
+    s.chosen = chosen;
+    model_name = m.graph.name.empty() ? m.source : m.graph.name;
+    topology_name = topology.name();
+    if (ci == 0)
+      std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(), pf.mode.c_str(),
+                  format_bytes(static_cast<double>(limit)).c_str());
+    std::printf("\n%s: %d GPUs, %d nodes\n", topology.name().c_str(), n, topology.num_nodes());
+    std::printf("  #  step time     peak memory    communication\n");
+    for (size_t i = 0; i < points->size(); ++i) {
+      const auto& p = (*points)[i].simulated;
+      bool fits = p.peak_memory_bytes <= limit;
+      std::printf("%3zu  %-12s  %-13s  %-13s%s%s\n", i + 1, format_seconds(p.step_time_s).c_str(),
+                  format_bytes(static_cast<double>(p.peak_memory_bytes)).c_str(),
+                  format_bytes(static_cast<double>(p.comm_bytes)).c_str(), fits ? "" : "  (does not fit)",
+                  static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
+      s.points.push_back(p);
+      csv += fmt::format("{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes, p.comm_bytes,
+                         fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0);
+    }
+    std::printf("  data parallel: %s, %s, %s\n", format_seconds(dpm->step_time_s).c_str(),
+                format_bytes(static_cast<double>(dpm->peak_memory_bytes)).c_str(),
+                format_bytes(static_cast<double>(dpm->comm_bytes)).c_str());
+    csv += fmt::format("{},data_parallel,{},{},{},{},0\n", n, dpm->step_time_s, dpm->peak_memory_bytes, dpm->comm_bytes,
+                       dpm->peak_memory_bytes <= limit ? 1 : 0);
+    series.push_back(std::move(s));
+  }
+  if (series.size() > 1) {
+    std::printf("\nGPUs  fastest that fits  smallest memory  data parallel\n");
+    for (const auto& s : series) {
+      std::string fastest = s.chosen >= 0 ? format_seconds(s.points[static_cast<size_t>(s.chosen)].step_time_s) : "none fits";
+      std::printf("%-4d  %-17s  %-15s  %s\n", s.gpus, fastest.c_str(),
+                  s.points.empty() ? "-" : format_bytes(static_cast<double>(s.points.front().peak_memory_bytes)).c_str(),
+                  format_seconds(s.data_parallel.step_time_s).c_str());
+    }
+  }
+  if (!flags.csv.empty()) {
+    auto w = write_file(flags.csv, csv);
+    if (!w) return report(w.error());
+    std::printf("\nCSV written to %s\n", flags.csv.c_str());
+  }
+  if (!flags.svg.empty()) {
+    auto w = write_file(flags.svg, search::frontier_svg(model_name + " on " + topology_name + ": memory against time",
+                                                         series, limit));
+    if (!w) return report(w.error());
+    std::printf("%sSVG written to %s\n", flags.csv.empty() ? "\n" : "", flags.svg.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void configure_frontier(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<FrontierFlags>();
+  flags->pipeline.add_to(app);
+  // --gpus takes a list here: one frontier per count.
+  app.remove_option(app.get_option("--gpus"));
+  app.add_option("--gpus", flags->gpus, "GPU count, or a comma-separated list to profile across counts")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  flags->search.add_to(app, /*with_search=*/false);
+  app.add_option("--csv", flags->csv, "write the frontier points as CSV");
+  app.add_option("--svg", flags->svg, "write a plot of memory against time as SVG");
+  run = [flags] { return run_frontier(*flags); };
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,199 @@
+// Tests for search/elimination.cpp, dp_search.cpp and frontier_search.cpp: the elimination is
+// exact against exhaustive enumeration of the same cost tables (fastest time; the whole
+// memory/time frontier), dp beats data parallelism's communication on SoyBean's MLP, and the
+// frontier's fastest fitting point is what --search frontier returns.
+#include <functional>
+
+#include "search/cost_tables.h"
+#include "search/elimination.h"
+#include "search/frontier.h"
+#include "search/plan_builder.h"
+#include "search/search.h"
+#include "tests/search/search_fixture.h"
+
+namespace planner::search {
+namespace {
+
+using testing::import_text;
+using testing::prepare;
+
+// Six operators: three MatMuls with ReLUs, batch 64.
+const char* kMlp = R"(<ir_version: 8, opset_import: ["" : 17]>
+mlp (float[64,512] x) => (float[64,16] y)
+<float[512,512] w1 = {}, float[512,256] w2 = {}, float[256,16] w3 = {}>
+{
+  h1 = MatMul(x, w1)
+  a1 = Relu(h1)
+  h2 = MatMul(a1, w2)
+  a2 = Relu(h2)
+  h3 = MatMul(a2, w3)
+  y = Relu(h3)
+}
+)";
+
+// Conv -> Relu -> MaxPool -> Flatten -> Gemm, with a residual-free branch-free shape.
+const char* kCnn = R"(<ir_version: 8, opset_import: ["" : 17]>
+cnn (float[8,4,16,16] image) => (float[8,16] logits)
+<float[32,4,3,3] conv_w = {}, float[16,2048] fc_w = {}>
+{
+  c = Conv<kernel_shape = [3, 3], pads = [1, 1, 1, 1]>(image, conv_w)
+  r = Relu(c)
+  p = MaxPool<kernel_shape = [2, 2], strides = [2, 2]>(r)
+  f = Flatten<axis = 1>(p)
+  logits = Gemm<transB = 1>(f, fc_w)
+}
+)";
+
+// SoyBean's worked example (section 2.2): five 300 x 300 fully connected layers, batch 400.
+const char* kSoyBean = R"(<ir_version: 8, opset_import: ["" : 17]>
+soybean (float[400,300] x) => (float[400,300] y)
+<float[300,300] w0 = {}, float[300,300] w1 = {}, float[300,300] w2 = {}, float[300,300] w3 = {}, float[300,300] w4 = {}>
+{
+  y0 = MatMul(x, w0)
+  y1 = MatMul(y0, w1)
+  y2 = MatMul(y1, w2)
+  y3 = MatMul(y2, w3)
+  y = MatMul(y3, w4)
+}
+)";
+
+// Cost tables over every candidate of at most `max_cuts` cuts (capped per group so the
+// enumeration stays small).
+CostTables tables_for(const testing::Prepared& p, int n, int max_cuts, size_t cap,
+                      std::vector<std::vector<CutList>>& cands) {
+  CandidateOptions co;
+  co.max_cuts = max_cuts;
+  cands.clear();
+  for (int g = 0; g < p.space->num_groups(); ++g) {
+    auto c = p.space->candidates(g, n, co);
+    if (c.size() > cap) c.resize(cap);
+    cands.push_back(std::move(c));
+  }
+  auto t = CostTables::build(*p.space, cands, all_devices(n), {});
+  REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error().message()));
+  return std::move(*t);
+}
+
+void check_exact(const testing::Prepared& p, int n, int max_cuts, size_t cap) {
+  std::vector<std::vector<CutList>> cands;
+  CostTables tables = tables_for(p, n, max_cuts, cap, cands);
+  int64_t combos = 1;
+  for (const auto& c : cands) combos *= static_cast<int64_t>(c.size());
+  MESSAGE(p.space->num_groups(), " groups, ", combos, " combinations");
+  REQUIRE(combos <= 2'000'000);
+
+  // Fastest: the exact DP over the group graph equals enumeration.
+  EliminationOptions fast;
+  fast.track_memory = false;
+  auto dp = eliminate(tables, fast);
+  REQUIRE(dp.has_value());
+  EliminationResult brute = exhaustive(tables, false);
+  CHECK(dp->costs[0].time == doctest::Approx(brute.costs[0].time).epsilon(1e-12));
+  CHECK(tables.total(dp->choices[0]).time == doctest::Approx(dp->costs[0].time).epsilon(1e-12));
+  INFO("heuristic eliminations: ", dp->heuristic_eliminations);
+  CHECK(dp->heuristic_eliminations == 0);
+
+  // Frontier: every Pareto point, nothing else (no thinning).
+  EliminationOptions front;
+  front.track_memory = true;
+  front.max_points = 1'000'000;
+  auto ft = eliminate(tables, front);
+  REQUIRE(ft.has_value());
+  EliminationResult pareto = exhaustive(tables, true);
+  REQUIRE(ft->costs.size() == pareto.costs.size());
+  for (size_t i = 0; i < pareto.costs.size(); ++i) {
+    CHECK(ft->costs[i].memory == doctest::Approx(pareto.costs[i].memory).epsilon(1e-12));
+    CHECK(ft->costs[i].time == doctest::Approx(pareto.costs[i].time).epsilon(1e-12));
+    // Each unrolled plan costs what its frontier point says.
+    Cost c = tables.total(ft->choices[i]);
+    CHECK(c.memory == doctest::Approx(ft->costs[i].memory).epsilon(1e-12));
+    CHECK(c.time == doctest::Approx(ft->costs[i].time).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("elimination: a 6-operator MLP on 4 GPUs, training, equals exhaustive search") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(4));
+  check_exact(*p, 4, 2, 12);
+}
+
+TEST_CASE("elimination: a small CNN on 4 GPUs, training, equals exhaustive search") {
+  auto p = prepare(import_text(kCnn), importers::h100_cluster(4));
+  check_exact(*p, 4, 2, 10);
+}
+
+TEST_CASE("elimination: inference graphs too") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(4), false);
+  check_exact(*p, 4, 2, 12);
+}
+
+TEST_CASE("dp: SoyBean's MLP on 16 GPUs communicates well under data parallelism") {
+  auto p = prepare(import_text(kSoyBean), importers::h100_cluster(16));
+  SearchOptions o;
+  o.budget_s = 0;
+  o.objective = Objective::kCommBytes;  // SoyBean's (and Tofu's) objective
+  auto dp = run_dp(p->context(), o);
+  REQUIRE_MESSAGE(dp.has_value(), (dp ? "" : dp.error().message()));
+  auto base = run_data_parallel(p->context(), o);
+  REQUIRE(base.has_value());
+  auto mine = evaluate_configs(*p->lowering, dp->configs);
+  auto theirs = evaluate_configs(*p->lowering, base->configs);
+  REQUIRE(mine.has_value());
+  REQUIRE(theirs.has_value());
+  MESSAGE("SoyBean MLP, 16 GPUs: dp ", mine->comm_bytes / 1e6, " MB, data parallel ", theirs->comm_bytes / 1e6,
+          " MB (SoyBean: hybrid 33.6 MB against 57.6 MB)");
+  CHECK(static_cast<double>(mine->comm_bytes) < 0.75 * static_cast<double>(theirs->comm_bytes));
+  CHECK(dp->options["cuts"] == "2x2x2x2");
+}
+
+TEST_CASE("dp: non-powers of two factorise largest first") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(12));
+  SearchOptions o;
+  o.budget_s = 0;
+  auto dp = run_dp(p->context(), o);
+  REQUIRE_MESSAGE(dp.has_value(), (dp ? "" : dp.error().message()));
+  CHECK(dp->options["cuts"] == "3x2x2");
+  for (ir::OpId id = 0; id < p->graph().num_ops(); ++id) {
+    CHECK(dp->configs[static_cast<size_t>(id)].num_shards() == 12);
+    CHECK(p->lowering->check_config(id, dp->configs[static_cast<size_t>(id)]).has_value());
+  }
+}
+
+TEST_CASE("frontier: the fastest fitting point is --search frontier's plan; the smallest beats data parallelism") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
+  SearchOptions o;
+  o.budget_s = 0;
+  o.memory_limit = default_memory_limit(*p->topology);
+  auto points = compute_frontier(p->context(), o, all_devices(8));
+  REQUIRE_MESSAGE(points.has_value(), (points ? "" : points.error().message()));
+  REQUIRE(!points->empty());
+  int chosen = fastest_fitting(*points, o.memory_limit);
+  REQUIRE(chosen >= 0);
+  auto r = run_frontier(p->context(), o);
+  REQUIRE(r.has_value());
+  CHECK(r->configs == (*points)[static_cast<size_t>(chosen)].configs);
+  auto dp = run_data_parallel(p->context(), o);
+  auto dpm = evaluate_configs(*p->lowering, dp->configs);
+  REQUIRE(dpm.has_value());
+  CHECK(points->front().simulated.peak_memory_bytes < dpm->peak_memory_bytes);
+  // Sorted by memory.
+  for (size_t i = 1; i < points->size(); ++i)
+    CHECK((*points)[i - 1].simulated.peak_memory_bytes <= (*points)[i].simulated.peak_memory_bytes);
+}
+
+TEST_CASE("frontier: the fewest GPUs that fit") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
+  SearchOptions o;
+  o.budget_s = 0;
+  o.min_gpus = true;
+  o.memory_limit = 1 << 20;  // 1 MiB: a few GPUs' worth of this model
+  auto r = run_frontier(p->context(), o);
+  REQUIRE(r.has_value());
+  int used = r->options["gpus_used"].get<int>();
+  MESSAGE("fits on ", used, " of 8 GPUs with 1 MiB each");
+  CHECK(used > 1);
+  for (const auto& c : r->configs)
+    for (int d : c.devices) CHECK(d < used);
+}
+
+}  // namespace
+}  // namespace planner::search
