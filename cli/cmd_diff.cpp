@@ -132,6 +132,7 @@ void print_json(const DiffFlags& flags, const search::PlanDiff& diff,
                 const std::vector<Gate>& gates) {
   json j;
   j["model"] = {{"name", diff.model.name}, {"sha256", diff.model.sha256}};
+  if (diff.model_changed()) j["model"]["old_sha256"] = diff.old_model.sha256;
   j["old"] = side_json(flags.old_path, diff.old_topology, diff.old_mode, diff.old_search);
   j["new"] = side_json(flags.new_path, diff.new_topology, diff.new_mode, diff.new_search);
   j["topology_changed"] = diff.topology_changed();
@@ -235,7 +236,10 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   std::vector<std::vector<std::string>> header;
   header.push_back({"plans", flags.old_path + " → " + flags.new_path});
   header.push_back(
-      {"model", fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
+      {"model", diff.model_changed()
+                    ? fmt::format("{} (file changed: sha256 {} → {})", diff.model.name,
+                                  diff.old_model.sha256.substr(0, 12), diff.model.sha256.substr(0, 12))
+                    : fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
   header.push_back({"topology", diff.topology_changed() ? topology_text(diff.old_topology) + " → " +
                                                               topology_text(diff.new_topology)
                                                         : topology_text(diff.new_topology)});

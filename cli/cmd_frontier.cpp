@@ -85,7 +85,8 @@ int run_frontier(const FrontierFlags& flags) {
     if (ci == 0)
       std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(), pf.mode.c_str(),
                   format_bytes(static_cast<double>(limit)).c_str());
-    std::printf("\n%s: %d GPUs, %d nodes\n", topology.name().c_str(), n, topology.num_nodes());
+    std::printf("\n%s: %d GPUs, %d %s\n", topology.name().c_str(), n, topology.num_nodes(),
+                topology.num_nodes() == 1 ? "node" : "nodes");
     std::printf("  #  step time     peak memory    communication\n");
     for (size_t i = 0; i < points->size(); ++i) {
       const auto& p = (*points)[i].simulated;

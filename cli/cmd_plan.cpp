@@ -116,8 +116,8 @@ int run_plan(const PlanFlags& flags) {
   }
   std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(), plan.mode.c_str(),
               m.graph.num_ops(), session->space->num_groups());
-  std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), topology.num_devices(),
-              topology.num_nodes());
+  std::printf("topology     %s (%d GPUs, %d %s)\n", topology.name().c_str(), topology.num_devices(),
+              topology.num_nodes(), topology.num_nodes() == 1 ? "node" : "nodes");
   std::printf("search       %s, %s\n", plan.search.algorithm.c_str(), format_seconds(outcome->search_seconds).c_str());
   std::printf("\n               %-14s %-14s\n", "this plan", "data parallel");
   std::printf("step time      %-14s %-14s %s\n", format_seconds(plan.predicted.step_time_s).c_str(),

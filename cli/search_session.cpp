@@ -28,6 +28,9 @@ void SearchFlags::add_to(CLI::App& app, bool with_search) {
   app.add_option("--frontier-points", frontier_points, "most points the frontier keeps (default 10)")
       ->check(CLI::Range(2, 64));
   app.add_flag("--no-progress", no_progress, "never draw the progress line");
+  app.add_option("--max-proposals", max_proposals,
+                 "mcmc: stop after this many proposals (reproducible whatever the machine's speed)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--objective", objective,
                  "dp: minimise time (compute and communication; the default) or comm (bytes sent, as Tofu and SoyBean)")
       ->check(CLI::IsMember({"time", "comm"}));
@@ -43,6 +46,7 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
   o.budget_s = budget_s;
   o.frontier_points = frontier_points;
   o.min_gpus = min_gpus;
+  o.max_proposals = max_proposals;
   o.objective = objective == "comm" ? search::Objective::kCommBytes : search::Objective::kTime;
   if (!memory_limit.empty()) {
     auto bytes = parse_bytes(memory_limit);

@@ -24,6 +24,7 @@ struct SearchFlags {
   std::string memory_limit;    ///< --memory-limit: bytes per device ("80GiB"); default the device's
   int frontier_points = 10;    ///< --frontier-points
   bool no_progress = false;    ///< --no-progress: never draw the progress line
+  int64_t max_proposals = 0;   ///< --max-proposals: mcmc's proposal cap (0: budget alone)
   std::string objective = "time";  ///< --objective time|comm (dp)
   bool min_gpus = false;       ///< --min-gpus: frontier on the fewest GPUs that fit
   bool no_fallback = false;    ///< --no-fallback: keep the search's plan even if data parallelism is faster

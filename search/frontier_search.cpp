@@ -43,7 +43,12 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
                ? a.simulated.peak_memory_bytes < b.simulated.peak_memory_bytes
                : a.simulated.step_time_s < b.simulated.step_time_s;
   });
-  return out;
+  // The tables rank plans; the simulator has the last word: points it finds dominated (or
+  // equal to a kept one) leave the frontier.
+  std::vector<FrontierPoint> kept;
+  for (FrontierPoint& p : out)
+    if (kept.empty() || p.simulated.step_time_s < kept.back().simulated.step_time_s) kept.push_back(std::move(p));
+  return kept;
 }
 
 int fastest_fitting(const std::vector<FrontierPoint>& points, int64_t limit) {

@@ -46,7 +46,9 @@ Expected<PlanDiff> diff_plans(const Plan& old_plan, const Plan& new_plan) {
         "plans of different schema versions ({} and {}): convert both to one "
         "version before comparing them",
         old_plan.schema_version, new_plan.schema_version);
-  if (old_plan.model.sha256 != new_plan.model.sha256)
+  // Another revision of the same model (its file changed, its name did not) is what CI
+  // compares; plans of two different models are refused.
+  if (old_plan.model.sha256 != new_plan.model.sha256 && old_plan.model.name != new_plan.model.name)
     return make_error(
         "plans of different models: '{}' (sha256 {}) and '{}' (sha256 {}); diff "
         "compares plans of one model",
@@ -54,6 +56,7 @@ Expected<PlanDiff> diff_plans(const Plan& old_plan, const Plan& new_plan) {
         short_hash(new_plan.model.sha256));
   PlanDiff diff;
   diff.model = new_plan.model;
+  diff.old_model = old_plan.model;
   diff.old_topology = old_plan.topology;
   diff.new_topology = new_plan.topology;
   diff.old_mode = old_plan.mode;

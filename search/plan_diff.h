@@ -51,7 +51,8 @@ struct TensorChange {
 /// Everything `planner diff` reports. Lists are in plan order: changed and added entries in
 /// the new plan's order, removed ones in the old plan's.
 struct PlanDiff {
-  PlanModel model;            ///< the model both plans are for
+  PlanModel model;            ///< the model (the new plan's revision of it)
+  PlanModel old_model;        ///< the old plan's revision (another file hash when the model changed)
   PlanTopology old_topology;  ///< the old plan's devices
   PlanTopology new_topology;  ///< the new plan's devices (may differ: reported, not refused)
   std::string old_mode;       ///< "train" or "infer"
@@ -68,6 +69,8 @@ struct PlanDiff {
   std::vector<PlanTensor> added_tensors;      ///< only in the new plan
   std::vector<PlanTensor> removed_tensors;    ///< only in the old plan
 
+  /// Whether the model file changed between the plans (same name, another hash).
+  bool model_changed() const { return old_model.sha256 != model.sha256; }
   /// Whether the plans were made for different topologies.
   bool topology_changed() const { return !(old_topology == new_topology); }
   /// Whether any operator or tensor differs.

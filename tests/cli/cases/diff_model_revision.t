@@ -1,0 +1,3 @@
+# A revision of the same model (a layer made wider): diff compares the plans, shows the file
+# change and the operators, and the CI gate trips when the new plan is slower.
+set -o pipefail; sed 's/float\[1024,1024\] fc2_w/float[2048,1024] fc2_w/; s/float\[1024\] fc2_b/float[2048] fc2_b/; s/float\[1024,1024\] fc3_w/float[1024,2048] fc3_w/' $EXAMPLES/mlp.onnxtxt > $TMP/mlp.onnxtxt && $PLANNER plan $EXAMPLES/mlp.onnxtxt --gpus 4 --no-progress -o $TMP/old.json > /dev/null && $PLANNER plan $TMP/mlp.onnxtxt --gpus 4 --no-progress -o $TMP/new.json > /dev/null && $PLANNER diff $TMP/old.json $TMP/new.json --fail-if-slower 1 | head -12

@@ -1,0 +1,2 @@
+# The same model, topology, options and seed give byte-identical plan files, for every search.
+for s in dp frontier mcmc; do $PLANNER plan $EXAMPLES/transformer_block.onnxtxt --gpus 4 --search $s --budget 0 --max-proposals 300 --no-progress -o $TMP/a_$s.json > /dev/null; $PLANNER plan $EXAMPLES/transformer_block.onnxtxt --gpus 4 --search $s --budget 0 --max-proposals 300 --no-progress -o $TMP/b_$s.json > /dev/null; cmp $TMP/a_$s.json $TMP/b_$s.json && echo "$s: identical"; done
