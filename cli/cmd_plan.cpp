@@ -80,7 +80,7 @@ int run_plan(const PlanFlags& flags) {
                  format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
                  format_bytes(static_cast<double>(smallest)).c_str(),
                  gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()));
-    return 2;
+    return 4;
   }
   if (!flags.output.empty() && flags.output != "-") {
     auto written = search::write_plan(plan, flags.output);
