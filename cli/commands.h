@@ -27,6 +27,7 @@ void configure_compare(CLI::App& app, std::function<int()>& run);
 void configure_diff(CLI::App& app, std::function<int()>& run);
 void configure_plan(CLI::App& app, std::function<int()>& run);
 void configure_frontier(CLI::App& app, std::function<int()>& run);
+void configure_explain(CLI::App& app, std::function<int()>& run);
 void configure_compile(CLI::App& app, std::function<int()>& run);
 void configure_verify(CLI::App& app, std::function<int()>& run);
 

@@ -26,6 +26,7 @@ constexpr std::array kCommands = {
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
     CommandSpec{"plan", "search for a plan and write the plan file", configure_plan},
+    CommandSpec{"explain", "why a plan chose what it chose, operator by operator", configure_explain},
     CommandSpec{"frontier", "the memory/time frontier, for one GPU count or several", configure_frontier},
     CommandSpec{"compare", "run every search and baseline on a model and compare their plans",
                 configure_compare},

@@ -140,9 +140,13 @@ TEST_CASE("plans of different models are refused in one line naming both") {
   CHECK(diff.error().message() ==
         "plans of different models: 'mlp' (sha256 aaaaaaaaaaaa) and 'small_cnn' (sha256 "
         "0123456789ab); diff compares plans of one model");
-  // The same name with other bytes is another model too (an edited file).
+  // The same name with other bytes is a revision of the model (an edited file): compared, the
+  // file change reported — what a CI job diffing a pull request's plan needs.
   new_plan.model.name = "mlp";
-  CHECK_FALSE(diff_plans(mlp_plan(), new_plan));
+  auto revision = diff_plans(mlp_plan(), new_plan);
+  REQUIRE(revision);
+  CHECK(revision->model_changed());
+  CHECK(revision->old_model.sha256 == mlp_plan().model.sha256);
 }
 
 TEST_CASE("plans of different schema versions are refused") {

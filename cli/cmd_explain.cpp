@@ -1,0 +1,125 @@
+// `planner explain PLAN.json --model MODEL [--op NAME]`: why the plan chose what it chose.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analysis/lowering.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/plan_model.h"
+#include "search/cost_tables.h"
+#include "search/explain.h"
+#include "search/plan.h"
+#include "search/space.h"
+#include "support/text.h"
+#include "support/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct ExplainFlags {
+  std::string plan;
+  ModelFlags model;
+  std::string op;
+  std::string optimizer = "sgd";
+  int top = 10;
+};
+
+int run_explain(const ExplainFlags& flags) {
+  auto plan = search::load_plan(flags.plan);
+  if (!plan) return report(plan.error());
+  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
+  if (!model) return report(model.error());
+  const PreparedModel& m = **model;
+  analysis::Lowering lowering(m.graph, m.strategies, *m.topology);
+  auto space = search::GroupSpace::create(lowering, m.train ? &m.training : nullptr);
+  if (!space) return report(space.error().with_context(m.source));
+  const std::vector<analysis::OpConfig> configs = plan_configs(*plan);
+  ir::OpId op = ir::kNoOp;
+  if (!flags.op.empty()) {
+  std::vector<std::string> names;
+  for (ir::OpId id = 0; id < m.graph.num_ops(); ++id) {
+    names.push_back(m.graph.op(id).name);
+    if (m.graph.op(id).name == flags.op) op = id;
+  }
+  if (op == ir::kNoOp) {
+    std::string close = closest_match(flags.op, names, 4);
+    return report(Error(close.empty() ? fmt::format("{}: no operator '{}' in the plan", flags.plan, flags.op)
+                                      : fmt::format("{}: no operator '{}' in the plan; did you mean '{}'?",
+                                                    flags.plan, flags.op, close)));
+  }
+  }
+  std::printf("plan      %s (%s, %d GPUs, search %s)\n", flags.plan.c_str(), plan->mode.c_str(),
+              plan->topology.num_devices, plan->search.algorithm.c_str());
+  std::printf("predicted %s per step, %s on the largest GPU, %s sent\n",
+              format_seconds(plan->predicted.step_time_s).c_str(),
+              format_bytes(static_cast<double>(plan->predicted.peak_memory_bytes)).c_str(),
+              format_bytes(static_cast<double>(plan->predicted.comm_bytes)).c_str());
+
+  if (flags.op.empty()) {
+    // The groups that cost the most under the plan, with their choices.
+    std::vector<std::vector<search::CutList>> cands(static_cast<size_t>(space->num_groups()));
+    const int n = plan->topology.num_devices;
+    for (int g = 0; g < space->num_groups(); ++g) {
+      auto c = space->cuts_of(g, configs[static_cast<size_t>(space->leader(g))]);
+      cands[static_cast<size_t>(g)] = {c ? *c : search::CutList{{"", n}}};
+    }
+    auto tables = search::CostTables::build(*space, cands, search::all_devices(n), {});
+    if (!tables) return report(tables.error().with_context(m.source));
+    std::vector<std::pair<double, int>> cost;
+    for (int g = 0; g < space->num_groups(); ++g) cost.push_back({tables->node(g)[0].time, g});
+    std::stable_sort(cost.begin(), cost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::printf("\nthe %d costliest operator groups (a forward operator with its backward and update):\n",
+                std::min<int>(flags.top, space->num_groups()));
+    std::printf("  %-40s %-12s %-16s %s\n", "operator", "own time", "cuts", "config");
+    for (int i = 0; i < std::min<int>(flags.top, static_cast<int>(cost.size())); ++i) {
+      int g = cost[static_cast<size_t>(i)].second;
+      ir::OpId leader = space->leader(g);
+      std::printf("  %-40s %-12s %-16s %s\n", m.graph.op(leader).name.c_str(),
+                  format_seconds(cost[static_cast<size_t>(i)].first).c_str(),
+                  search::cuts_to_string(cands[static_cast<size_t>(g)][0]).c_str(),
+                  configs[static_cast<size_t>(leader)].to_string().c_str());
+    }
+    std::printf("\nplanner explain %s --model %s --op NAME shows one operator's options and why it won\n",
+                flags.plan.c_str(), m.source.c_str());
+    return 0;
+  }
+
+  const int group = space->group_of(op);
+  const ir::OpId leader = space->leader(group);
+  auto e = search::explain_group(*space, configs, group);
+  if (!e) return report(e.error().with_context(m.source));
+  std::printf("\noperator  %s (%s)", m.graph.op(op).name.c_str(), m.graph.op(op).op_type.c_str());
+  if (leader != op) std::printf(", in the group of %s", m.graph.op(leader).name.c_str());
+  std::printf("\nchosen    %s\n", configs[static_cast<size_t>(leader)].to_string().c_str());
+  std::printf("\n%d options, each with the rest of the plan as it is (step time and peak memory simulated):\n",
+              static_cast<int>(e->options.size()));
+  std::printf("  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", "cuts", "config", "own time", "conversions",
+              "step time", "peak mem", "");
+  for (const auto& o : e->options)
+    std::printf("  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", search::cuts_to_string(o.cuts).c_str(),
+                o.leader_config.c_str(), format_seconds(o.compute_s).c_str(), format_seconds(o.conversion_s).c_str(),
+                format_seconds(o.step_time_s).c_str(), format_bytes(static_cast<double>(o.peak_memory)).c_str(),
+                o.chosen ? "<- the plan's" : "");
+  std::printf("\n%s\n", e->verdict.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void configure_explain(CLI::App& app, std::function<int()>& run) {
+  auto flags = std::make_shared<ExplainFlags>();
+  app.add_option("plan", flags->plan, "plan file (JSON)")->required();
+  app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
+  app.add_option("--op", flags->op, "the operator to explain (any operator of the plan; default: a summary)");
+  app.add_option("--top", flags->top, "operator groups in the summary (default 10)")->check(CLI::PositiveNumber);
+  app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
+  app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
+  app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  run = [flags] { return run_explain(*flags); };
+}
+
+}  // namespace planner::cli
