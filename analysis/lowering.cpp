@@ -48,6 +48,29 @@ bool contains(const Box& outer, const Box& inner) {
   return true;
 }
 
+// For output k of an op's instance under config c: per split, the output dimension it tiles
+// (or -1), and whether a split that tiles none is a reduction into that output (a partial
+// sum) rather than a replication. `Info` is Lowering::OpInfo.
+template <class Info>
+std::pair<std::vector<int>, std::vector<bool>> split_roles(const Info& in, const OpConfig& c, int k, int rank) {
+  std::vector<int> dims(c.splits.size(), -1);
+  std::vector<bool> partial(c.splits.size(), false);
+  if (k < 0) return {dims, partial};
+  const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
+  for (size_t i = 0; i < c.splits.size(); ++i) {
+    const std::string& v = c.splits[i].first;
+    auto pos = std::find(vars.begin(), vars.end(), v);
+    if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < rank) {
+      dims[i] = static_cast<int>(pos - vars.begin());
+    } else {
+      auto r = in.reduced_into.find(v);
+      partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
+                   r->second[static_cast<size_t>(k)];
+    }
+  }
+  return {dims, partial};
+}
+
 std::string op_label(const ir::Op& op) { return fmt::format("node '{}' ({})", op.name, op.op_type); }
 
 bool is_update_op(const ir::Op& op) {
@@ -270,53 +293,13 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     if (t == ir::kNoTensor) continue;
     const ir::Tensor& tensor = graph_.tensor(t);
     int k = in.described ? in.instance_output[o] : -1;
-    // Categories of split variables for this output.
-    std::vector<int> dim_of(c.splits.size(), -1);
-    std::vector<bool> is_partial(c.splits.size(), false);
-    Sharding sh;
-    sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
-    if (k >= 0) {
-      const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        const std::string& v = c.splits[i].first;
-        auto pos = std::find(vars.begin(), vars.end(), v);
-        if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
-          dim_of[i] = static_cast<int>(pos - vars.begin());
-          sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
-        } else {
-          auto r = in.reduced_into.find(v);
-          is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
-                          r->second[static_cast<size_t>(k)];
-        }
-      }
-    }
-    int partial = 1, replicas = c.replicas;
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      if (dim_of[i] >= 0) continue;
-      (is_partial[i] ? partial : replicas) *= c.splits[i].second;
-    }
-    sh.partial = partial;
-    sh.replicas = replicas;
-    sh.devices.assign(static_cast<size_t>(shards), -1);
+    auto [dims, partial_split] = split_roles(in, c, k, tensor.rank());
+    OutputLayout layout = output_layout(c, tensor.rank(), dims, partial_split);
+    const Sharding& sh = layout.sharding;
+    const int partial = sh.partial, replicas = sh.replicas;
     std::vector<Box> boxes(static_cast<size_t>(shards));
     for (int s = 0; s < shards; ++s) {
-      std::vector<int> coords = c.piece_coords(s);
-      std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
-      int p = 0, r = 0;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        if (dim_of[i] >= 0) {
-          tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
-        } else if (is_partial[i]) {
-          p = p * c.splits[i].second + coords[i];
-        } else {
-          r = r * c.splits[i].second + coords[i];
-        }
-      }
-      r = r * c.replicas + (s % c.replicas);
-      int linear = 0;
-      for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
       DeviceId d = c.devices[static_cast<size_t>(s)];
-      sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = d;
       boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
                                                : whole_box(tensor.shape);
       // The output buffer on the shard's device. Updates write the parameter and its state
@@ -962,51 +945,8 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
     if (t == ir::kNoTensor) continue;
     const ir::Tensor& tensor = graph_.tensor(t);
     int k = in.described ? in.instance_output[o] : -1;
-    std::vector<int> dim_of(c.splits.size(), -1);
-    std::vector<bool> is_partial(c.splits.size(), false);
-    Sharding sh;
-    sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
-    if (k >= 0) {
-      const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        const std::string& v = c.splits[i].first;
-        auto pos = std::find(vars.begin(), vars.end(), v);
-        if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
-          dim_of[i] = static_cast<int>(pos - vars.begin());
-          sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
-        } else {
-          auto r = in.reduced_into.find(v);
-          is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
-                          r->second[static_cast<size_t>(k)];
-        }
-      }
-    }
-    int partial = 1, replicas = c.replicas;
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      if (dim_of[i] >= 0) continue;
-      (is_partial[i] ? partial : replicas) *= c.splits[i].second;
-    }
-    sh.partial = partial;
-    sh.replicas = replicas;
-    sh.devices.assign(static_cast<size_t>(shards), -1);
-    for (int s = 0; s < shards; ++s) {
-      std::vector<int> coords = c.piece_coords(s);
-      std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
-      int p = 0, r = 0;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        if (dim_of[i] >= 0) {
-          tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
-        } else if (is_partial[i]) {
-          p = p * c.splits[i].second + coords[i];
-        } else {
-          r = r * c.splits[i].second + coords[i];
-        }
-      }
-      r = r * c.replicas + (s % c.replicas);
-      int linear = 0;
-      for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
-      sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
-    }
+    auto [dims, partial_split] = split_roles(in, c, k, tensor.rank());
+    Sharding sh = output_layout(c, tensor.rank(), dims, partial_split).sharding;
     out.output_sharding[o] = std::move(sh);
   }
   return out;

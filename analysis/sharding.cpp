@@ -177,4 +177,43 @@ Expected<Sharding> parse_sharding(std::string_view text) {
   return s;
 }
 
+OutputLayout output_layout(const OpConfig& c, int rank, const std::vector<int>& dims,
+                           const std::vector<bool>& partial_split) {
+  OutputLayout out;
+  Sharding& sh = out.sharding;
+  sh.tiles.assign(static_cast<size_t>(rank), 1);
+  int partial = 1, replicas = c.replicas;
+  for (size_t i = 0; i < c.splits.size(); ++i) {
+    if (dims[i] >= 0) sh.tiles[static_cast<size_t>(dims[i])] *= c.splits[i].second;
+    else (partial_split[i] ? partial : replicas) *= c.splits[i].second;
+  }
+  sh.partial = partial;
+  sh.replicas = replicas;
+  const int shards = c.num_shards();
+  sh.devices.assign(static_cast<size_t>(shards), -1);
+  out.slot.resize(static_cast<size_t>(shards));
+  out.partial_index.resize(static_cast<size_t>(shards));
+  for (int s = 0; s < shards; ++s) {
+    std::vector<int> coords = c.piece_coords(s);
+    std::vector<int> tile(static_cast<size_t>(rank), 0);
+    int p = 0, r = 0;
+    for (size_t i = 0; i < c.splits.size(); ++i) {
+      if (dims[i] >= 0)
+        tile[static_cast<size_t>(dims[i])] = tile[static_cast<size_t>(dims[i])] * c.splits[i].second + coords[i];
+      else if (partial_split[i])
+        p = p * c.splits[i].second + coords[i];
+      else
+        r = r * c.splits[i].second + coords[i];
+    }
+    r = r * c.replicas + (s % c.replicas);
+    int linear = 0;
+    for (size_t d = 0; d < tile.size(); ++d) linear = linear * sh.tiles[d] + tile[d];
+    int slot = (linear * partial + p) * replicas + r;
+    sh.devices[static_cast<size_t>(slot)] = c.devices[static_cast<size_t>(s)];
+    out.slot[static_cast<size_t>(s)] = slot;
+    out.partial_index[static_cast<size_t>(s)] = p;
+  }
+  return out;
+}
+
 }  // namespace planner::analysis

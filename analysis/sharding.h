@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/op_config.h"
 #include "support/expected.h"
 
 namespace planner::analysis {
@@ -83,5 +84,20 @@ Expected<Sharding> parse_sharding(std::string_view text);
 /// The piece [begin, end) of a dimension of `size` split into `pieces`, piece `index`: the
 /// first size % pieces pieces are one longer.
 Range split_range(int64_t size, int pieces, int index);
+
+/// How the shards of an operator config leave one of its outputs (the lowering's rule, shared
+/// by the lowering, the searches' tables and codegen).
+struct OutputLayout {
+  Sharding sharding;               ///< tiles, partial sums, replicas and devices
+  std::vector<int> slot;           ///< per shard: its index in sharding.devices
+  std::vector<int> partial_index;  ///< per shard: which partial sum it holds (0 when none)
+};
+
+/// `dims[i]`: the output dimension split i of `config` tiles, or -1; `partial[i]`: whether a
+/// split that tiles no dimension is a reduction into this output (its shards hold partial
+/// sums) rather than a replication. Tiles are numbered row-major, then partials, then
+/// replicas (the config's own replicas fastest).
+OutputLayout output_layout(const OpConfig& config, int rank, const std::vector<int>& dims,
+                           const std::vector<bool>& partial);
 
 }  // namespace planner::analysis

@@ -296,8 +296,6 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
     int k = in.described ? in.instance_output[o] : -1;
     std::vector<int> dim_of(c.splits.size(), -1);
     std::vector<bool> is_partial(c.splits.size(), false);
-    analysis::Sharding sh;
-    sh.tiles.assign(static_cast<size_t>(tensor.rank()), 1);
     std::set<Reducer> reducers;
     if (k >= 0) {
       const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
@@ -306,7 +304,6 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
         auto pos = std::find(vars.begin(), vars.end(), v);
         if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
           dim_of[i] = static_cast<int>(pos - vars.begin());
-          sh.tiles[static_cast<size_t>(dim_of[i])] *= c.splits[i].second;
         } else {
           auto r = in.reduced_into.find(v);
           is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
@@ -318,29 +315,12 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
     if (reducers.size() > 1)
       return make_error("{}: config {}: splits reductions with different reducers", op_label(op), c.to_string());
     if (!reducers.empty()) out.reducer[o] = *reducers.begin();
-    int partial = 1, replicas = c.replicas;
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      if (dim_of[i] >= 0) continue;
-      (is_partial[i] ? partial : replicas) *= c.splits[i].second;
-    }
-    sh.partial = partial;
-    sh.replicas = replicas;
-    sh.devices.assign(static_cast<size_t>(shards), -1);
-    for (int s = 0; s < shards; ++s) {
-      std::vector<int> coords = c.piece_coords(s);
-      std::vector<int> tile(static_cast<size_t>(tensor.rank()), 0);
-      int p = 0, r = 0;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        if (dim_of[i] >= 0) tile[static_cast<size_t>(dim_of[i])] = tile[static_cast<size_t>(dim_of[i])] * c.splits[i].second + coords[i];
-        else if (is_partial[i]) p = p * c.splits[i].second + coords[i];
-        else r = r * c.splits[i].second + coords[i];
-      }
-      r = r * c.replicas + (s % c.replicas);
-      int linear = 0;
-      for (size_t dd = 0; dd < tile.size(); ++dd) linear = linear * sh.tiles[dd] + tile[dd];
-      sh.devices[static_cast<size_t>((linear * partial + p) * replicas + r)] = c.devices[static_cast<size_t>(s)];
-      if (partial > 1) out.shards[static_cast<size_t>(s)].partial[o] = p;
-    }
+    // The layout itself: the lowering's rule (analysis::output_layout).
+    analysis::OutputLayout layout = analysis::output_layout(c, tensor.rank(), dim_of, is_partial);
+    analysis::Sharding sh = std::move(layout.sharding);
+    if (sh.partial > 1)
+      for (int s = 0; s < shards; ++s)
+        out.shards[static_cast<size_t>(s)].partial[o] = layout.partial_index[static_cast<size_t>(s)];
     out.sharding[o] = std::move(sh);
   }
   return out;
