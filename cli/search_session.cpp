@@ -12,6 +12,8 @@
 #include "support/sha256.h"
 #include "support/units.h"
 
+#include "support/parallel.h"
+
 namespace planner::cli {
 
 void SearchFlags::add_to(CLI::App& app, bool with_search) {
@@ -36,6 +38,9 @@ void SearchFlags::add_to(CLI::App& app, bool with_search) {
       ->check(CLI::IsMember({"time", "comm"}));
   app.add_flag("--min-gpus", min_gpus,
                "with --search frontier: use the fewest GPUs (1, 2, 4, ...) on which a plan fits");
+  app.add_option("--threads", threads,
+                 "worker threads for dp and frontier (default: one per hardware thread; the plan does not depend on it)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-fallback", no_fallback,
                "write the search's own plan even when data parallelism is faster under the simulator");
 }
@@ -47,6 +52,7 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
   o.frontier_points = frontier_points;
   o.min_gpus = min_gpus;
   o.max_proposals = max_proposals;
+  o.threads = threads > 0 ? threads : default_threads();
   o.objective = objective == "comm" ? search::Objective::kCommBytes : search::Objective::kTime;
   if (!memory_limit.empty()) {
     auto bytes = parse_bytes(memory_limit);

@@ -28,6 +28,7 @@ struct SearchFlags {
   std::string objective = "time";  ///< --objective time|comm (dp)
   bool min_gpus = false;       ///< --min-gpus: frontier on the fewest GPUs that fit
   bool no_fallback = false;    ///< --no-fallback: keep the search's plan even if data parallelism is faster
+  int threads = 0;             ///< --threads: worker threads (0: one per hardware thread)
 
   /// Adds the flags (and --search unless `with_search` is false).
   void add_to(CLI::App& app, bool with_search = true);

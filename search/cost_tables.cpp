@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "analysis/comm_model.h"
+#include "support/parallel.h"
 
 namespace planner::search {
 
@@ -71,20 +73,31 @@ class Pricer {
 
   bool bytes_objective = false;  // price in bytes sent instead of seconds
 
-  // Time (or bytes) to bring `need` (of elements of `element_size` bytes) from `held`.
-  double price(int held, int need, int64_t element_size) {
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(held)) << 32) | static_cast<uint32_t>(need);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    double t = compute(placements_[static_cast<size_t>(held)], placements_[static_cast<size_t>(need)], element_size);
-    cache_.emplace(key, t);
-    return t;
+  // Asks for the time (or bytes) to bring `need` (of elements of `element_size` bytes) from
+  // `held`; price_requests() works out every new one.
+  void request(int held, int need, int64_t element_size) {
+    auto [it, fresh] = cache_.try_emplace(pair_key(held, need), 0.0);
+    if (fresh) requests_.push_back({held, need, element_size, &it->second});
   }
+
+  // Prices the pending requests on the workers (each writes only its own entry).
+  // Stops early once `deadline` passes (the caller then gives up).
+  void price_requests(WorkerPool& pool, const Deadline& deadline) {
+    pool.for_each(static_cast<int>(requests_.size()), [&](int i, int) {
+      if (deadline.passed()) return;
+      const Request& r = requests_[static_cast<size_t>(i)];
+      *r.out = compute(placements_[static_cast<size_t>(r.held)], placements_[static_cast<size_t>(r.need)], r.element_size);
+    });
+    requests_.clear();
+  }
+
+  // A requested, priced conversion.
+  double price(int held, int need) const { return cache_.at(pair_key(held, need)); }
 
   size_t priced() const { return cache_.size(); }
 
  private:
-  double compute(const Placement& held, const Placement& need, int64_t element_size) {
+  double compute(const Placement& held, const Placement& need, int64_t element_size) const {
     std::vector<analysis::Transfer> transfers;
     for (const auto& [want, d] : need) {
       if (analysis::box_elements(want) == 0) continue;
@@ -131,7 +144,17 @@ class Pricer {
   const importers::Topology& topology_;
   std::unordered_map<std::string, int> ids_;
   std::vector<Placement> placements_;
-  std::unordered_map<uint64_t, double> cache_;
+  struct Request {
+    int held, need;
+    int64_t element_size;
+    double* out;
+  };
+  static uint64_t pair_key(int held, int need) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(held)) << 32) | static_cast<uint32_t>(need);
+  }
+
+  std::unordered_map<uint64_t, double> cache_;  // node-based: entries stay put while it grows
+  std::vector<Request> requests_;
 };
 
 // One tensor flowing from a producer (an op's output, or the owner of a resident tensor) to a
@@ -149,7 +172,8 @@ struct Flow {
 
 Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
                                        const std::vector<int>& devices, const Deadline& deadline,
-                                       Objective objective) {
+                                       Objective objective, int threads) {
+  WorkerPool pool(threads);
   const bool count_bytes = objective == Objective::kCommBytes;
   const analysis::Lowering& lowering = space.lowering();
   const ir::Graph& g = lowering.graph();
@@ -195,81 +219,133 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     std::vector<int> need;  // per input (-1 absent)
   };
   std::vector<std::vector<OpFacts>> facts(static_cast<size_t>(g.num_ops()));
+  // A candidate's cost and its members' placements, worked out on a worker; placements are
+  // interned afterwards, in order, on this thread.
+  struct MemberWork {
+    ir::OpId op;
+    std::vector<Placement> need, held;  // per input / output (empty: absent)
+  };
+  struct CandidateWork {
+    Cost cost;
+    std::vector<MemberWork> members;
+    std::optional<Error> error;
+  };
+  auto work_out = [&](int gi, const CutList& cand) {
+    CandidateWork w;
+    std::map<int, double> memory;  // device -> bytes
+    double time = 0;
+    // Reductions of parameter gradients run while the rest of the backward pass computes
+    // (the simulator overlaps them): only what outlasts the group's backward compute counts.
+    double overlappable = 0, backward = 0;
+    for (auto& [m, config] : space.configs(gi, cand, devices)) {
+      const ir::Op& op = g.op(m);
+      auto sharded = lowering.shard_op(m, config);
+      if (!sharded) {
+        w.error = sharded.error();
+        return w;
+      }
+      double op_time = count_bytes ? 0.0 : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+      time += op_time;
+      if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
+      MemberWork& mw = w.members.emplace_back();
+      mw.op = m;
+      mw.need.resize(op.inputs.size());
+      mw.held.resize(op.outputs.size());
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (op.inputs[i] == ir::kNoTensor) continue;
+        Placement& p = mw.need[i];
+        for (size_t s = 0; s < config.devices.size(); ++s)
+          p.push_back({sharded->input_boxes[i][s], config.devices[s]});
+        // Resident tensors kept here count once per device.
+        if (g.tensor(op.inputs[i]).producer == ir::kNoOp && (is_update_op(op) || owner[static_cast<size_t>(op.inputs[i])].first == ir::kNoOp)) {
+          std::map<int, int64_t> per_device;
+          for (const auto& [box, d] : p)
+            per_device[d] = std::max(per_device[d], analysis::box_elements(box) * static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+          for (const auto& [d, b] : per_device) memory[d] += static_cast<double>(b);
+        }
+      }
+      for (size_t o = 0; o < op.outputs.size(); ++o) {
+        if (op.outputs[o] == ir::kNoTensor) continue;
+        const ir::Tensor& t = g.tensor(op.outputs[o]);
+        Placement& p = mw.held[o];
+        for (size_t s = 0; s < config.devices.size(); ++s) {
+          p.push_back({sharded->output_boxes[o][s], config.devices[s]});
+          if (!is_update_op(op))
+            memory[config.devices[s]] += static_cast<double>(analysis::box_elements(sharded->output_boxes[o][s]) *
+                                                             static_cast<int64_t>(ir::dtype_size(t.dtype)));
+        }
+        // Partial sums: every tile's partials are all-reduced (concurrently).
+        const analysis::Sharding& sh = sharded->output_sharding[o];
+        if (sh.partial > 1) {
+          double worst = 0;
+          for (int tile = 0; tile < sh.num_tiles(); ++tile)
+            for (int r = 0; r < sh.replicas; ++r) {
+              std::vector<importers::DeviceId> members;
+              for (int pp = 0; pp < sh.partial; ++pp)
+                members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
+              analysis::Box b = sh.shard_box(t.shape, (tile * sh.partial) * sh.replicas + r);
+              double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
+              auto cc = analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes);
+              worst = objective == Objective::kCommBytes ? worst + cc.bytes_sent : std::max(worst, cc.time);
+            }
+          bool feeds_update = !t.consumers.empty();
+          for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
+          (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) += worst;
+        }
+      }
+    }
+    time += std::max(0.0, overlappable - backward);
+    double peak = 0;
+    for (const auto& [d, b] : memory) peak = std::max(peak, b);
+    w.cost = {time, peak};
+    return w;
+  };
+  std::vector<CandidateWork> work;
   for (int gi = 0; gi < groups; ++gi) {
     if (deadline.passed()) return make_error("the search ran out of its time budget while pricing operators");
     const auto& cands = candidates[static_cast<size_t>(gi)];
     auto& node = out.node_[static_cast<size_t>(gi)];
     node.resize(cands.size());
     for (ir::OpId m : space.members(gi)) facts[static_cast<size_t>(m)].resize(cands.size());
+    work.assign(cands.size(), {});
+    pool.for_each(static_cast<int>(cands.size()), [&](int c, int) { work[static_cast<size_t>(c)] = work_out(gi, cands[static_cast<size_t>(c)]); });
     for (size_t c = 0; c < cands.size(); ++c) {
-      std::map<int, double> memory;  // device -> bytes
-      double time = 0;
-      // Reductions of parameter gradients run while the rest of the backward pass computes
-      // (the simulator overlaps them): only what outlasts the group's backward compute counts.
-      double overlappable = 0, backward = 0;
-      for (auto& [m, config] : space.configs(gi, cands[c], devices)) {
-        const ir::Op& op = g.op(m);
-        auto sharded = lowering.shard_op(m, config);
-        if (!sharded) return sharded.error();
-        double op_time = count_bytes ? 0.0 : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
-        time += op_time;
-        if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
-        OpFacts& f = facts[static_cast<size_t>(m)][c];
+      CandidateWork& w = work[c];
+      if (w.error) return *w.error;
+      node[c] = w.cost;
+      for (MemberWork& mw : w.members) {
+        const ir::Op& op = g.op(mw.op);
+        OpFacts& f = facts[static_cast<size_t>(mw.op)][c];
         f.held.assign(op.outputs.size(), -1);
         f.need.assign(op.inputs.size(), -1);
-        for (size_t i = 0; i < op.inputs.size(); ++i) {
-          if (op.inputs[i] == ir::kNoTensor) continue;
-          Placement p;
-          for (size_t s = 0; s < config.devices.size(); ++s)
-            p.push_back({sharded->input_boxes[i][s], config.devices[s]});
-          // Resident tensors kept here count once per device.
-          if (g.tensor(op.inputs[i]).producer == ir::kNoOp && (is_update_op(op) || owner[static_cast<size_t>(op.inputs[i])].first == ir::kNoOp)) {
-            std::map<int, int64_t> per_device;
-            for (const auto& [box, d] : p)
-              per_device[d] = std::max(per_device[d], analysis::box_elements(box) * static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
-            for (const auto& [d, b] : per_device) memory[d] += static_cast<double>(b);
-          }
-          f.need[i] = pricer.intern(std::move(p), static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
-        }
-        for (size_t o = 0; o < op.outputs.size(); ++o) {
-          if (op.outputs[o] == ir::kNoTensor) continue;
-          const ir::Tensor& t = g.tensor(op.outputs[o]);
-          Placement p;
-          for (size_t s = 0; s < config.devices.size(); ++s) {
-            p.push_back({sharded->output_boxes[o][s], config.devices[s]});
-            if (!is_update_op(op))
-              memory[config.devices[s]] += static_cast<double>(analysis::box_elements(sharded->output_boxes[o][s]) *
-                                                               static_cast<int64_t>(ir::dtype_size(t.dtype)));
-          }
-          f.held[o] = pricer.intern(std::move(p));
-          // Partial sums: every tile's partials are all-reduced (concurrently).
-          const analysis::Sharding& sh = sharded->output_sharding[o];
-          if (sh.partial > 1) {
-            double worst = 0;
-            for (int tile = 0; tile < sh.num_tiles(); ++tile)
-              for (int r = 0; r < sh.replicas; ++r) {
-                std::vector<importers::DeviceId> members;
-                for (int pp = 0; pp < sh.partial; ++pp)
-                  members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
-                analysis::Box b = sh.shard_box(t.shape, (tile * sh.partial) * sh.replicas + r);
-                double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
-                auto cc = analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes);
-                worst = objective == Objective::kCommBytes ? worst + cc.bytes_sent : std::max(worst, cc.time);
-              }
-            bool feeds_update = !t.consumers.empty();
-            for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
-            (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) += worst;
-          }
-        }
+        for (size_t i = 0; i < op.inputs.size(); ++i)
+          if (op.inputs[i] != ir::kNoTensor)
+            f.need[i] = pricer.intern(std::move(mw.need[i]), static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+        for (size_t o = 0; o < op.outputs.size(); ++o)
+          if (op.outputs[o] != ir::kNoTensor) f.held[o] = pricer.intern(std::move(mw.held[o]));
       }
-      time += std::max(0.0, overlappable - backward);
-      double peak = 0;
-      for (const auto& [d, b] : memory) peak = std::max(peak, b);
-      node[c] = {time, peak};
     }
   }
 
-  // Conversions: inside a group onto its node cost, between groups onto an edge.
+  // Conversions: every distinct (held, needed) pair is priced first, on the workers; then
+  // inside a group onto its node cost, between groups onto an edge.
+  for (const Flow& f : flows) {
+    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
+    int gp = space.group_of(f.producer), gc = space.group_of(f.consumer);
+    const auto& pfacts = facts[static_cast<size_t>(f.producer)];
+    const auto& cfacts = facts[static_cast<size_t>(f.consumer)];
+    for (size_t cp = 0; cp < pfacts.size(); ++cp) {
+      int held = f.resident ? pfacts[cp].need[static_cast<size_t>(f.slot)] : pfacts[cp].held[static_cast<size_t>(f.slot)];
+      if (gp == gc) {
+        pricer.request(held, cfacts[cp].need[static_cast<size_t>(f.input)], f.element_size);
+        continue;
+      }
+      for (size_t cc = 0; cc < cfacts.size(); ++cc)
+        pricer.request(held, cfacts[cc].need[static_cast<size_t>(f.input)], f.element_size);
+    }
+  }
+  pricer.price_requests(pool, deadline);
+  if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
   std::map<std::pair<int, int>, size_t> edge_index;
   for (const Flow& f : flows) {
     if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
@@ -281,7 +357,7 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     if (gp == gc) {
       auto& node = out.node_[static_cast<size_t>(gp)];
       for (size_t c = 0; c < node.size(); ++c)
-        node[c].time += pricer.price(held_of(c), facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)], f.element_size);
+        node[c].time += pricer.price(held_of(c), facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
       continue;
     }
     int a = std::min(gp, gc), b = std::max(gp, gc);
@@ -299,7 +375,7 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     for (size_t cp = 0; cp < np; ++cp) {
       int held = held_of(cp);
       for (size_t cc = 0; cc < nc; ++cc) {
-        double t = pricer.price(held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)], f.element_size);
+        double t = pricer.price(held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
         size_t ca = gp == a ? cp : cc, cb = gp == a ? cc : cp;
         e.cost[ca * static_cast<size_t>(e.nb) + cb] += t;
       }

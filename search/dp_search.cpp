@@ -65,10 +65,11 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
       }
       if (cands.empty()) with({"", k});
     }
-    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, options.objective));
+    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, options.objective, options.threads));
     EliminationOptions eo;
     eo.track_memory = false;
     eo.deadline = deadline;
+    eo.threads = options.threads;
     PLANNER_TRY_ASSIGN(EliminationResult best, eliminate(tables, eo));
     result.plans_evaluated += static_cast<int64_t>(tables.conversions_priced());
     for (int g = 0; g < space.num_groups(); ++g) {

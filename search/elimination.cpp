@@ -2,8 +2,11 @@
 #include "search/elimination.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
+
+#include "support/parallel.h"
 
 namespace planner::search {
 
@@ -27,7 +30,8 @@ struct Prov {
 
 class Engine {
  public:
-  Engine(const CostTables& tables, const EliminationOptions& options) : tables_(tables), options_(options) {}
+  Engine(const CostTables& tables, const EliminationOptions& options)
+      : tables_(tables), options_(options), pool_(options.threads), scratch_(static_cast<size_t>(pool_.size())) {}
 
   Expected<EliminationResult> run();
 
@@ -89,6 +93,89 @@ class Engine {
     f = std::move(out);
   }
 
+  // One block of a union of sums: every x + y for x in *a and y in *b, tagged `tag`.
+  struct Block {
+    const Frontier* a;
+    const Frontier* b;
+    int tag;
+  };
+  // Where a point of union_of_sums() came from.
+  struct Source {
+    int tag, pa, pb;
+  };
+
+  // The pruned frontier of the union over `blocks` of a + b; each point's prov indexes `src`.
+  // Exact (the same points as forming every sum, then prune()) but most sums are never
+  // formed: blocks are visited fastest corner first while a staircase of the Pareto points
+  // so far grows, and a block, a row of a block or a single sum that the staircase weakly
+  // dominates adds nothing. Frontiers are sorted by memory ascending, time descending
+  // (prune()'s order), so a block's least memory is front + front, its least time back + back.
+  // Per-worker buffers of union_of_sums().
+  struct Scratch {
+    std::vector<std::pair<double, size_t>> order;
+    Frontier fresh, merged;
+  };
+
+  Frontier union_of_sums(const std::vector<Block>& blocks, std::vector<Source>& src, Scratch& scratch) const {
+    auto& order_ = scratch.order;
+    auto& fresh_ = scratch.fresh;
+    auto& merged_ = scratch.merged;
+    src.clear();
+    Frontier out;
+    if (blocks.size() == 1 && (blocks[0].a->size() == 1 || blocks[0].b->size() == 1)) {
+      // A plain shift of one frontier.
+      const Block& bl = blocks[0];
+      for (const Point& x : *bl.a)
+        for (const Point& y : *bl.b) {
+          out.push_back({x.memory + y.memory, x.time + y.time, static_cast<int>(src.size())});
+          src.push_back({bl.tag, x.prov, y.prov});
+        }
+      prune(out);
+      return out;
+    }
+    order_.clear();
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (!blocks[i].a->empty() && !blocks[i].b->empty())
+        order_.push_back({blocks[i].a->back().time + blocks[i].b->back().time, i});
+    std::sort(order_.begin(), order_.end());  // fastest corner first, ties by block
+    Frontier& stair = out;  // memory ascending, time strictly descending
+    // Weakly dominated by the staircase: the last point with memory <= m has the least time.
+    auto covered = [&stair](double m, double t) {
+      auto it = std::upper_bound(stair.begin(), stair.end(), m, [](double v, const Point& p) { return v < p.memory; });
+      return it != stair.begin() && std::prev(it)->time <= t;
+    };
+    auto by_memory = [](const Point& a, const Point& b) {
+      return a.memory != b.memory ? a.memory < b.memory : a.time < b.time;
+    };
+    for (const auto& [corner, bi] : order_) {
+      const Block& bl = blocks[bi];
+      const double b_memory = bl.b->front().memory, b_time = bl.b->back().time;
+      if (covered(bl.a->front().memory + b_memory, bl.a->back().time + b_time)) continue;
+      fresh_.clear();
+      for (const Point& x : *bl.a) {
+        if (covered(x.memory + b_memory, x.time + b_time)) continue;
+        // Along the row memory grows, so the staircase point that decides moves forward only.
+        size_t below = 0;  // staircase points with memory <= m
+        for (const Point& y : *bl.b) {
+          const double m = x.memory + y.memory, t = x.time + y.time;
+          while (below < stair.size() && stair[below].memory <= m) ++below;
+          if (below > 0 && stair[below - 1].time <= t) continue;
+          fresh_.push_back({m, t, static_cast<int>(src.size())});
+          src.push_back({bl.tag, x.prov, y.prov});
+        }
+      }
+      if (fresh_.empty()) continue;
+      std::sort(fresh_.begin(), fresh_.end(), by_memory);
+      merged_.clear();
+      std::merge(stair.begin(), stair.end(), fresh_.begin(), fresh_.end(), std::back_inserter(merged_), by_memory);
+      stair.clear();
+      for (const Point& p : merged_)
+        if (stair.empty() || p.time < stair.back().time) stair.push_back(p);
+    }
+    prune(out);
+    return out;
+  }
+
   void add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m);
   void remove_edge(int e);
   void eliminate_node(int j);
@@ -106,6 +193,8 @@ class Engine {
   std::vector<Prov> provs_;
   std::vector<Frontier> components_;
   std::vector<int> fixed_;  // heuristic decisions
+  WorkerPool pool_;
+  std::vector<Scratch> scratch_;  // one per worker
   EliminationResult result_;
 };
 
@@ -161,45 +250,40 @@ void Engine::eliminate_node(int j) {
   const EdgeData& a = edges_[static_cast<size_t>(eij)];
   const EdgeData& b = edges_[static_cast<size_t>(ejk)];
   std::vector<Frontier> m(static_cast<size_t>(ni) * static_cast<size_t>(nk));
-  struct Src {
-    int cj, p0, p1, p2;
-  };
-  std::vector<Src> src;
-  // First E_ij + N_j per (ci, cj), then + E_jk per ck.
+  // First E_ij + N_j per (ci, cj), then the union over cj of that + E_jk per (ci, ck). A
+  // left point's prov indexes its (edge, node) pair in left_src.
   std::vector<Frontier> left(static_cast<size_t>(ni) * static_cast<size_t>(nj));
-  std::vector<std::vector<std::pair<int, int>>> left_src(left.size());
-  for (int ci = 0; ci < ni; ++ci)
+  std::vector<std::vector<Source>> left_src(left.size());
+  // Rows ci are independent: workers fill them, then provenances are recorded in order.
+  pool_.for_each(ni, [&](int ci, int worker) {
+    std::vector<Block> blocks(1);
     for (int cj = 0; cj < nj; ++cj) {
-      Frontier& f = left[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj)];
-      auto& fs = left_src[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj)];
-      const Frontier& e = edge_at(a, i, ci, cj);
-      for (const Point& x : e)
-        for (const Point& y : node_[static_cast<size_t>(j)][static_cast<size_t>(cj)]) {
-          f.push_back({x.memory + y.memory, x.time + y.time, static_cast<int>(fs.size())});
-          fs.push_back({x.prov, y.prov});
-        }
-      prune(f);
+      const size_t li = static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj);
+      blocks[0] = {&edge_at(a, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj};
+      left[li] = union_of_sums(blocks, left_src[li], scratch_[static_cast<size_t>(worker)]);
     }
+  });
+  std::vector<std::vector<Source>> src(m.size());
+  pool_.for_each(ni, [&](int ci, int worker) {
+    std::vector<Block> blocks;
+    for (int ck = 0; ck < nk; ++ck) {
+      blocks.clear();
+      for (int cj = 0; cj < nj; ++cj)
+        blocks.push_back({&left[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj)],
+                          &edge_at(b, j, cj, ck), cj});
+      const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
+      m[mi] = union_of_sums(blocks, src[mi], scratch_[static_cast<size_t>(worker)]);
+    }
+  });
   for (int ci = 0; ci < ni; ++ci)
     for (int ck = 0; ck < nk; ++ck) {
-      Frontier f;
-      src.clear();
-      for (int cj = 0; cj < nj; ++cj) {
-        size_t li = static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj);
-        const Frontier& e = edge_at(b, j, cj, ck);
-        for (const Point& x : left[li])
-          for (const Point& y : e) {
-            const auto& s = left_src[li][static_cast<size_t>(x.prov)];
-            f.push_back({x.memory + y.memory, x.time + y.time, static_cast<int>(src.size())});
-            src.push_back({cj, s.first, s.second, y.prov});
-          }
+      const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
+      for (Point& p : m[mi]) {
+        const Source& s = src[mi][static_cast<size_t>(p.prov)];
+        const Source& l = left_src[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(s.tag)]
+                                  [static_cast<size_t>(s.pa)];
+        p.prov = prov(j, s.tag, l.pa, l.pb, s.pb);
       }
-      prune(f);
-      for (Point& p : f) {
-        const Src& s = src[static_cast<size_t>(p.prov)];
-        p.prov = prov(j, s.cj, s.p0, s.p1, s.p2);
-      }
-      m[static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck)] = std::move(f);
     }
   remove_edge(eij);
   remove_edge(ejk);
@@ -214,20 +298,20 @@ void Engine::eliminate_branch(int j) {
   const EdgeData& e = edges_[static_cast<size_t>(eij)];
   const int ni = static_cast<int>(node_[static_cast<size_t>(i)].size());
   const int nj = static_cast<int>(node_[static_cast<size_t>(j)].size());
-  for (int ci = 0; ci < ni; ++ci) {
-    // The best of j for this ci: min over cj of E + N_j.
-    Frontier best;
-    std::vector<std::tuple<int, int, int>> bsrc;
+  // The best of j for each ci: the union over cj of E + N_j (rows independent).
+  std::vector<Frontier> bests(static_cast<size_t>(ni));
+  std::vector<std::vector<Source>> bsrcs(static_cast<size_t>(ni));
+  pool_.for_each(ni, [&](int ci, int worker) {
+    std::vector<Block> blocks;
     for (int cj = 0; cj < nj; ++cj)
-      for (const Point& x : edge_at(e, i, ci, cj))
-        for (const Point& y : node_[static_cast<size_t>(j)][static_cast<size_t>(cj)]) {
-          best.push_back({x.memory + y.memory, x.time + y.time, static_cast<int>(bsrc.size())});
-          bsrc.push_back({cj, x.prov, y.prov});
-        }
-    prune(best);
+      blocks.push_back({&edge_at(e, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj});
+    bests[static_cast<size_t>(ci)] = union_of_sums(blocks, bsrcs[static_cast<size_t>(ci)], scratch_[static_cast<size_t>(worker)]);
+  });
+  for (int ci = 0; ci < ni; ++ci) {
+    Frontier& best = bests[static_cast<size_t>(ci)];
     for (Point& p : best) {
-      auto [cj, px, py] = bsrc[static_cast<size_t>(p.prov)];
-      p.prov = prov(j, cj, px, py, -1);
+      const Source& s = bsrcs[static_cast<size_t>(ci)][static_cast<size_t>(p.prov)];
+      p.prov = prov(j, s.tag, s.pa, s.pb, -1);
     }
     Frontier& cur = node_[static_cast<size_t>(i)][static_cast<size_t>(ci)];
     Frontier sum;

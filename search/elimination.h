@@ -22,6 +22,7 @@ struct EliminationOptions {
   bool track_memory = true;  ///< false: minimise time alone (one point per frontier)
   int max_points = 8;        ///< frontiers are thinned to at most this many points
   Deadline deadline;         ///< give up (an error) once passed
+  int threads = 1;           ///< worker threads (the result does not depend on it)
 };
 
 /// The result: frontier points (memory ascending, time descending) and the plan of each.

@@ -1,11 +1,13 @@
 // Frontier tracking (TensorOpt 3.2) and the min-time mode over it.
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "search/elimination.h"
 #include "search/frontier.h"
 #include "search/plan_builder.h"
+#include "support/parallel.h"
 
 namespace planner::search {
 
@@ -17,27 +19,34 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   for (int g = 0; g < space.num_groups(); ++g)
     candidates[static_cast<size_t>(g)] = space.candidates(g, static_cast<int>(devices.size()));
   if (options.progress) options.progress(0.0, "pricing candidates");
-  PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline));
+  PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, Objective::kTime, options.threads));
   if (options.progress) options.progress(0.4, "tracking the frontier");
   EliminationOptions eo;
   eo.track_memory = true;
   eo.max_points = std::max(2, options.frontier_points);
   eo.deadline = deadline;
+  eo.threads = options.threads;
   PLANNER_TRY_ASSIGN(EliminationResult frontier, eliminate(tables, eo));
-  std::vector<FrontierPoint> out;
-  for (size_t i = 0; i < frontier.choices.size(); ++i) {
-    if (options.progress)
-      options.progress(0.6 + 0.4 * static_cast<double>(i) / static_cast<double>(frontier.choices.size()),
-                       fmt::format("simulating frontier plan {} of {}", i + 1, frontier.choices.size()));
+  if (options.progress) options.progress(0.6, fmt::format("simulating {} frontier plans", frontier.choices.size()));
+  // Each point is lowered and simulated on its own (the lowering is safe to share).
+  std::vector<FrontierPoint> out(frontier.choices.size());
+  std::vector<std::optional<Error>> errors(out.size());
+  WorkerPool pool(options.threads);
+  pool.for_each(static_cast<int>(out.size()), [&](int i, int) {
     std::vector<CutList> cuts;
     for (int g = 0; g < space.num_groups(); ++g)
-      cuts.push_back(candidates[static_cast<size_t>(g)][static_cast<size_t>(frontier.choices[i][static_cast<size_t>(g)])]);
-    FrontierPoint p;
+      cuts.push_back(candidates[static_cast<size_t>(g)][static_cast<size_t>(frontier.choices[static_cast<size_t>(i)][static_cast<size_t>(g)])]);
+    FrontierPoint& p = out[static_cast<size_t>(i)];
     p.configs = space.plan(cuts, devices);
-    p.table = frontier.costs[i];
-    PLANNER_TRY_ASSIGN(p.simulated, evaluate_configs(context.lowering, p.configs));
-    out.push_back(std::move(p));
-  }
+    p.table = frontier.costs[static_cast<size_t>(i)];
+    auto simulated = evaluate_configs(context.lowering, p.configs);
+    if (simulated)
+      p.simulated = *simulated;
+    else
+      errors[static_cast<size_t>(i)] = simulated.error();
+  });
+  for (auto& e : errors)
+    if (e) return *e;
   std::stable_sort(out.begin(), out.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
     return a.simulated.peak_memory_bytes != b.simulated.peak_memory_bytes
                ? a.simulated.peak_memory_bytes < b.simulated.peak_memory_bytes

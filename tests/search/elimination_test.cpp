@@ -121,6 +121,38 @@ TEST_CASE("elimination: a small CNN on 4 GPUs, training, equals exhaustive searc
   check_exact(*p, 4, 2, 10);
 }
 
+TEST_CASE("elimination and cost tables do not depend on the thread count") {
+  auto p = prepare(import_text(kCnn), importers::h100_cluster(8));
+  std::vector<std::vector<CutList>> cands;
+  CandidateOptions co;
+  for (int g = 0; g < p->space->num_groups(); ++g) cands.push_back(p->space->candidates(g, 8, co));
+  auto one = CostTables::build(*p->space, cands, all_devices(8), {}, Objective::kTime, 1);
+  auto three = CostTables::build(*p->space, cands, all_devices(8), {}, Objective::kTime, 3);
+  REQUIRE(one.has_value());
+  REQUIRE(three.has_value());
+  CHECK(one->conversions_priced() == three->conversions_priced());
+  for (int g = 0; g < one->num_groups(); ++g)
+    for (size_t c = 0; c < one->node(g).size(); ++c) {
+      CHECK(one->node(g)[c].time == three->node(g)[c].time);
+      CHECK(one->node(g)[c].memory == three->node(g)[c].memory);
+    }
+  REQUIRE(one->edges().size() == three->edges().size());
+  for (size_t e = 0; e < one->edges().size(); ++e) CHECK(one->edges()[e].cost == three->edges()[e].cost);
+  for (bool track : {false, true}) {
+    EliminationOptions a, b;
+    a.track_memory = b.track_memory = track;
+    a.threads = 1;
+    b.threads = 3;
+    auto ra = eliminate(*one, a);
+    auto rb = eliminate(*one, b);
+    REQUIRE(ra.has_value());
+    REQUIRE(rb.has_value());
+    CHECK(ra->choices == rb->choices);
+    REQUIRE(ra->costs.size() == rb->costs.size());
+    for (size_t i = 0; i < ra->costs.size(); ++i) CHECK(ra->costs[i].time == rb->costs[i].time);
+  }
+}
+
 TEST_CASE("elimination: inference graphs too") {
   auto p = prepare(import_text(kMlp), importers::h100_cluster(4), false);
   check_exact(*p, 4, 2, 12);
