@@ -214,7 +214,7 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
   detail::OpRecord rec;
 
   // Shard regions once per shard.
-  std::vector<ShardRegions> regions(static_cast<size_t>(shards));
+  std::vector<std::shared_ptr<const ShardRegions>> regions(static_cast<size_t>(shards));
   if (in.described)
     for (int s = 0; s < shards; ++s) {
       std::map<std::string, std::pair<int64_t, int64_t>> ranges;
@@ -236,7 +236,7 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     const ir::Tensor& t = graph_.tensor(op.inputs[i]);
     for (int s = 0; s < shards; ++s)
       rec.need[i].push_back(in.described && in.instance_input[i] >= 0
-                                ? regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])]
+                                ? regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])]
                                 : whole_box(t.shape));
   }
 
@@ -266,7 +266,7 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
       const ir::Tensor& t = graph_.tensor(op.outputs[o]);
       Box b = whole_box(t.shape);
       if (in.described && in.instance_output[o] >= 0)
-        b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
+        b = regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(in.instance_output[o])];
       bytes += static_cast<double>(box_bytes(b, t));
     }
     ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
@@ -300,7 +300,7 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     std::vector<Box> boxes(static_cast<size_t>(shards));
     for (int s = 0; s < shards; ++s) {
       DeviceId d = c.devices[static_cast<size_t>(s)];
-      boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(k)]
+      boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(k)]
                                                : whole_box(tensor.shape);
       // The output buffer on the shard's device. Updates write the parameter and its state
       // in place: no new buffer.
@@ -850,7 +850,7 @@ Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig
     }
     auto r = regions_of(in, ranges);
     if (!r) return r.error().with_context(op_label(graph_.op(id)));
-    out.push_back(r->inputs[static_cast<size_t>(in.instance_input[input])]);
+    out.push_back((*r)->inputs[static_cast<size_t>(in.instance_input[input])]);
   }
   return out;
 }
@@ -869,19 +869,29 @@ int Lowering::output_dim_of(ir::OpId id, size_t output, const OpConfig& c) const
 
 namespace planner::analysis {
 
-Expected<ShardRegions> Lowering::regions_of(const OpInfo& in,
-                                            const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
-  std::string key = fmt::format("{}", static_cast<const void*>(in.instance.get()));
-  for (const auto& [var, r] : ranges) key += fmt::format(";{}={}:{}", var, r.first, r.second);
+Expected<std::shared_ptr<const ShardRegions>> Lowering::regions_of(
+    const OpInfo& in, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+  // The key holds raw bytes (the evaluator's address, then name, begin, end per variable):
+  // cheap to build, and names cannot collide because each is followed by its length.
+  std::string key;
+  auto put = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(in.instance.get());
+  for (const auto& [var, r] : ranges) {
+    key += var;
+    put(var.size());
+    put(r.first);
+    put(r.second);
+  }
   {
     std::lock_guard<std::mutex> lock(region_mutex_);
     auto it = region_cache_.find(key);
     if (it != region_cache_.end()) return it->second;
   }
   PLANNER_TRY_ASSIGN(ShardRegions r, in.evaluator->evaluate(ranges));
+  auto shared = std::make_shared<const ShardRegions>(std::move(r));
   std::lock_guard<std::mutex> lock(region_mutex_);
-  region_cache_.emplace(std::move(key), r);
-  return r;
+  region_cache_.emplace(std::move(key), shared);
+  return shared;
 }
 
 Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
@@ -893,7 +903,7 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
   out.input_boxes.resize(op.inputs.size());
   out.output_boxes.resize(op.outputs.size());
   out.output_sharding.resize(op.outputs.size());
-  std::vector<ShardRegions> regions(static_cast<size_t>(shards));
+  std::vector<std::shared_ptr<const ShardRegions>> regions(static_cast<size_t>(shards));
   std::vector<double> fraction(static_cast<size_t>(shards), 1.0);
   for (int s = 0; s < shards; ++s) {
     std::map<std::string, std::pair<int64_t, int64_t>> ranges;
@@ -918,7 +928,7 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       const ir::Tensor& t = graph_.tensor(op.inputs[i]);
       Box b = whole_box(t.shape);
       if (in.described && in.instance_input[i] >= 0)
-        b = regions[static_cast<size_t>(s)].inputs[static_cast<size_t>(in.instance_input[i])];
+        b = regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])];
       bytes += static_cast<double>(box_bytes(b, t));
       std::vector<int64_t> shape;
       for (const Range& r : b) shape.push_back(r.size());
@@ -930,7 +940,7 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       const ir::Tensor& t = graph_.tensor(op.outputs[o]);
       Box b = whole_box(t.shape);
       if (in.described && in.instance_output[o] >= 0)
-        b = regions[static_cast<size_t>(s)].outputs[static_cast<size_t>(in.instance_output[o])];
+        b = regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(in.instance_output[o])];
       bytes += static_cast<double>(box_bytes(b, t));
       out.output_boxes[o].push_back(std::move(b));
     }

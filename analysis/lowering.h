@@ -116,8 +116,8 @@ class Lowering {
   struct OpInfo;
   const OpInfo& info(ir::OpId op) const;
   /// The shard regions of an op for per-variable iteration ranges, memoised per instance.
-  Expected<ShardRegions> regions_of(const OpInfo& in,
-                                    const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  Expected<std::shared_ptr<const ShardRegions>> regions_of(
+      const OpInfo& in, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
   // One operator's record (lowering_records.h) under a config, checked.
   Expected<detail::OpRecord> lower_op(ir::OpId op, const OpConfig& config) const;
 
@@ -130,7 +130,7 @@ class Lowering {
   /// shard_op's memo of shard regions: (evaluator, iteration ranges) -> regions. Operators of
   /// repeated layers share evaluators, so a search prices each distinct shard once.
   mutable std::mutex region_mutex_;
-  mutable std::unordered_map<std::string, ShardRegions> region_cache_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const ShardRegions>> region_cache_;
 };
 
 /// The baselines every search is compared with (and `planner simulate --strategy`).

@@ -2,7 +2,9 @@
 # Runs every search on every shared model (../shared/models) at 8 and 16 GPUs in training mode
 # and prints one line per run: search time, predicted step time and peak memory against data
 # parallelism, and whether the search's own plan (--no-fallback) is no slower than data
-# parallelism. Usage: scripts/search_all_models.sh [BUDGET_S] [MAX_PROPOSALS] [MODELS...]
+# parallelism; then `planner frontier`'s points: whether its smallest point needs less memory
+# than data parallelism and its marked point is --search frontier's plan.
+# Usage: scripts/search_all_models.sh [BUDGET_S] [MAX_PROPOSALS] [MODELS...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-120} proposals=${2:-200}
@@ -20,6 +22,7 @@ for m in "${models[@]}"; do
       if build/planner plan "$dir/$m.onnx" --gpus "$g" --search "$s" --budget "$budget" --max-proposals "$proposals" \
            --no-fallback --no-progress -o "$tmp/p.json" > "$tmp/out" 2>&1; then
         end=$(date +%s.%N)
+        [ "$s" = frontier ] && cp "$tmp/p.json" "$tmp/frontier_plan.json"
         python3 - "$m" "$g" "$s" "$start" "$end" "$tmp/p.json" <<'PY'
 import json, sys
 m, g, s, start, end, path = sys.argv[1:7]
@@ -34,5 +37,27 @@ PY
         printf '%-18s %4s %-9s %9s %s\n' "$m" "$g" "$s" "-" "failed: $(tail -1 "$tmp/out")"
       fi
     done
+    if build/planner frontier "$dir/$m.onnx" --gpus "$g" --budget "$budget" --no-progress --csv "$tmp/f.csv" \
+         > "$tmp/out" 2>&1 && [ -f "$tmp/frontier_plan.json" ]; then
+      python3 - "$m" "$g" "$tmp/f.csv" "$tmp/frontier_plan.json" <<'PY'
+import csv, json, sys
+m, g, path, plan = sys.argv[1:5]
+rows = list(csv.DictReader(open(path)))
+pts = [r for r in rows if r["point"] != "data_parallel"]
+dp = next(r for r in rows if r["point"] == "data_parallel")
+small = min(pts, key=lambda r: int(r["peak_memory_bytes"]))
+chosen = [r for r in pts if r["chosen"] == "1"]
+p = json.load(open(plan))["predicted"]
+smaller = int(small["peak_memory_bytes"]) < int(dp["peak_memory_bytes"])
+match = bool(chosen) and abs(float(chosen[0]["step_time_s"]) - p["step_time_s"]) <= 1e-12 * max(1.0, p["step_time_s"]) \
+    and int(chosen[0]["peak_memory_bytes"]) == p["peak_memory_bytes"]
+print(f'{m:<18} {g:>4} {"points":<9} {len(pts):9d} smallest {int(small["peak_memory_bytes"])/2**20:.1f} MiB vs DP '
+      f'{int(dp["peak_memory_bytes"])/2**20:.1f} MiB: {"less" if smaller else "NOT LESS"}; '
+      f'marked point {"is" if match else "IS NOT"} --search frontier\'s plan')
+PY
+    else
+      printf '%-18s %4s %-9s %9s %s\n' "$m" "$g" "points" "-" "failed: $(tail -1 "$tmp/out")"
+    fi
+    rm -f "$tmp/frontier_plan.json"
   done
 done

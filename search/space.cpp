@@ -146,35 +146,49 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
         label.emplace(std::make_pair(key(t), d), var);
         if (grad(t) != ir::kNoTensor) label.emplace(std::make_pair(grad(t), d), var);
       }
-    for (ir::OpId m : grp.members) {
-      std::map<std::string, std::string> vm;
+    // Members are matched in order; a matched member's outputs and inputs carry the leader's
+    // variables on to the others. Passes repeat until nothing new matches, so a member whose
+    // tensors are labelled only by a later member (a partial sum of gradients that a second
+    // Sum finishes) is matched too instead of left replicated.
+    grp.var_map.assign(grp.members.size(), {});
+    std::vector<bool> done(grp.members.size(), false);
+    std::vector<std::map<std::string, std::vector<std::pair<ir::TensorId, int>>>> member_walks(grp.members.size());
+    for (size_t i = 0; i < grp.members.size(); ++i) {
+      ir::OpId m = grp.members[i];
       if (m == grp.leader) {
-        for (const auto& [var, extent] : lowering.splittable(m)) vm[var] = var;
-        grp.var_map.push_back(std::move(vm));
-        continue;
+        for (const auto& [var, extent] : lowering.splittable(m)) grp.var_map[i][var] = var;
+        done[i] = true;
+      } else {
+        member_walks[i] = walks(m);
       }
-      auto mw = walks(m);
-      std::set<std::string> used;
-      for (const auto& [var, pairs] : mw) {
-        for (const auto& [t, d] : pairs) {
-          auto it = label.find({t, d});
-          if (it == label.end()) it = label.find({key(t), d});
-          if (it == label.end() || used.count(it->second)) continue;
-          vm[it->second] = var;
-          used.insert(it->second);
-          break;
+    }
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t i = 0; i < grp.members.size(); ++i) {
+        if (done[i]) continue;
+        auto& mw = member_walks[i];
+        std::map<std::string, std::string> vm;
+        std::set<std::string> used;
+        for (const auto& [var, pairs] : mw) {
+          for (const auto& [t, d] : pairs) {
+            auto it = label.find({t, d});
+            if (it == label.end()) it = label.find({key(t), d});
+            if (it == label.end() || used.count(it->second)) continue;
+            vm[it->second] = var;
+            used.insert(it->second);
+            break;
+          }
         }
-      }
-      // Outputs of this member carry the leader's variables on to later members.
-      const ir::Op& op = g.op(m);
-      for (const auto& [lv, var] : vm)
-        for (const auto& [t, d] : mw[var])
-          if (std::find(op.outputs.begin(), op.outputs.end(), t) != op.outputs.end())
-          {
+        if (vm.empty()) continue;
+        for (const auto& [lv, var] : vm)
+          for (const auto& [t, d] : mw[var]) {
             label.emplace(std::make_pair(t, d), lv);
             label.emplace(std::make_pair(key(t), d), lv);
           }
-      grp.var_map.push_back(std::move(vm));
+        grp.var_map[i] = std::move(vm);
+        done[i] = true;
+        progress = true;
+      }
     }
   }
   return space;
