@@ -93,7 +93,8 @@ int run_frontier(const FrontierFlags& flags) {
       bool fits = p.peak_memory_bytes <= limit;
       std::printf("%3zu  %-12s  %-13s  %-13s%s%s\n", i + 1, format_seconds(p.step_time_s).c_str(),
                   format_bytes(static_cast<double>(p.peak_memory_bytes)).c_str(),
-                  format_bytes(static_cast<double>(p.comm_bytes)).c_str(), fits ? "" : "  (does not fit)",
+                  format_bytes(static_cast<double>(p.comm_bytes)).c_str(),
+                  (*points)[i].data_parallel ? "  (data parallelism)" : fits ? "" : "  (does not fit)",
                   static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
       s.points.push_back(p);
       csv += fmt::format("{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes, p.comm_bytes,

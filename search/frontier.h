@@ -14,6 +14,7 @@ struct FrontierPoint {
   std::vector<analysis::OpConfig> configs;
   Cost table;         ///< what the cost tables say (the frontier's own axes)
   PlanMetrics simulated;  ///< what the simulator says
+  bool data_parallel = false;  ///< data parallelism itself, which the tables ranked below a point the simulator finds slower
 };
 
 /// The frontier over `devices` (every group's cut lists of at most two cuts on them), each

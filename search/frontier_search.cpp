@@ -47,6 +47,19 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   });
   for (auto& e : errors)
     if (e) return *e;
+  // Data parallelism is a point of the space (every group cut along its batch), but a sum of
+  // table costs can rank it below a plan the simulator finds slower: it joins the candidates,
+  // so the frontier is never beaten by it.
+  {
+    PLANNER_TRY_ASSIGN(auto dp, analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
+                                                           static_cast<int>(devices.size())));
+    FrontierPoint p;
+    p.configs = std::move(dp);
+    PLANNER_TRY_ASSIGN(p.simulated, evaluate_configs(context.lowering, p.configs));
+    p.table = {p.simulated.step_time_s, static_cast<double>(p.simulated.peak_memory_bytes)};
+    p.data_parallel = true;
+    out.push_back(std::move(p));
+  }
   std::stable_sort(out.begin(), out.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
     return a.simulated.peak_memory_bytes != b.simulated.peak_memory_bytes
                ? a.simulated.peak_memory_bytes < b.simulated.peak_memory_bytes
