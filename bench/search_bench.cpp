@@ -14,6 +14,7 @@
 #include "importers/onnx_import.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
+#include "support/parallel.h"
 #include "tdl/library.h"
 
 namespace {
@@ -68,6 +69,8 @@ void run(benchmark::State& state, const std::string& model, const std::string& a
   o.budget_s = 0;
   o.max_proposals = 500;
   o.memory_limit = search::default_memory_limit(*p->topology);
+  o.threads = state.range(1) > 0 ? static_cast<int>(state.range(1)) : default_threads();
+  state.counters["threads"] = o.threads;
   search::SearchContext context{*p->lowering, *p->space, &p->training};
   std::vector<analysis::OpConfig> configs;
   for (auto _ : state) {
@@ -90,8 +93,9 @@ void run(benchmark::State& state, const std::string& model, const std::string& a
 }
 
 #define SEARCH_BENCH(model, algorithm, name)                                                         \
-  BENCHMARK_CAPTURE(run, name, std::string(model), std::string(algorithm))->Arg(16)->Arg(8)          \
-      ->Unit(benchmark::kMillisecond)->Iterations(1)
+  BENCHMARK_CAPTURE(run, name, std::string(model), std::string(algorithm))                           \
+      ->ArgNames({"gpus", "threads"})->Args({16, 0})->Args({16, 1})->Args({8, 0})                     \
+      ->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime()
 
 SEARCH_BENCH("gpt2_small", "dp", dp/gpt2_small);
 SEARCH_BENCH("resnet50", "dp", dp/resnet50);
