@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -32,7 +31,7 @@ std::string h(std::string_view text) {
   return xml_escape(text);
 }
 
-// "(1.25x faster)" or "(2.00x more)": ours against theirs; "" when either is zero.
+// "1.25× faster" or "2.00× more": ours against theirs; "" when either is zero.
 std::string ratio(double ours, double theirs, const char* better, const char* worse) {
   if (ours <= 0 || theirs <= 0) return "";
   double r = theirs / ours;

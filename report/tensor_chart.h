@@ -30,7 +30,9 @@ int row_column_split(const std::vector<int64_t>& shape);
 
 /// A self-contained SVG document of large_tensors(plan, options.count): per tensor its name,
 /// shape, type, role, size and sharding, and a rectangle split into the sharding's tiles (tiles
-/// of the row dimensions nested, dimension 0 outermost; sizes to scale within the rectangle).
+/// of the row dimensions nested, dimension 0 outermost; tile sizes to scale within the
+/// rectangle, whose sides follow the fourth root of the rows-to-columns ratio so that thin
+/// matrices still show their tiles).
 /// A tile held by one GPU is filled with its colour (device_colour); a tile held by several
 /// (replicas, or partial sums) is striped with every holder's colour and labelled "×R" or
 /// "ΣP"; partial sums are hatched. Every tile has a tooltip with its index ranges and holders.
