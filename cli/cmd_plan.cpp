@@ -11,6 +11,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/search_session.h"
+#include "report/report.h"
+#include "search/frontier.h"
+#include "search/plan_builder.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -21,6 +24,7 @@ struct PlanFlags {
   SearchFlags search;
   std::string output = "plan.json";
   std::string trace;
+  std::string report;  ///< --report DIR
   Format format = Format::kTable;
 };
 
@@ -59,7 +63,55 @@ int gpus_to_fit(int64_t peak, int64_t limit, int n) {
   return std::max(g, n * 2);
 }
 
+// The report folder: the plan, its simulated step, and the frontier with data parallelism and
+// the plan marked. The frontier search's own frontier is reused; for the other searches it is
+// computed as `planner frontier` does, within --budget. A frontier that cannot be computed
+// leaves the picture with data parallelism and the plan, and the page says why.
+Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& session, const PlanOutcome& outcome,
+                                   const analysis::TaskGraph& graph, const analysis::Timeline& timeline) {
+  const PreparedModel& m = *session.model;
+  const search::Plan& plan = outcome.plan;
+  report::ReportInputs in;
+  in.plan = &plan;
+  in.graph = &graph;
+  in.timeline = &timeline;
+  in.model_path = m.source;
+  in.num_groups = session.space->num_groups();
+  in.notes = outcome.notes;
+  in.memory_limit = outcome.memory_limit;
+
+  search::FrontierSeries series;
+  series.gpus = m.topology->num_devices();
+  series.data_parallel = plan.baselines.at("data_parallel");
+  series.plan = plan.predicted;
+  if (!outcome.frontier.empty()) {
+    series.points = outcome.frontier;
+    series.chosen = outcome.frontier_chosen;
+    if (outcome.frontier_gpus != series.gpus)
+      in.frontier_note = fmt::format("The frontier is the one on the {} GPUs the plan uses; data parallelism is on "
+                                     "all {}.",
+                                     outcome.frontier_gpus, series.gpus);
+  } else {
+    PLANNER_TRY_ASSIGN(search::SearchOptions options, flags.search.options(*m.topology));
+    if (options.progress) options.progress(0.0, "the report's frontier");
+    auto points = search::compute_frontier(session.context(), options, search::all_devices(series.gpus));
+    if (options.progress) std::fprintf(stderr, "\r\033[K");
+    if (points) {
+      for (const search::FrontierPoint& p : *points) series.points.push_back(p.simulated);
+      series.chosen = search::fastest_fitting(*points, outcome.memory_limit);
+    } else {
+      in.frontier_note = "The frontier is not drawn: " + points.error().message() + " (see --budget).";
+    }
+  }
+  in.frontier.push_back(std::move(series));
+  return report::write_report(flags.report, in);
+}
+
 int run_plan(const PlanFlags& flags) {
+  if (!flags.report.empty()) {  // before the search, which may take a while
+    auto usable = report::check_report_folder(flags.report);
+    if (!usable) return report(usable.error());
+  }
   bool dumped = false;
   auto session = open_session(flags.pipeline, dumped);
   if (!session) return report(session.error());
@@ -86,14 +138,19 @@ int run_plan(const PlanFlags& flags) {
     auto written = search::write_plan(plan, flags.output);
     if (!written) return report(written.error());
   }
-  if (!flags.trace.empty()) {
-    analysis::LoweringOptions lo;
+  if (!flags.trace.empty() || !flags.report.empty()) {
     auto lowered = session->lowering->lower(outcome->configs);
     if (!lowered) return report(lowered.error().with_context(m.source));
     auto timeline = analysis::simulate(lowered->graph);
     if (!timeline) return report(timeline.error().with_context(m.source));
-    auto w = write_text_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
-    if (!w) return report(w.error());
+    if (!flags.trace.empty()) {
+      auto w = write_text_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+      if (!w) return report(w.error());
+    }
+    if (!flags.report.empty()) {
+      auto w = write_report_folder(flags, *session, *outcome, lowered->graph, *timeline);
+      if (!w) return report(w.error());
+    }
   }
   if (flags.output == "-") {
     std::fputs(search::plan_to_json(plan).c_str(), stdout);
@@ -110,6 +167,7 @@ int run_plan(const PlanFlags& flags) {
     j["data_parallel"] = {{"step_time_s", dp.step_time_s},
                           {"peak_memory_bytes", dp.peak_memory_bytes},
                           {"comm_bytes", dp.comm_bytes}};
+    if (!flags.report.empty()) j["report"] = flags.report;
     j["notes"] = outcome->notes;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -135,6 +193,7 @@ int run_plan(const PlanFlags& flags) {
   for (const std::string& note : outcome->notes) std::printf("\nnote: %s\n", note.c_str());
   std::printf("\nplan written to %s\n", flags.output.c_str());
   if (!flags.trace.empty()) std::printf("trace written to %s\n", flags.trace.c_str());
+  if (!flags.report.empty()) std::printf("report written to %s (open index.html)\n", flags.report.c_str());
   return 0;
 }
 
@@ -146,6 +205,9 @@ void configure_plan(CLI::App& app, std::function<int()>& run) {
   flags->search.add_to(app);
   app.add_option("-o,--output", flags->output, "where to write the plan (default plan.json; - prints it)");
   app.add_option("--trace", flags->trace, "write the plan's simulated timeline as Chrome trace-event JSON");
+  app.add_option("--report", flags->report,
+                 "write a report folder: index.html with the summary and pictures (SVG) of the frontier, the "
+                 "large tensors' tiling and the timeline, trace.json and plan.json");
   add_format_flag(app, flags->format);
   run = [flags] { return run_plan(*flags); };
 }

@@ -107,6 +107,9 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   if (!result) return result.error().with_context(m.source);
   out.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.notes = result->notes;
+  out.frontier = result->frontier;
+  out.frontier_gpus = result->frontier_gpus;
+  out.frontier_chosen = result->frontier_chosen;
 
   auto dp = search::run_data_parallel(session.context(), options);
   if (!dp) return dp.error().with_context(m.source);

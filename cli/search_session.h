@@ -56,6 +56,10 @@ struct PlanOutcome {
   int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
   bool fits = true;                ///< the largest device's peak is within the limit
   std::vector<analysis::OpConfig> configs;  ///< the plan's configs, one per op
+  /// The frontier the search chose from, as SearchResult has it (the frontier search only).
+  std::vector<search::PlanMetrics> frontier;
+  int frontier_gpus = 0;
+  int frontier_chosen = -1;
 };
 
 /// Searches `session` with `search_flags` and builds the plan, scored by the simulator beside

@@ -6,32 +6,21 @@
 
 #include <fmt/format.h>
 
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::search {
 
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(const std::string& s) { return xml_escape(s); }
 
 const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 
 }  // namespace
 
 std::string frontier_svg(const std::string& title, const std::vector<FrontierSeries>& series, int64_t memory_limit) {
-  const double W = 720, H = 480, left = 90, right = 170, top = 50, bottom = 60;
+  const double W = 760, H = 480, left = 90, right = 210, top = 50, bottom = 60;
   double xmax = 0, ymax = 0;
   for (const auto& s : series) {
     for (const auto& p : s.points) {
@@ -40,6 +29,10 @@ std::string frontier_svg(const std::string& title, const std::vector<FrontierSer
     }
     xmax = std::max(xmax, static_cast<double>(s.data_parallel.peak_memory_bytes));
     ymax = std::max(ymax, s.data_parallel.step_time_s);
+    if (s.plan) {
+      xmax = std::max(xmax, static_cast<double>(s.plan->peak_memory_bytes));
+      ymax = std::max(ymax, s.plan->step_time_s);
+    }
   }
   if (xmax <= 0) xmax = 1;
   if (ymax <= 0) ymax = 1;
@@ -97,6 +90,15 @@ std::string frontier_svg(const std::string& title, const std::vector<FrontierSer
     svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"{}\" "
                        "stroke-width=\"2\"><title>data parallel, {} GPUs</title></rect>\n",
                        dx - 5, dy - 5, colour, s.gpus);
+    if (s.plan) {
+      // The reported plan: a diamond, drawn last so it stays visible over a frontier point.
+      double px = X(static_cast<double>(s.plan->peak_memory_bytes)), py = Y(s.plan->step_time_s);
+      svg += fmt::format("<polygon points=\"{0:.1f},{1:.1f} {2:.1f},{3:.1f} {0:.1f},{4:.1f} {5:.1f},{3:.1f}\" "
+                         "fill=\"{6}\" stroke=\"black\" stroke-width=\"1.5\"><title>this plan, {7} GPUs: {8}, "
+                         "{9}</title></polygon>\n",
+                         px, py - 8, px + 8, py, py + 8, px - 8, colour, s.gpus, escape(format_seconds(s.plan->step_time_s)),
+                         escape(format_bytes(static_cast<double>(s.plan->peak_memory_bytes))));
+    }
     svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{} "
                        "GPUs</text>\n",
                        left + pw + 20, ly, colour, left + pw + 30, ly + 4, s.gpus);
@@ -109,6 +111,13 @@ std::string frontier_svg(const std::string& title, const std::vector<FrontierSer
   svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>"
                      "<text x=\"{:.1f}\" y=\"{:.1f}\">chosen (fastest that fits)</text>\n",
                      left + pw + 20, ly, left + pw + 30, ly + 4);
+  if (std::any_of(series.begin(), series.end(), [](const FrontierSeries& s) { return s.plan.has_value(); })) {
+    ly += 18;
+    svg += fmt::format("<polygon points=\"{0:.1f},{1:.1f} {2:.1f},{3:.1f} {0:.1f},{4:.1f} {5:.1f},{3:.1f}\" "
+                       "fill=\"white\" stroke=\"black\" stroke-width=\"1.5\"/><text x=\"{6:.1f}\" y=\"{7:.1f}\">"
+                       "this plan</text>\n",
+                       left + pw + 20, ly - 7, left + pw + 27, ly, ly + 7, left + pw + 13, left + pw + 30, ly + 4);
+  }
   svg += "</svg>\n";
   return svg;
 }

@@ -114,6 +114,9 @@ Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOp
     r.notes.push_back(fmt::format("the fewest GPUs that fit: {} of {}", used, n));
   }
   r.configs = points[static_cast<size_t>(chosen)].configs;
+  for (const FrontierPoint& p : points) r.frontier.push_back(p.simulated);
+  r.frontier_gpus = used;
+  r.frontier_chosen = chosen;
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "analysis/lowering.h"
 #include "analysis/training_graph.h"
 #include "search/cost_tables.h"
+#include "search/plan.h"
 #include "search/space.h"
 #include "support/expected.h"
 
@@ -52,6 +53,11 @@ struct SearchResult {
   nlohmann::ordered_json options = nlohmann::ordered_json::object();
   std::vector<std::string> notes;  ///< what a person should know ("kept data parallelism: …")
   int64_t plans_evaluated = 0;     ///< simulations or table evaluations, for reports
+  /// The frontier the plan was chosen from (the frontier search), simulated, so that a report
+  /// draws it without pricing it again; empty for the other searches.
+  std::vector<PlanMetrics> frontier;
+  int frontier_gpus = 0;     ///< the GPU count the frontier is for
+  int frontier_chosen = -1;  ///< index of the plan's point in `frontier`
 };
 
 /// One entry of the search table.
