@@ -42,18 +42,34 @@ void for_each_hop(const Topology& topology, DeviceId src, DeviceId dst, F&& f) {
 }  // namespace
 
 double step_time(const Topology& topology, std::span<const Transfer> transfers) {
-  // Bytes per (link, direction); routes are short, so a sorted map stays small.
-  std::map<std::pair<importers::LinkId, int>, double> load;
+  // Bytes per (link, direction), in per-thread buffers reused across calls (this runs for
+  // every conversion a search prices).
+  thread_local std::vector<double> load;
+  thread_local std::vector<size_t> touched;
+  thread_local std::vector<std::pair<importers::LinkId, bool>> hops;
+  const size_t slots = topology.links().size() * 2;
+  if (load.size() < slots) load.assign(slots, 0.0);
+  touched.clear();
   double latency = 0;
   for (const Transfer& t : transfers) {
     if (t.src == t.dst || t.bytes <= 0) continue;
     latency = std::max(latency, topology.latency(t.src, t.dst));
-    for_each_hop(topology, t.src, t.dst,
-                 [&](importers::LinkId l, int dir) { load[{l, dir}] += t.bytes; });
+    hops.clear();
+    topology.append_hops(t.src, t.dst, hops);
+    for (const auto& [l, forward] : hops) {
+      size_t slot = static_cast<size_t>(l) * 2 + (forward ? 0 : 1);
+      if (load[slot] == 0.0) touched.push_back(slot);
+      load[slot] += t.bytes;
+    }
   }
+  // Each link's direction in turn, in slot order, as the sorted map gave them: the maximum is
+  // the same whatever the order, and the buffer is left zeroed.
+  std::sort(touched.begin(), touched.end());
   double busiest = 0;
-  for (const auto& [key, bytes] : load)
-    busiest = std::max(busiest, bytes / topology.links()[static_cast<size_t>(key.first)].bandwidth);
+  for (size_t slot : touched) {
+    busiest = std::max(busiest, load[slot] / topology.links()[slot / 2].bandwidth);
+    load[slot] = 0.0;
+  }
   return busiest + latency;
 }
 

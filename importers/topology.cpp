@@ -889,6 +889,19 @@ Route Topology::route(DeviceId from, DeviceId to) const {
   return r;
 }
 
+void Topology::append_hops(DeviceId from, DeviceId to, std::vector<std::pair<LinkId, bool>>& out) const {
+  // walk() runs from the higher rank's end: from that end the crossing is the walk's own
+  // direction, from the lower end it is the reverse.
+  const bool from_high = from > to;
+  EndpointId v = std::max(from, to);
+  walk(from, to, [&](LinkId l) {
+    const Link& link = links_[static_cast<size_t>(l)];
+    EndpointId next = link.other(v);
+    out.push_back({l, from_high ? link.a == v : link.a == next});
+    v = next;
+  });
+}
+
 double Topology::bandwidth(DeviceId from, DeviceId to) const {
   double bw = std::numeric_limits<double>::infinity();
   walk(from, to, [&](LinkId l) { bw = std::min(bw, links_[l].bandwidth); });

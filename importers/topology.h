@@ -158,6 +158,9 @@ class Topology {
   /// widest bottleneck, then a fixed tie-break on link ids; a GPU is never in the middle of it.
   /// route(b, a) is route(a, b) reversed. route(a, a) is empty, with infinite bandwidth.
   Route route(DeviceId from, DeviceId to) const;
+  /// Appends the hops of route(from, to) as (link, crosses it from its `a` side) pairs, in no
+  /// particular order, without building a Route (for hot loops that reuse `out`).
+  void append_hops(DeviceId from, DeviceId to, std::vector<std::pair<LinkId, bool>>& out) const;
   /// route(from, to).bandwidth without building the route.
   double bandwidth(DeviceId from, DeviceId to) const;
   /// route(from, to).latency without building the route.

@@ -98,28 +98,43 @@ class Pricer {
 
  private:
   double compute(const Placement& held, const Placement& need, int64_t element_size) const {
-    std::vector<analysis::Transfer> transfers;
+    // The held placement's distinct boxes, each with its holders (first-seen order).
+    thread_local std::vector<std::pair<const Box*, std::vector<int>>> distinct;
+    thread_local std::vector<analysis::Transfer> transfers;
+    thread_local std::vector<int> equal;
+    size_t used = 0;
+    for (const auto& [box, h] : held) {
+      size_t k = 0;
+      while (k < used && !(*distinct[k].first == box)) ++k;
+      if (k == used) {
+        if (used == distinct.size()) distinct.emplace_back();
+        distinct[used].first = &box;
+        distinct[used].second.clear();
+        ++used;
+      }
+      distinct[k].second.push_back(h);
+    }
+    transfers.clear();
     for (const auto& [want, d] : need) {
       if (analysis::box_elements(want) == 0) continue;
       bool local = false;
       for (const auto& [box, h] : held)
-        if (h == d && contains(box, want)) local = true;
+        if (h == d && contains(box, want)) {
+          local = true;
+          break;
+        }
       if (local) continue;
       // Distinct held boxes, each fetched from its nearest holder (the lowering's rule).
-      std::vector<const Box*> seen;
-      for (const auto& [box, h0] : held) {
-        if (std::any_of(seen.begin(), seen.end(), [&](const Box* b) { return *b == box; })) continue;
-        seen.push_back(&box);
-        Box part = analysis::intersect(want, box);
+      for (size_t k = 0; k < used; ++k) {
+        Box part = analysis::intersect(want, *distinct[k].first);
         int64_t n = analysis::box_elements(part);
         if (n == 0) continue;
-        int best = -1;
-        std::vector<int> equal;
         auto rank = [&](int h) {
           return std::make_tuple(h == d, topology_.same_node(h, d), topology_.bandwidth(h, d));
         };
-        for (const auto& [b2, h] : held) {
-          if (!(b2 == box)) continue;
+        int best = -1;
+        equal.clear();
+        for (int h : distinct[k].second) {
           if (best < 0 || rank(h) > rank(best)) {
             best = h;
             equal.assign(1, h);
