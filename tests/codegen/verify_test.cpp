@@ -184,6 +184,136 @@ TEST_CASE("lstm: partitioned steps match the unpartitioned step") {
   verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
 }
 
+// Bytes each rank sends in one step under ring collectives (all-reduce 2(n-1)/n of its
+// buffer; reduce-scatter, all-gather and all-to-all (n-1)/n of the full buffer; a send its
+// buffer), summed over ranks.
+double moved_bytes(const Programs& p) {
+  double total = 0;
+  auto bytes = [&](int b) {
+    const Buffer& buf = p.buffers[static_cast<size_t>(b)];
+    return static_cast<double>(analysis::box_elements(buf.region) * static_cast<int64_t>(ir::dtype_size(buf.dtype)));
+  };
+  for (const RankProgram& r : p.ranks)
+    for (const Step& s : r.steps) {
+      const double n = static_cast<double>(s.group.size());
+      switch (s.kind) {
+        case StepKind::kAllReduce: total += 2 * (n - 1) / n * bytes(s.inputs[0]); break;
+        case StepKind::kReduceScatter:
+        case StepKind::kAllToAll: total += (n - 1) / n * bytes(s.inputs[0]); break;
+        case StepKind::kAllGather: total += (n - 1) / n * bytes(s.outputs[0]); break;
+        case StepKind::kSend: total += bytes(s.inputs[0]); break;
+        default: break;
+      }
+    }
+  return total;
+}
+
+// The MLP with its first layer row-parallel (split along the reduced input features) and the
+// ReLU after it split along the batch on the same ranks; everything else data-parallel.
+std::vector<OpConfig> row_parallel_then_batch(const Model& m, int n) {
+  std::vector<OpConfig> c = baseline(m, analysis::Baseline::kDataParallel, n);
+  importers::Topology topo = importers::h100_cluster(n);
+  analysis::Lowering lowering(m.graph, m.strategies, topo);
+  std::vector<int> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  auto split_where = [&](const std::string& name, bool reduced) {
+    ir::OpId id = ir::kNoOp;
+    for (ir::OpId o = 0; o < m.graph.num_ops(); ++o)
+      if (m.graph.op(o).name == name) id = o;
+    REQUIRE(id != ir::kNoOp);
+    for (const auto& [var, extent] : lowering.splittable(id)) {
+      OpConfig k = OpConfig::split(var, all);
+      int dim = lowering.output_dim_of(id, 0, k);
+      if ((reduced && dim == -1) || (!reduced && dim == 0)) {
+        c[static_cast<size_t>(id)] = k;
+        return;
+      }
+    }
+    FAIL("no variable of ", name);
+  };
+  split_where(m.graph.op(m.graph.tensor(*m.graph.find_tensor("h1")).producer).name, true);
+  split_where(m.graph.op(m.graph.tensor(*m.graph.find_tensor("a1")).producer).name, false);
+  return c;
+}
+
+TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter") {
+  for (bool train : {false, true}) {
+    auto m = example("mlp", train);
+    const int n = 4;
+    std::vector<OpConfig> configs = row_parallel_then_batch(*m, n);
+    Programs rs = compile(*m, configs, n);
+    PartitionOptions no_rs;
+    no_rs.reduce_scatter = false;
+    auto ar = partition(m->graph, m->strategies, configs, n, m->train, no_rs);
+    REQUIRE_MESSAGE(ar.has_value(), ar.error().message());
+    int scatters = 0;
+    for (const RankProgram& r : rs.ranks)
+      for (const Step& s : r.steps)
+        if (s.kind == StepKind::kReduceScatter) {
+          ++scatters;
+          CHECK(rs.buffers[static_cast<size_t>(s.inputs[0])].tensor_name == "h1");
+          CHECK(s.group == std::vector<int>{0, 1, 2, 3});
+          CHECK(s.axis == 0);
+        }
+    CHECK(scatters == n);
+    for (const RankProgram& r : ar->ranks)
+      for (const Step& s : r.steps) CHECK(s.kind != StepKind::kReduceScatter);
+    // h1 is [64, 1024] f32: each rank sends 3/4 of 256 KiB instead of 3/2.
+    MESSAGE("mlp ", train ? "train" : "infer", ": ", moved_bytes(rs), " bytes moved with the reduce-scatter, ",
+            moved_bytes(*ar), " with all-reduce + Slice");
+    CHECK(moved_bytes(*ar) - moved_bytes(rs) == doctest::Approx(n * 0.75 * 64 * 1024 * 4));
+    CHECK(rs.to_text().find("reduce_scatter group=[0,1,2,3] axis=0") != std::string::npos);
+    if (!train) continue;
+
+    // Both compile to the same step (the training step runs the forward too).
+    const std::filesystem::path work = std::filesystem::temp_directory_path() / "planner-codegen-rs-verify";
+    std::filesystem::remove_all(work);
+    VerifyOptions vo;
+    vo.work_dir = work.string();
+    auto results = verify_programs(reference(*m), {rs, *ar}, vo);
+    REQUIRE_MESSAGE(results.has_value(), results.error().message());
+    for (const VerifyResult& r : *results) {
+      INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+      CHECK(r.comparison.ok);
+      CHECK(r.output.find("cpu: 4 rank(s) as threads of one process") != std::string::npos);
+    }
+
+    // The launcher's flags: the World's are accepted on cpu; --costs gathers every rank's
+    // kernels at rank 0; bad flags are one line.
+    const std::string launcher = (work / "build" / "build" / "l1" / "launcher").string();
+    const std::string costs = (work / "costs.json").string();
+    std::string out;
+    CHECK(run_command(launcher + " --help", out) == 0);
+    CHECK(out.find("--ranks-per-gpu N") != std::string::npos);
+    CHECK(out.find("mpirun -np 4") != std::string::npos);
+    CHECK(run_command(launcher + " --steps 1 --ranks-per-gpu 2 --mpi --collective-timeout-ms=30000 --costs " + costs,
+                      out) == 0);
+    CHECK(out.find("step 1: ") != std::string::npos);
+    CHECK(out.find("rank 3 peak memory: ") != std::string::npos);
+    std::ifstream cf(costs);
+    std::string json((std::istreambuf_iterator<char>(cf)), {});
+    CHECK(json.find("\"schema\": \"planner-costs/1\"") != std::string::npos);
+    CHECK(json.find("\"op_type\": \"Gemm\"") != std::string::npos);
+    CHECK(run_command(launcher + " --stpes 2", out) != 0);
+    CHECK(out == "error: unknown option --stpes (see --help)\n");
+    CHECK(run_command(launcher + " --steps two", out) != 0);
+    CHECK(out == "error: --steps: expected an integer of at least 1, got 'two'\n");
+    std::filesystem::remove_all(work);
+
+    // The rank model names it in the planner's domain (com.microsoft has no ReduceScatter).
+    std::string dir = (std::filesystem::temp_directory_path() / "planner-codegen-rs-test").string();
+    CompileOptions co;
+    co.model_name = "mlp";
+    REQUIRE(compile_to_directory(rs, co, dir).has_value());
+    std::ifstream f(dir + "/rank_1.onnx", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    CHECK(check_onnx(bytes, "rank").has_value());
+    CHECK(bytes.find("ReduceScatter") != std::string::npos);
+    CHECK(bytes.find("ai.planner.comm") != std::string::npos);
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST_CASE("checks: a plan without its all-reduce is caught, and rank models pass the checker") {
   auto m = example("mlp", true);
   Programs good = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2);
