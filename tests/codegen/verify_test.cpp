@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <set>
 
 #include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
@@ -311,6 +312,57 @@ TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter"
     CHECK(bytes.find("ReduceScatter") != std::string::npos);
     CHECK(bytes.find("ai.planner.comm") != std::string::npos);
     std::filesystem::remove_all(dir);
+  }
+}
+
+// Pads (reflect and constant) and slices (strided and plain), so that training also needs
+// PadGrad, SliceGrad, a Pad (from the plain slice) and a Slice (from the constant pad).
+constexpr const char* kPadsAndSlices = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17]>
+pads_and_slices (float[8,6,10] x) => (float[8,6,4] y)
+<
+  float[10,12] w1 = {}, float[14,8] w2 = {},
+  int64[6] reflect = {0, 0, 1, 0, 0, 1},
+  int64[1] s_start = {1}, int64[1] s_end = {100}, int64[1] s_axis = {2}, int64[1] s_step = {2},
+  int64[6] zeros = {0, 1, 0, 0, 1, 0},
+  int64[2] c_start = {1, 0}, int64[2] c_end = {7, 4}, int64[2] c_axes = {1, 2}
+>
+{
+  h = MatMul(x, w1)
+  p = Pad<mode = "reflect">(h, reflect)
+  q = MatMul(p, w2)
+  s = Slice(q, s_start, s_end, s_axis, s_step)
+  z = Pad(s, zeros)
+  r = Relu(z)
+  y = Slice(r, c_start, c_end, c_axes)
+}
+)ONNX";
+
+TEST_CASE("checks: Pad, SliceGrad and PadGrad run sharded along axes they leave untouched") {
+  for (bool train : {false, true}) {
+    auto g = importers::import_model_text(kPadsAndSlices, "pads_and_slices.onnxtxt");
+    REQUIRE_MESSAGE(g.has_value(), g.error().message());
+    auto m = prepare(std::move(*g), train);
+    Programs dp = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4);
+    std::set<std::string> native;
+    for (const OpReport& r : dp.ops) {
+      if (r.op_type == "Pad" || r.op_type == "SliceGrad" || r.op_type == "PadGrad") {
+        INFO(r.name, " (", r.op_type, ") ", r.config);
+        CHECK(r.native);
+        native.insert(r.op_type);
+      }
+    }
+    CHECK(native == (train ? std::set<std::string>{"Pad", "PadGrad", "SliceGrad"} : std::set<std::string>{"Pad"}));
+    if (!train) continue;
+    // The training step runs the forward too; the mixed plan splits some of them along padded
+    // or sliced axes (the fallback).
+    std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4)};
+    auto results = verify_programs(reference(*m), programs, {});
+    REQUIRE_MESSAGE(results.has_value(), results.error().message());
+    for (const VerifyResult& r : *results) {
+      INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+      CHECK(r.comparison.ok);
+    }
   }
 }
 
