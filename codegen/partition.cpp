@@ -782,7 +782,7 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   PLANNER_TRY(check_config(id));
   PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(id));
   const int n = c.num_shards();
-  OpReport report{op.name, op.op_type, op.domain, c.to_string(), true};
+  OpReport report{op.name, op.op_type, op.domain, c.to_string(), true, ""};
 
   // Native or fallback, per shard.
   std::vector<std::optional<ShardKernel>> kernels(static_cast<size_t>(n));
@@ -796,7 +796,10 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
     req.partial_index = shards.shards[static_cast<size_t>(s)].partial;
     req.split = !c.splits.empty();
     kernels[static_cast<size_t>(s)] = native_shard_kernel(req, why);
-    if (!kernels[static_cast<size_t>(s)]) report.native = false;
+    if (!kernels[static_cast<size_t>(s)] && report.native) {
+      report.native = false;
+      report.why = why;
+    }
   }
   for (size_t o = 0; o < op.outputs.size(); ++o)
     if (!report.native && shards.sharding[o].partial > 1 && shards.reducer[o] == Reducer::kProd)

@@ -94,6 +94,7 @@ struct OpReport {
   std::string name, op_type, domain;
   std::string config;
   bool native = true;  ///< every shard ran natively (no fallback)
+  std::string why;     ///< why a shard fell back (the first one's reason), else ""
 };
 
 /// The compiled step: every rank's program and the buffers they use.

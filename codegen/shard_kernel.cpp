@@ -409,8 +409,17 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   k.attributes = op.attributes;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     ShardInput in;
-    if (op.inputs[i] == ir::kNoTensor) in.kind = ShardInput::Kind::kAbsent;
-    else in.box = r.input_boxes[i];
+    if (op.inputs[i] == ir::kNoTensor) {
+      in.kind = ShardInput::Kind::kAbsent;
+    } else {
+      in.box = r.input_boxes[i];
+      // A constant the description does not read (ReduceSum's axes, a shape): passed whole.
+      const ir::Tensor& t = g.tensor(op.inputs[i]);
+      if (t.has_data() && analysis::box_elements(in.box) == 0) {
+        in.box.clear();
+        for (int64_t d : t.shape) in.box.push_back({0, d});
+      }
+    }
     k.inputs.push_back(std::move(in));
   }
   if (!r.split) return k;
@@ -421,7 +430,7 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     return std::nullopt;
   }
   for (size_t i = 0; i < op.inputs.size(); ++i)
-    if (op.inputs[i] != ir::kNoTensor && analysis::box_elements(r.input_boxes[i]) == 0 &&
+    if (op.inputs[i] != ir::kNoTensor && analysis::box_elements(k.inputs[i].box) == 0 &&
         g.tensor(op.inputs[i]).num_elements() > 0) {
       why = "an input the shard does not read";
       return std::nullopt;
@@ -448,6 +457,12 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   }
   const std::string& t = op.op_type;
   if (t == "Conv" || t == "MaxPool" || t == "AveragePool") {
+    // A split of the kernel window (partial sums over kernel positions) would need shifted
+    // inputs and a smaller kernel_shape: run whole.
+    if (t == "Conv" && !spatial_whole(r, 1)) {
+      why = "split of the kernel window";
+      return std::nullopt;
+    }
     if (t == "Conv" && op.int_attr("group", 1) != 1) {
       const auto& xs = g.tensor(op.inputs[0]).shape;
       if (!whole_on(r.input_boxes[0], xs, 1) || !is_whole(r.input_boxes[1], g.tensor(op.inputs[1]).shape)) {

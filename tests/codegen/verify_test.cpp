@@ -366,6 +366,35 @@ TEST_CASE("checks: Pad, SliceGrad and PadGrad run sharded along axes they leave 
   }
 }
 
+TEST_CASE("checks: a Conv split along its kernel window runs whole, ReduceSum's axes do not stop it") {
+  auto m = example("small_cnn", true);
+  std::vector<OpConfig> c = baseline(*m, analysis::Baseline::kDataParallel, 2);
+  ir::OpId conv = ir::kNoOp;
+  for (ir::OpId id = 0; id < m->graph.num_ops() && conv == ir::kNoOp; ++id)
+    if (m->graph.op(id).op_type == "Conv") conv = id;
+  REQUIRE(conv != ir::kNoOp);
+  c[static_cast<size_t>(conv)] = OpConfig::split("k2", {0, 1});  // partial sums over kernel columns
+  Programs p = compile(*m, c, 2);
+  for (const OpReport& r : p.ops) {
+    INFO(r.name, " (", r.op_type, ") ", r.config, ": ", r.why);
+    if (r.name == m->graph.op(conv).name) {
+      CHECK_FALSE(r.native);
+      CHECK(r.why == "split of the kernel window");
+    }
+  }
+  // Data parallelism on the MLP runs every operator natively, the bias gradients' ReduceSum
+  // (split along the reduced batch, with a constant axes input) included.
+  auto mlp = example("mlp", true);
+  Programs dp = compile(*mlp, baseline(*mlp, analysis::Baseline::kDataParallel, 2), 2);
+  int reduce_sums = 0;
+  for (const OpReport& r : dp.ops) {
+    INFO(r.name, " (", r.op_type, ") ", r.config, ": ", r.why);
+    CHECK(r.native);
+    reduce_sums += r.op_type == "ReduceSum";
+  }
+  CHECK(reduce_sums > 0);
+}
+
 TEST_CASE("checks: a plan without its all-reduce is caught, and rank models pass the checker") {
   auto m = example("mlp", true);
   Programs good = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2);
