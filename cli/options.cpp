@@ -20,8 +20,8 @@ void ModelFlags::add_to(CLI::App& app) {
 namespace {
 
 // "NAME=VALUE" with a positive integer value; `flag` and `what` name it in errors.
-Expected<std::pair<std::string, int64_t>> parse_binding(const std::string& flag, const std::string& d,
-                                                        const char* what) {
+Expected<std::pair<std::string, int64_t>> parse_binding(const std::string& flag,
+                                                        const std::string& d, const char* what) {
   auto eq = d.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == d.size())
     return make_error("{} '{}': expected {}", flag, d, what);
@@ -60,7 +60,8 @@ Expected<importers::ImportOptions> ModelFlags::import_options() const {
     if (used != binding.first.size() || old_value <= 0)
       return make_error("--shrink '{}': '{}' is not a positive integer", d, binding.first);
     if (options.shrink.count(old_value) && options.shrink[old_value] != binding.second)
-      return make_error("--shrink '{}': {} is already mapped to {}", d, old_value, options.shrink[old_value]);
+      return make_error("--shrink '{}': {} is already mapped to {}", d, old_value,
+                        options.shrink[old_value]);
     options.shrink[old_value] = binding.second;
   }
   return options;

@@ -54,7 +54,8 @@ size_t element_size(int32_t type) {
 }
 
 // Row-major indices, in the old shape, of the elements of the leading `to` block.
-std::vector<int64_t> leading_block(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+std::vector<int64_t> leading_block(const std::vector<int64_t>& from,
+                                   const std::vector<int64_t>& to) {
   int64_t n = 1;
   for (int64_t d : to) n *= d;
   std::vector<int64_t> out;
@@ -119,7 +120,8 @@ void map_values(onnx::TensorProto& t, const Map& dims) {
 }
 
 // New dims for a tensor; values cut to the leading block, or dropped when stored outside.
-Expected<void> shrink_tensor(onnx::TensorProto& t, const Map& dims, bool extents, const std::string& what) {
+Expected<void> shrink_tensor(onnx::TensorProto& t, const Map& dims, bool extents,
+                             const std::string& what) {
   if (extents) map_values(t, dims);
   std::vector<int64_t> from(t.dims().begin(), t.dims().end()), to = from;
   for (int64_t& d : to) d = mapped(dims, d);
@@ -133,7 +135,8 @@ Expected<void> shrink_tensor(onnx::TensorProto& t, const Map& dims, bool extents
   if (!has_values(t)) return ok();
   for (size_t d = 0; d < to.size(); ++d)
     if (to[d] > from[d])
-      return make_error("{}: cannot grow dimension {} from {} to {}: it holds values", what, d, from[d], to[d]);
+      return make_error("{}: cannot grow dimension {} from {} to {}: it holds values", what, d,
+                        from[d], to[d]);
   const std::vector<int64_t> at = leading_block(from, to);
   if (t.has_raw_data()) {
     const size_t es = element_size(t.data_type());
@@ -149,12 +152,13 @@ Expected<void> shrink_tensor(onnx::TensorProto& t, const Map& dims, bool extents
     return ok();
   }
   // Typed fields hold one value per element (two for complex types, which are not shrunk).
-  if (t.data_type() == onnx::TensorProto::COMPLEX64 || t.data_type() == onnx::TensorProto::COMPLEX128)
+  if (t.data_type() == onnx::TensorProto::COMPLEX64 ||
+      t.data_type() == onnx::TensorProto::COMPLEX128)
     return make_error("{}: cannot shrink complex values", what);
   int64_t count = 1;
   for (int64_t d : from) count *= d;
-  for (int size : {t.float_data_size(), t.int32_data_size(), t.int64_data_size(), t.double_data_size(),
-                   t.uint64_data_size(), t.string_data_size()})
+  for (int size : {t.float_data_size(), t.int32_data_size(), t.int64_data_size(),
+                   t.double_data_size(), t.uint64_data_size(), t.string_data_size()})
     if (size != 0 && size != count)
       return make_error("{}: holds {} values for {} elements", what, size, count);
   take(*t.mutable_float_data(), at);
@@ -204,7 +208,8 @@ Expected<void> shrink_model(onnx::ModelProto& model, const std::map<int64_t, int
         for (auto& v : *a.mutable_ints()) v = mapped(dims, v);
       } else if (op == "Constant" && onnx_domain && extent_output && a.name() == "value_int") {
         a.set_i(mapped(dims, a.i()));
-      } else if (onnx_domain && (op == "LSTM" || op == "GRU" || op == "RNN") && a.name() == "hidden_size") {
+      } else if (onnx_domain && (op == "LSTM" || op == "GRU" || op == "RNN") &&
+                 a.name() == "hidden_size") {
         a.set_i(mapped(dims, a.i()));
       } else if (onnx_domain && op == "Split" && a.name() == "split") {
         for (auto& v : *a.mutable_ints()) v = mapped(dims, v);

@@ -12,6 +12,7 @@
 //            [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

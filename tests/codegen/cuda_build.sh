@@ -26,6 +26,7 @@ for m in "${models[@]}"; do
 done
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR=$tmp  # paths hashed relative to the temporary folder: later runs hit
 mpi=() with=""
 if command -v mpicxx > /dev/null; then mpi=(-DPLANNER_RT_MPI=ON) with=" with MPI"; fi
 cmake -S "$tmp" -B "$tmp/build" -G Ninja "${launcher[@]}" "${mpi[@]}" > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \

@@ -111,9 +111,11 @@ rnn (float[5,3,8] x) => (float[5,1,3,16] y, float[5,3,8] a, float[5,3,8] b)
 }
 
 TEST_CASE("shrink: errors") {
-  CHECK(error_of(kModel, {{6, 0}}) == "shrinkable.onnxtxt: --shrink 6=0: dimensions must be positive");
+  CHECK(error_of(kModel, {{6, 0}}) ==
+        "shrinkable.onnxtxt: --shrink 6=0: dimensions must be positive");
   CHECK(error_of(kModel, {{6, 7}, {24, 28}}) ==
-        "shrinkable.onnxtxt: initializer 'positions': cannot grow dimension 0 from 6 to 7: it holds values");
+        "shrinkable.onnxtxt: initializer 'positions': cannot grow dimension 0 from 6 to 7: it "
+        "holds values");
   // A map that breaks a shape relation is caught by the importer's inference.
   CHECK(error_of(kModel, {{24, 5}}) != "(no error)");
 }
