@@ -122,7 +122,11 @@ void map_values(onnx::TensorProto& t, const Map& dims) {
 // New dims for a tensor; values cut to the leading block, or dropped when stored outside.
 Expected<void> shrink_tensor(onnx::TensorProto& t, const Map& dims, bool extents,
                              const std::string& what) {
-  if (extents) map_values(t, dims);
+  // Its own length is a rank, not an extent.
+  if (extents) {
+    map_values(t, dims);
+    return ok();
+  }
   std::vector<int64_t> from(t.dims().begin(), t.dims().end()), to = from;
   for (int64_t& d : to) d = mapped(dims, d);
   if (to == from) return ok();

@@ -21,7 +21,7 @@ namespace planner::importers {
 /// - in the shapes of the graph inputs and outputs, and of the initializers and Constant
 ///   tensors (declared value_info is dropped: the importer infers it again);
 /// - in the values of the integer constants that hold extents: Reshape's and Expand's shape,
-///   ConstantOfShape's input, Split's sizes (input or attribute);
+///   ConstantOfShape's input, Split's sizes (input or attribute; their own length stays);
 /// - in the hidden_size of LSTM, GRU and RNN.
 /// A tensor with values whose shape changes keeps its leading block (a causal mask stays
 /// causal, positions stay 0, 1, 2, …); one stored outside the file (external data) loses its

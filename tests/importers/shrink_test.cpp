@@ -88,6 +88,10 @@ TEST_CASE("shrink: the map applies once, all at once") {
   // 8 -> 4 and 4 -> 2 together: an 8 becomes 4 (not 2), a 4 becomes 2.
   ir::Graph g = must_import(kModel, kMap);
   CHECK(shape_of(g, "h") == std::vector<int64_t>{6, 4});
+  // A shape constant keeps its length (a rank) when the map has that number: 2 and 3 here.
+  ir::Graph h = must_import(kModel, {{2, 1}, {3, 5}});
+  CHECK(shape_of(h, "f") == std::vector<int64_t>{24, 8});
+  CHECK(shape_of(h, "b") == std::vector<int64_t>{4, 6, 8});
 }
 
 TEST_CASE("shrink: recurrent hidden sizes and Split sizes") {
