@@ -512,14 +512,14 @@ void print_usage(const char* argv0, int num_ranks) {
       "  --costs FILE               write the measured kernel times (planner ... --costs FILE)\n"
       "  --dump FILE                write every output and updated parameter slice after the last step\n"
       "  --timeout SECONDS          how long a collective or receive waits for its peers (default 120)\n"
-      "How ranks run on the cuda backend (the cpu backend runs them as threads and ignores these):\n"
-      "  --ranks-per-gpu N          rank r on GPU r/N: 1 = one GPU per rank with NCCL, more = ranks share\n"
-      "                             GPUs (default: 1 with %d GPUs visible, else every rank on GPU 0)\n"
-      "  --mpi                      one process per rank (mpirun -np %d %s --mpi; a build with\n"
+      "  --collective-timeout-ms N  the same in milliseconds\n"
+      "How ranks run on the cuda backend (on cpu they are threads of this process):\n"
+      "  --ranks-per-gpu N          rank r on GPU r/N: 1 = one GPU per rank with NCCL, more = ranks\n"
+      "                             share GPUs (default: 1 when %d GPUs are visible, else all on GPU 0)\n"
+      "  --mpi                      one process per rank, started by `mpirun -np %d` (a build with\n"
       "                             -DPLANNER_RT_MPI=ON); on by itself under Open MPI's mpirun\n"
-      "  --collective-timeout-ms N  as --timeout, in milliseconds\n"
       "Environment (the flags win): PLANNER_RT_RANKS_PER_GPU, PLANNER_RT_MPI, PLANNER_RT_TIMEOUT_MS.\n",
-      argv0, num_ranks, std::string(rt::backend_name()).c_str(), num_ranks, num_ranks, argv0);
+      argv0, num_ranks, std::string(rt::backend_name()).c_str(), num_ranks, num_ranks);
 }
 
 int parse_count(const std::string& flag, const std::string& text, int min) {
