@@ -45,7 +45,9 @@ int run_compile(const CompileFlags& flags) {
               flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(), kernels, whole, collectives, sends);
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
-      if (!op.native) std::printf("  runs whole: %s (%s) %s\n", op.name.c_str(), op.op_type.c_str(), op.config.c_str());
+      if (!op.native)
+        std::printf("  runs whole: %s (%s) %s: %s\n", op.name.c_str(), op.op_type.c_str(), op.config.c_str(),
+                    op.why.c_str());
   std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n", flags.out.c_str());
   return 0;
 }

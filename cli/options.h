@@ -14,15 +14,16 @@
 
 namespace planner::cli {
 
-/// Model-loading flags: --batch and --dim NAME=VALUE.
+/// Model-loading flags: --batch, --dim NAME=VALUE and --shrink OLD=NEW.
 struct ModelFlags {
   std::string model_path;
   std::optional<int64_t> batch;
-  std::vector<std::string> dims;  ///< raw NAME=VALUE strings
+  std::vector<std::string> dims;    ///< raw NAME=VALUE strings
+  std::vector<std::string> shrink;  ///< raw OLD=NEW strings
 
   /// Adds the MODEL positional argument and the binding flags.
   void add_to(CLI::App& app);
-  /// Turns the flags into import options; an ill-formed --dim is an error.
+  /// Turns the flags into import options; an ill-formed --dim or --shrink is an error.
   Expected<importers::ImportOptions> import_options() const;
 };
 

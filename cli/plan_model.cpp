@@ -23,6 +23,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
     if (o.contains("dims") && o["dims"].is_object() && model.dims.empty())
       for (const auto& [k, v] : o["dims"].items())
         if (v.is_number_integer()) flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
+    if (o.contains("shrink") && o["shrink"].is_object() && model.shrink.empty())
+      for (const auto& [k, v] : o["shrink"].items())
+        if (v.is_number_integer()) flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("optimizer") && o["optimizer"].is_string()) flags.optimizer = o["optimizer"].get<std::string>();
   }
   PLANNER_TRY_ASSIGN(std::string sha, sha256_file(model.model_path));
@@ -48,7 +51,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
     const ir::Tensor& tensor = g.tensor(t);
     const search::PlanTensor& p = plan.tensors[static_cast<size_t>(t)];
     if (p.name != tensor.name || p.shape != tensor.shape)
-      return make_error("{}: plan tensor '{}' {} does not match the model's '{}' {} (check --batch)", model.model_path,
+      return make_error("{}: plan tensor '{}' {} does not match the model's '{}' {} (check --batch and --shrink)", model.model_path,
                         p.name, ir::shape_to_string(p.shape), tensor.name, ir::shape_to_string(tensor.shape));
   }
   return prepared;

@@ -160,6 +160,15 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     }
     o["dims"] = std::move(dims);
   }
+  if (!pipeline.model.shrink.empty()) {
+    // The map as the importer applied it (sorted, one entry per dimension).
+    auto import = pipeline.model.import_options();
+    if (import) {
+      nlohmann::ordered_json shrink = nlohmann::ordered_json::object();
+      for (const auto& [from, to] : import->shrink) shrink[std::to_string(from)] = to;
+      o["shrink"] = std::move(shrink);
+    }
+  }
   header.search.options = std::move(o);
   auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr, std::move(header),
                                  {{"data_parallel", *dp_metrics}});

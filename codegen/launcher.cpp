@@ -190,6 +190,8 @@ std::map<std::string, std::string> launcher_files(const Programs& programs, cons
 #   cmake -S launcher -B build && cmake --build build && build/launcher --steps 3
 # runtime_stub/ next to this folder is a copy of the planner's runtime library; it is built
 # here unless PLANNER_RT_PREBUILT names a libplanner_rt.a built from the same sources.
+# -DPLANNER_RT_BACKEND=cuda builds for GPUs; add -DPLANNER_RT_MPI=ON to run one process per
+# rank under mpirun (build/launcher --help lists how ranks can run).
 cmake_minimum_required(VERSION 3.20)
 project(planner_launcher LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 20)

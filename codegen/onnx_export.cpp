@@ -199,8 +199,13 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
         if (!whole_world) int_attr(*node, "group_size", static_cast<int64_t>(s.group.size()));
         break;
       case StepKind::kReduceScatter:
-        comm("ReduceScatter");
+        // com.microsoft has no ReduceScatter: always the planner's domain.
+        node->set_op_type("ReduceScatter");
+        node->set_domain(kCommDomain);
+        set_attribute(*node, "group", ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
         int_attr(*node, "axis", s.axis);
+        int_attr(*node, "group_size", static_cast<int64_t>(s.group.size()));
+        set_attribute(*node, "reduction", ir::Attribute{std::string(reducer_text(s.reducer))});
         break;
       case StepKind::kSend:
         node->set_op_type("Send");

@@ -84,11 +84,20 @@ struct Piece {
   std::vector<int> buffers;  // one per holder
 };
 
+// Partial results of one tile not reduced yet: the shards holding its partials, reduced when
+// the tensor is first fetched (so that the fetch can choose a reduce-scatter).
+struct PendingReduction {
+  Box box;                   // the tile
+  std::vector<int> members;  // ranks, in partial order
+  std::vector<int> buffers;  // their partial buffers
+  Reducer reducer = Reducer::kSum;
+};
+
 class Partitioner {
  public:
   Partitioner(const ir::Graph& g, const analysis::GraphStrategies& s, const std::vector<OpConfig>& c,
-              int n, bool train)
-      : g_(g), strategies_(s), configs_(c), n_(n) {
+              int n, bool train, const PartitionOptions& options)
+      : g_(g), strategies_(s), configs_(c), n_(n), options_(options) {
     out_.num_ranks = n;
     out_.train = train;
     out_.ranks.resize(static_cast<size_t>(n));
@@ -150,6 +159,16 @@ class Partitioner {
                       std::vector<int>& result);
   bool try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants,
                       std::vector<int>& result);
+  void reduce_pending(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants);
+  bool try_reduce_scatter(ir::TensorId t, const PendingReduction& p, const std::vector<int>& ranks,
+                          const std::vector<Box>& wants);
+  void all_reduce(ir::TensorId t, const PendingReduction& p);
+  void add_piece(ir::TensorId t, int id) {
+    std::vector<Piece>& pieces = sources_[static_cast<size_t>(t)];
+    auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == buf(id).region; });
+    if (it == pieces.end()) pieces.push_back({buf(id).region, {id}});
+    else it->buffers.push_back(id);
+  }
   void add_local(ir::TensorId t, int id) { local_[{t, buf(id).rank}].push_back(id); }
   Expected<void> compile_op(ir::OpId id);
 
@@ -157,12 +176,14 @@ class Partitioner {
   const analysis::GraphStrategies& strategies_;
   const std::vector<OpConfig>& configs_;
   int n_;
+  PartitionOptions options_;
   Programs out_;
   std::vector<std::unique_ptr<OpInfo>> info_;
   std::vector<ir::OpId> owner_;
   std::vector<std::vector<Piece>> sources_;
   std::map<std::pair<ir::TensorId, int>, std::vector<int>> local_;
   std::map<std::tuple<ir::TensorId, int, std::vector<std::pair<int64_t, int64_t>>>, int> resident_;
+  std::map<ir::TensorId, std::vector<PendingReduction>> pending_;
 };
 
 std::vector<std::pair<int64_t, int64_t>> box_key(const Box& b) {
@@ -661,10 +682,92 @@ bool Partitioner::try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, 
   return true;
 }
 
+// A group whose members want equal contiguous chunks of its tile along one axis, one chunk
+// each: a reduce-scatter, ordered by chunk. Anything else (a member wanting the whole tile, a
+// halo, nothing) is left to an all-reduce and local slices.
+bool Partitioner::try_reduce_scatter(ir::TensorId t, const PendingReduction& p, const std::vector<int>& ranks,
+                                     const std::vector<Box>& wants) {
+  if (!options_.reduce_scatter) return false;
+  const int64_t n = static_cast<int64_t>(p.members.size());
+  std::vector<const Box*> want_of;
+  for (int m : p.members) {
+    auto it = std::find(ranks.begin(), ranks.end(), m);
+    if (it == ranks.end()) return false;
+    want_of.push_back(&wants[static_cast<size_t>(it - ranks.begin())]);
+  }
+  int axis = -1;
+  for (const Box* w : want_of) {
+    if (!contains(p.box, *w)) return false;
+    for (size_t d = 0; d < w->size(); ++d)
+      if ((*w)[d] != p.box[d]) {
+        if (axis >= 0 && axis != static_cast<int>(d)) return false;
+        axis = static_cast<int>(d);
+      }
+  }
+  if (axis < 0) return false;
+  const Range whole = p.box[static_cast<size_t>(axis)];
+  if (whole.size() % n != 0) return false;
+  const int64_t chunk = whole.size() / n;
+  std::vector<int> order(static_cast<size_t>(n), -1);  // chunk index -> position in members
+  for (size_t i = 0; i < want_of.size(); ++i) {
+    const Range& r = (*want_of[i])[static_cast<size_t>(axis)];
+    if (r.size() != chunk || (r.begin - whole.begin) % chunk != 0) return false;
+    int& slot = order[static_cast<size_t>((r.begin - whole.begin) / chunk)];
+    if (slot >= 0) return false;
+    slot = static_cast<int>(i);
+  }
+  std::vector<int> group;
+  for (int i : order) group.push_back(p.members[static_cast<size_t>(i)]);
+  for (int i : order) {
+    int m = p.members[static_cast<size_t>(i)];
+    int out = add_buffer(m, t, *want_of[static_cast<size_t>(i)]);
+    Step st;
+    st.kind = StepKind::kReduceScatter;
+    st.inputs = {p.buffers[static_cast<size_t>(i)]};
+    st.outputs = {out};
+    st.group = group;
+    st.axis = axis;
+    st.reducer = p.reducer;
+    emit(m, std::move(st));
+    add_local(t, out);
+    add_piece(t, out);
+  }
+  return true;
+}
+
+void Partitioner::all_reduce(ir::TensorId t, const PendingReduction& p) {
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    int m = p.members[i];
+    int in = p.buffers[i];
+    int out = add_buffer(m, t, p.box);
+    Step st;
+    st.kind = StepKind::kAllReduce;
+    st.inputs = {in};
+    st.outputs = {out};
+    st.group = p.members;
+    st.reducer = p.reducer;
+    emit(m, std::move(st));
+    add_local(t, out);
+    add_piece(t, out);
+  }
+}
+
+// Reduces the partial results of `t` for its first fetch: per tile a reduce-scatter where the
+// fetching ranks' boxes allow one, else an all-reduce.
+void Partitioner::reduce_pending(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants) {
+  auto it = pending_.find(t);
+  if (it == pending_.end()) return;
+  std::vector<PendingReduction> groups = std::move(it->second);
+  pending_.erase(it);
+  for (const PendingReduction& p : groups)
+    if (!try_reduce_scatter(t, p, ranks, wants)) all_reduce(t, p);
+}
+
 Expected<std::vector<int>> Partitioner::fetch(ir::TensorId t, const std::vector<int>& ranks,
                                               const std::vector<Box>& wants) {
   std::vector<int> result;
   PLANNER_TRY(ensure_sources(t));
+  reduce_pending(t, ranks, wants);
   if (try_all_gather(t, ranks, wants, result) || try_all_to_all(t, ranks, wants, result)) return result;
   for (size_t i = 0; i < ranks.size(); ++i) {
     PLANNER_TRY_ASSIGN(int b, obtain(t, ranks[i], wants[i]));
@@ -679,7 +782,7 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   PLANNER_TRY(check_config(id));
   PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(id));
   const int n = c.num_shards();
-  OpReport report{op.name, op.op_type, op.domain, c.to_string(), true};
+  OpReport report{op.name, op.op_type, op.domain, c.to_string(), true, ""};
 
   // Native or fallback, per shard.
   std::vector<std::optional<ShardKernel>> kernels(static_cast<size_t>(n));
@@ -693,7 +796,10 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
     req.partial_index = shards.shards[static_cast<size_t>(s)].partial;
     req.split = !c.splits.empty();
     kernels[static_cast<size_t>(s)] = native_shard_kernel(req, why);
-    if (!kernels[static_cast<size_t>(s)]) report.native = false;
+    if (!kernels[static_cast<size_t>(s)] && report.native) {
+      report.native = false;
+      report.why = why;
+    }
   }
   for (size_t o = 0; o < op.outputs.size(); ++o)
     if (!report.native && shards.sharding[o].partial > 1 && shards.reducer[o] == Reducer::kProd)
@@ -796,7 +902,6 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   for (size_t o = 0; o < op.outputs.size(); ++o) {
     ir::TensorId t = op.outputs[o];
     if (t == ir::kNoTensor) continue;
-    std::vector<Piece>& pieces = sources_[static_cast<size_t>(t)];
     const analysis::Sharding& sh = shards.sharding[o];
     std::map<int, int> buffer_on;  // rank -> shard output buffer
     for (int s = 0; s < n; ++s) buffer_on[c.devices[static_cast<size_t>(s)]] = out_buf[static_cast<size_t>(s)][o];
@@ -804,33 +909,22 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
       for (int s = 0; s < n; ++s) {
         int b = out_buf[static_cast<size_t>(s)][o];
         add_local(t, b);
-        auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == buf(b).region; });
-        if (it == pieces.end()) pieces.push_back({buf(b).region, {b}});
-        else it->buffers.push_back(b);
+        add_piece(t, b);
       }
       continue;
     }
+    // Partial results wait for their first consumer (reduce_pending).
     for (int tile = 0; tile < sh.num_tiles(); ++tile)
       for (int r = 0; r < sh.replicas; ++r) {
-        std::vector<int> members;
-        for (int p = 0; p < sh.partial; ++p)
-          members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + p) * sh.replicas + r)]);
-        Piece piece;
-        piece.box = buf(buffer_on.at(members[0])).region;
-        for (int m : members) {
-          int in = buffer_on.at(m);
-          int outb = add_buffer(m, t, buf(in).region);
-          Step st;
-          st.kind = StepKind::kAllReduce;
-          st.inputs = {in};
-          st.outputs = {outb};
-          st.group = members;
-          st.reducer = shards.reducer[o];
-          emit(m, std::move(st));
-          add_local(t, outb);
-          piece.buffers.push_back(outb);
+        PendingReduction p;
+        for (int q = 0; q < sh.partial; ++q) {
+          int m = sh.devices[static_cast<size_t>((tile * sh.partial + q) * sh.replicas + r)];
+          p.members.push_back(m);
+          p.buffers.push_back(buffer_on.at(m));
         }
-        pieces.push_back(std::move(piece));
+        p.box = buf(p.buffers[0]).region;
+        p.reducer = shards.reducer[o];
+        pending_[t].push_back(std::move(p));
       }
   }
   out_.ops.push_back(std::move(report));
@@ -848,6 +942,7 @@ Expected<Programs> Partitioner::run() {
     reports[static_cast<size_t>(id)] = out_.ops.back();
   }
   out_.ops = std::move(reports);  // graph order
+  for (ir::TensorId t : g_.outputs) reduce_pending(t, {}, {});
   for (ir::TensorId t : g_.outputs) {
     if (resident_unowned(t)) continue;
     for (const Piece& p : sources_[static_cast<size_t>(t)])
@@ -859,8 +954,9 @@ Expected<Programs> Partitioner::run() {
 }  // namespace
 
 Expected<Programs> partition(const ir::Graph& graph, const analysis::GraphStrategies& strategies,
-                             const std::vector<OpConfig>& configs, int num_ranks, bool train) {
-  Partitioner p(graph, strategies, configs, num_ranks, train);
+                             const std::vector<OpConfig>& configs, int num_ranks, bool train,
+                             const PartitionOptions& options) {
+  Partitioner p(graph, strategies, configs, num_ranks, train, options);
   return p.run();
 }
 

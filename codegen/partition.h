@@ -1,8 +1,8 @@
 // Partitioning: a plan (one OpConfig per operator) becomes one program per rank — the kernels
 // each shard runs on its slices and the communication that moves slices between ranks. The
 // semantics follow analysis/lowering.h exactly: shards read the boxes their TDL description
-// gives, split reductions are all-reduced among the shards holding partials of one tile,
-// parameters and optimizer state live where their update operator's shards read them, and
+// gives, split reductions are reduced among the shards holding partials of one tile (by an
+// all-reduce, or a reduce-scatter where the first consumer wants the tile in chunks), parameters and optimizer state live where their update operator's shards read them, and
 // model inputs and constants are initialised where each consumer reads them.
 #pragma once
 
@@ -16,12 +16,20 @@
 
 namespace planner::codegen {
 
+/// Choices of the partitioner that do not change what a plan computes.
+struct PartitionOptions {
+  /// Reduce partial results with a reduce-scatter where their first consumer wants equal
+  /// chunks of the tile along one axis, one per holder of a partial; false always all-reduces
+  /// (and slices locally), e.g. to compare the data moved.
+  bool reduce_scatter = true;
+};
+
 /// Compiles `configs` (one per op of `graph`, graph order) for `num_ranks` ranks (rank r runs
 /// device r). `strategies` is analyze_graph's result for `graph`; `train` marks a training
 /// step (update operators carry parameters and state to the next step). Errors name the
 /// operator whose config does not fit.
 Expected<Programs> partition(const ir::Graph& graph, const analysis::GraphStrategies& strategies,
                              const std::vector<analysis::OpConfig>& configs, int num_ranks,
-                             bool train);
+                             bool train, const PartitionOptions& options = {});
 
 }  // namespace planner::codegen

@@ -47,7 +47,8 @@ std::string Programs::to_text() const {
       std::string extra;
       if (!s.group.empty()) extra += fmt::format(" group=[{}]", fmt::join(s.group, ","));
       if (s.peer >= 0) extra += fmt::format(" peer={}", s.peer);
-      if (s.kind == StepKind::kAllGather || s.kind == StepKind::kAllToAll) extra += fmt::format(" axis={}", s.axis);
+      if (s.kind == StepKind::kAllGather || s.kind == StepKind::kAllToAll || s.kind == StepKind::kReduceScatter)
+        extra += fmt::format(" axis={}", s.axis);
       if (s.kind == StepKind::kAllToAll) extra += fmt::format(" concat_axis={}", s.axis2);
       out += fmt::format("  {}{}: ({}) -> ({})\n", what, extra, fmt::join(ins, ", "), fmt::join(outs, ", "));
     }

@@ -54,7 +54,7 @@ enum class StepKind : uint8_t {
   kAllReduce,      ///< inputs[0] reduced over `group` into outputs[0]
   kAllGather,      ///< inputs[0] gathered along `axis` over `group` into outputs[0]
   kAllToAll,       ///< inputs[0] split along `axis`, exchanged, concatenated along `axis2`
-  kReduceScatter,  ///< reserved: not produced yet (an all-reduce and a Slice instead)
+  kReduceScatter,  ///< inputs[0] reduced over `group`; member j keeps chunk j along `axis`
   kSend,           ///< inputs[0] sent to `peer`
   kRecv,           ///< outputs[0] received from `peer`
 };
@@ -78,7 +78,7 @@ struct Step {
   // Communication.
   std::vector<int> group;  ///< member ranks in collective order
   int peer = -1;           ///< send/recv partner
-  int64_t axis = 0;        ///< gather / split axis
+  int64_t axis = 0;        ///< gather / split / scatter axis
   int64_t axis2 = 0;       ///< all-to-all concat axis
   analysis::Reducer reducer = analysis::Reducer::kSum;
 };
@@ -94,6 +94,7 @@ struct OpReport {
   std::string name, op_type, domain;
   std::string config;
   bool native = true;  ///< every shard ran natively (no fallback)
+  std::string why;     ///< why a shard fell back (the first one's reason), else ""
 };
 
 /// The compiled step: every rank's program and the buffers they use.

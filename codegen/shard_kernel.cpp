@@ -71,14 +71,14 @@ const std::set<std::string> kOnnxNative = {
     "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm", "ReduceMax", "ReduceMean",
     "ReduceMin", "ReduceSum", "RNN", "Softmax", "Split", "Transpose",
     // with rewritten attributes or shape inputs
-    "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Reshape", "Slice", "Squeeze",
-    "Unsqueeze"};
+    "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
+    "Squeeze", "Unsqueeze"};
 
 const std::set<std::string> kPlannerNative = {
     "Adam", "BatchNormGrad", "BatchNormParamGrad", "ConvGradData", "ConvGradFilter", "DivGradB",
     "GatherGrad", "GlobalPoolGrad", "GRUGrad", "LayerNormGrad", "LayerNormParamGrad",
-    "LossGrad", "LSTMGradData", "LSTMGradWeights", "Momentum", "PoolGrad", "ReduceGrad", "RNNGrad",
-    "SGD", "SoftmaxGrad", "UnaryGrad", "WhereGrad", "ZerosLike"};
+    "LossGrad", "LSTMGradData", "LSTMGradWeights", "Momentum", "PadGrad", "PoolGrad", "ReduceGrad",
+    "RNNGrad", "SGD", "SliceGrad", "SoftmaxGrad", "UnaryGrad", "WhereGrad", "ZerosLike"};
 
 const std::set<std::string> kOnnxPartial = {"MatMul", "Gemm", "Conv", "ReduceSum", "ReduceMax",
                                             "ReduceMin", "Einsum"};
@@ -177,6 +177,87 @@ bool rewrite_slice(const ShardRequest& r, ShardKernel& k, std::string& why) {
   k.inputs[2] = {ShardInput::Kind::kConstant, {}, int64_constant("ends", le)};
   k.inputs[3] = {ShardInput::Kind::kConstant, {}, int64_constant("axes", la)};
   k.inputs[4] = {ShardInput::Kind::kAbsent, {}, {}};
+  return true;
+}
+
+// Constant integer input `i` of the op (empty when absent), or nullopt when not constant.
+std::optional<std::vector<int64_t>> constant_ints(const ShardRequest& r, size_t i) {
+  const ir::Op& op = r.graph->op(r.op);
+  if (i >= op.inputs.size() || op.inputs[i] == ir::kNoTensor) return std::vector<int64_t>{};
+  const ir::Tensor& t = r.graph->tensor(op.inputs[i]);
+  if (!t.has_data()) return std::nullopt;
+  return t.int_values();
+}
+
+// Per axis of a tensor of `shape`: whether a Slice (bounds from constant inputs starting at
+// `first`, else Slice's opset-1 attributes) takes it whole with step 1 — in a form that stays
+// whole on any smaller extent (start 0 or at most -extent, end at least the extent). nullopt
+// when the bounds are not constants.
+std::optional<std::vector<bool>> slice_whole_axes(const ShardRequest& r, size_t first,
+                                                  const std::vector<int64_t>& shape) {
+  const ir::Op& op = r.graph->op(r.op);
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{};
+  if (first < op.inputs.size() && op.inputs[first] != ir::kNoTensor) {
+    starts = constant_ints(r, first);
+    ends = constant_ints(r, first + 1);
+    axes = constant_ints(r, first + 2);
+    steps = constant_ints(r, first + 3);
+  } else {
+    starts = op.ints_attr("starts");
+    ends = op.ints_attr("ends");
+    axes = op.ints_attr("axes");
+  }
+  if (!starts || !ends || !axes || !steps || ends->size() != starts->size()) return std::nullopt;
+  std::vector<bool> whole(shape.size(), true);
+  for (size_t j = 0; j < starts->size(); ++j) {
+    int64_t axis = axes->empty() ? static_cast<int64_t>(j) : j < axes->size() ? norm_axis((*axes)[j], shape.size()) : -1;
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return std::nullopt;
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    const int64_t step = j < steps->size() ? (*steps)[j] : 1;
+    const int64_t s = (*starts)[j], e = (*ends)[j];
+    whole[static_cast<size_t>(axis)] = step == 1 && (s == 0 || s <= -dim) && e >= dim;
+  }
+  return whole;
+}
+
+// Per axis of the padded tensor: whether Pad's constant `pads` (input 1, over the axes of
+// input 3 when given) leave it unpadded. nullopt when they are not constants.
+std::optional<std::vector<bool>> unpadded_axes(const ShardRequest& r, size_t rank) {
+  auto pads = constant_ints(r, 1), axes = constant_ints(r, 3);
+  if (!pads || !axes) return std::nullopt;
+  std::vector<int64_t> which = *axes;
+  if (which.empty())
+    for (size_t a = 0; a < rank; ++a) which.push_back(static_cast<int64_t>(a));
+  if (pads->size() != 2 * which.size()) return std::nullopt;
+  std::vector<bool> unpadded(rank, true);
+  for (size_t j = 0; j < which.size(); ++j) {
+    int64_t a = norm_axis(which[j], rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank)) return std::nullopt;
+    if ((*pads)[j] != 0 || (*pads)[j + which.size()] != 0) unpadded[static_cast<size_t>(a)] = false;
+  }
+  return unpadded;
+}
+
+// Pad, SliceGrad and PadGrad are element-wise along an axis they leave untouched: a shard
+// split only along such axes reads the same range of its data input (input 0, of the same
+// extent there) and the whole of every other axis; the pads and bounds stay as they are.
+bool untouched_axes_split(const ShardRequest& r, const std::optional<std::vector<bool>>& untouched, ShardKernel& k,
+                          std::string& why) {
+  const ir::Op& op = r.graph->op(r.op);
+  if (!untouched) return why = "non-constant pads or bounds", false;
+  const auto& xs = r.graph->tensor(op.inputs[0]).shape;
+  const auto& ys = r.graph->tensor(op.outputs[0]).shape;
+  if (xs.size() != ys.size() || untouched->size() != ys.size()) return why = "ranks differ", false;
+  Box in;
+  for (size_t d = 0; d < ys.size(); ++d) {
+    if (whole_on(r.output_boxes[0], ys, d)) {
+      in.push_back({0, xs[d]});
+      continue;
+    }
+    if (!(*untouched)[d] || xs[d] != ys[d]) return why = fmt::format("split along axis {}, which it pads or slices", d), false;
+    in.push_back(r.output_boxes[0][d]);
+  }
+  k.inputs[0].box = std::move(in);
   return true;
 }
 
@@ -328,8 +409,17 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   k.attributes = op.attributes;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     ShardInput in;
-    if (op.inputs[i] == ir::kNoTensor) in.kind = ShardInput::Kind::kAbsent;
-    else in.box = r.input_boxes[i];
+    if (op.inputs[i] == ir::kNoTensor) {
+      in.kind = ShardInput::Kind::kAbsent;
+    } else {
+      in.box = r.input_boxes[i];
+      // A constant the description does not read (ReduceSum's axes, a shape): passed whole.
+      const ir::Tensor& t = g.tensor(op.inputs[i]);
+      if (t.has_data() && analysis::box_elements(in.box) == 0) {
+        in.box.clear();
+        for (int64_t d : t.shape) in.box.push_back({0, d});
+      }
+    }
     k.inputs.push_back(std::move(in));
   }
   if (!r.split) return k;
@@ -340,7 +430,7 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     return std::nullopt;
   }
   for (size_t i = 0; i < op.inputs.size(); ++i)
-    if (op.inputs[i] != ir::kNoTensor && analysis::box_elements(r.input_boxes[i]) == 0 &&
+    if (op.inputs[i] != ir::kNoTensor && analysis::box_elements(k.inputs[i].box) == 0 &&
         g.tensor(op.inputs[i]).num_elements() > 0) {
       why = "an input the shard does not read";
       return std::nullopt;
@@ -356,11 +446,23 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     k.inputs[2].kind = ShardInput::Kind::kAbsent;
 
   if (planner) {
+    if (op.op_type == "SliceGrad" || op.op_type == "PadGrad") {
+      const auto& xs = g.tensor(op.outputs[0]).shape;
+      auto untouched = op.op_type == "SliceGrad" ? slice_whole_axes(r, 1, xs) : unpadded_axes(r, xs.size());
+      if (!untouched_axes_split(r, untouched, k, why)) return std::nullopt;
+      return k;
+    }
     if (!planner_guard(r, why)) return std::nullopt;
     return k;
   }
   const std::string& t = op.op_type;
   if (t == "Conv" || t == "MaxPool" || t == "AveragePool") {
+    // A split of the kernel window (partial sums over kernel positions) would need shifted
+    // inputs and a smaller kernel_shape: run whole.
+    if (t == "Conv" && !spatial_whole(r, 1)) {
+      why = "split of the kernel window";
+      return std::nullopt;
+    }
     if (t == "Conv" && op.int_attr("group", 1) != 1) {
       const auto& xs = g.tensor(op.inputs[0]).shape;
       if (!whole_on(r.input_boxes[0], xs, 1) || !is_whole(r.input_boxes[1], g.tensor(op.inputs[1]).shape)) {
@@ -382,6 +484,8 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     k.inputs[1] = {ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
   } else if (t == "Slice") {
     if (!rewrite_slice(r, k, why)) return std::nullopt;
+  } else if (t == "Pad") {
+    if (!untouched_axes_split(r, unpadded_axes(r, g.tensor(op.inputs[0]).shape.size()), k, why)) return std::nullopt;
   } else if (t == "Gather") {
     const auto& ds = g.tensor(op.inputs[0]).shape;
     if (!whole_on(r.input_boxes[0], ds, static_cast<size_t>(norm_axis(op.int_attr("axis", 0), ds.size())))) {

@@ -1,7 +1,8 @@
 // Running one shard of an operator natively: which operators and configurations can run on
 // their slices, and how their attributes and shape inputs are rewritten for the shard
 // (Reshape/Expand shapes, Slice bounds, Conv/Pool pads at halo boundaries, biases of partial
-// sums). Everything else is compiled by the partitioner's generic fallback.
+// sums; Pad, SliceGrad and PadGrad along the axes they leave untouched). Everything else is
+// compiled by the partitioner's generic fallback.
 #pragma once
 
 #include <map>

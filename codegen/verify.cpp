@@ -236,9 +236,13 @@ Expected<std::vector<std::string>> build_launchers(const std::vector<std::string
   std::string launcher_flag;
   std::string out;
   if (run_command("command -v ccache", out) == 0) launcher_flag = "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
+  // Paths under the work folder are hashed relative to it, so that ccache finds main.cpp (the
+  // same interpreter in every launcher) compiled by an earlier verify in another folder.
   std::string cmd = fmt::format(
-      "cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANNER_RT_PREBUILT={} {} && cmake --build {}",
-      quote(root.string()), quote((fs::path(build_dir) / "build").string()), quote(lib), launcher_flag,
+      "export CCACHE_BASEDIR={}; cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANNER_RT_PREBUILT={} {} && "
+      "cmake --build {}",
+      quote(fs::absolute(build_dir).parent_path().string()), quote(root.string()),
+      quote((fs::path(build_dir) / "build").string()), quote(lib), launcher_flag,
       quote((fs::path(build_dir) / "build").string()));
   if (verbose) std::fprintf(stderr, "building the launchers: %s\n", cmd.c_str());
   if (run_command(cmd, out) != 0) return make_error("building the launchers failed:\n{}", tail(out));

@@ -27,6 +27,7 @@
 
 #include "importers/fold_constants.h"
 #include "importers/shape_rules.h"
+#include "importers/shrink.h"
 
 namespace planner::importers {
 namespace {
@@ -689,6 +690,7 @@ Expected<void> check_declared_outputs(const ir::Graph& graph,
 Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& source,
                                  const fs::path& base_dir, const ImportOptions& options) {
   PLANNER_TRY_ASSIGN(int64_t opset, check_versions(model, source));
+  PLANNER_TRY(shrink_model(model, options.shrink, source));
   onnx::GraphProto& g = *model.mutable_graph();
   std::set<std::string> initializer_names;
   for (const auto& init : g.initializer()) initializer_names.insert(init.name());

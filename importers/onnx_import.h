@@ -26,6 +26,9 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /// Values for named dynamic dimensions (--dim NAME=VALUE).
   std::map<std::string, int64_t> dims;
+  /// Dimensions replaced before anything else (--shrink OLD=NEW; importers/shrink.h): the
+  /// same operators on smaller tensors.
+  std::map<int64_t, int64_t> shrink;
   /// Read parameter values (from the model file or its external data files) into
   /// Tensor::data. Planning never needs them; the launcher's initialisation may. A missing or
   /// short external data file is then an error. Parameters declared without values (the

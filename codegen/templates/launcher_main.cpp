@@ -2,9 +2,17 @@
 // program.cpp (one program per rank) on the runtime library planner_rt; the tables are data,
 // so model names appear only inside string literals there.
 //
+// The ranks run as the runtime's World places them (docs/runtime.md): threads of this process
+// on the cpu backend; on cuda one GPU per rank, several ranks sharing a GPU, or one process per
+// rank under mpirun. Each rank sends its report (step times, peak memory, --dump slices,
+// --costs samples) to rank 0 by point-to-point messages, so the same code gathers it from
+// threads or from other processes, and rank 0's process prints the summary and writes files.
+//
 //   launcher [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--timeout SECONDS]
+//            [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -160,7 +168,7 @@ struct Options {
   int steps = 1;
   uint64_t seed = 1;
   std::string costs, dump;
-  int timeout_s = 120;
+  int timeout_s = 0;  // 0: the world's deadline (--collective-timeout-ms, PLANNER_RT_TIMEOUT_MS, 120 s)
 };
 
 struct DumpRecord {
@@ -168,11 +176,144 @@ struct DumpRecord {
   std::vector<unsigned char> bytes;
 };
 
+// What a rank tells rank 0 after its last step.
+struct Report {
+  int rank = 0;
+  std::vector<double> seconds;  // per step
+  int64_t peak = 0;             // the largest step's peak bytes
+  std::vector<DumpRecord> dump;                // with --dump
+  std::vector<rt::Profiler::Entry> costs;      // with --costs
+};
+
+// A report as bytes (little-endian 64-bit fields), to travel as a u8 tensor between ranks of
+// one run (threads or processes of the same executable).
+class ReportWriter {
+ public:
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  void f64(double v) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    u64(bits);
+  }
+  void bytes(const void* data, size_t n) {
+    u64(n);
+    const auto* b = static_cast<const unsigned char*>(data);
+    out.insert(out.end(), b, b + n);
+  }
+  void str(const std::string& s) { bytes(s.data(), s.size()); }
+  std::vector<unsigned char> out;
+};
+
+class ReportReader {
+ public:
+  explicit ReportReader(const std::vector<unsigned char>& in) : in_(in) {}
+  uint64_t u64() {
+    need(8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(in_[pos_++]) << (8 * i);
+    return v;
+  }
+  double f64() {
+    uint64_t bits = u64();
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  std::vector<unsigned char> bytes() {
+    size_t n = static_cast<size_t>(u64());
+    need(n);
+    std::vector<unsigned char> v(in_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                                 in_.begin() + static_cast<std::ptrdiff_t>(pos_ + n));
+    pos_ += n;
+    return v;
+  }
+  std::string str() {
+    std::vector<unsigned char> b = bytes();
+    return std::string(b.begin(), b.end());
+  }
+  // An element count: each element takes at least one byte of what is left.
+  size_t count() {
+    size_t n = static_cast<size_t>(u64());
+    need(n);
+    return n;
+  }
+
+ private:
+  void need(size_t n) const {
+    if (n > in_.size() - pos_) throw rt::Error("a rank's report is truncated");
+  }
+  const std::vector<unsigned char>& in_;
+  size_t pos_ = 0;
+};
+
+std::vector<unsigned char> encode(const Report& r) {
+  ReportWriter w;
+  w.u64(static_cast<uint64_t>(r.rank));
+  w.u64(r.seconds.size());
+  for (double s : r.seconds) w.f64(s);
+  w.u64(static_cast<uint64_t>(r.peak));
+  w.u64(r.dump.size());
+  for (const DumpRecord& d : r.dump) {
+    w.u64(static_cast<uint64_t>(d.buffer));
+    w.bytes(d.bytes.data(), d.bytes.size());
+  }
+  w.u64(r.costs.size());
+  for (const rt::Profiler::Entry& e : r.costs) {
+    w.str(e.key.op_type);
+    w.str(e.key.domain);
+    w.str(e.key.attributes);
+    w.str(e.key.dtype);
+    w.u64(e.key.input_shapes.size());
+    for (const rt::Shape& s : e.key.input_shapes) {
+      w.u64(s.size());
+      for (int64_t x : s) w.u64(static_cast<uint64_t>(x));
+    }
+    w.u64(e.seconds.size());
+    for (double s : e.seconds) w.f64(s);
+  }
+  return std::move(w.out);
+}
+
+Report decode(const std::vector<unsigned char>& bytes) {
+  ReportReader r(bytes);
+  Report out;
+  out.rank = static_cast<int>(r.u64());
+  out.seconds.resize(r.count());
+  for (double& s : out.seconds) s = r.f64();
+  out.peak = static_cast<int64_t>(r.u64());
+  out.dump.resize(r.count());
+  for (DumpRecord& d : out.dump) {
+    d.buffer = static_cast<int>(r.u64());
+    d.bytes = r.bytes();
+  }
+  out.costs.resize(r.count());
+  for (rt::Profiler::Entry& e : out.costs) {
+    e.key.op_type = r.str();
+    e.key.domain = r.str();
+    e.key.attributes = r.str();
+    e.key.dtype = r.str();
+    e.key.input_shapes.resize(r.count());
+    for (rt::Shape& s : e.key.input_shapes) {
+      s.resize(r.count());
+      for (int64_t& x : s) x = static_cast<int64_t>(r.u64());
+    }
+    e.seconds.resize(r.count());
+    for (double& s : e.seconds) s = r.f64();
+  }
+  return out;
+}
+
+// Reports travel under their own tag: the programs' messages use tag 0.
+constexpr int kReportTag = 1;
+
 // One rank's run: buffers allocated when first written and freed after their last use;
 // persistent ones (parameters, inputs, state, constants) live for the whole run.
 class Rank {
  public:
-  Rank(const Program& p, int rank, rt::CpuWorld& world, const Options& o)
+  // Constructs the communicator first: on cuda it makes the rank's GPU current in this thread.
+  Rank(const Program& p, int rank, rt::World& world, const Options& o)
       : p_(p), rank_(rank), comm_(world, rank), o_(o), buffers_(p.buffers.size()), last_use_(p.buffers.size(), -1) {
     const auto& steps = p_.steps[static_cast<size_t>(rank_)];
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -250,6 +391,38 @@ class Rank {
   const rt::Profiler& profiler() const { return profiler_; }
   int64_t peak() const { return allocator_.peak_bytes(); }
 
+  // Every rank but 0 sends its report to rank 0 (a size, then the bytes); rank 0 receives them
+  // in rank order into `all`. Sends are buffered, so no rank waits for another's report.
+  void gather(Report mine, std::vector<Report>& all) {
+    if (rank_ != 0) {
+      std::vector<unsigned char> bytes = encode(mine);
+      const int64_t n = static_cast<int64_t>(bytes.size());
+      rt::TensorBuffer size(allocator_, rt::DType::kInt64, {1});
+      rt::copy_from_host(size.view(), &n);
+      comm_.send(size.view(), 0, kReportTag);
+      rt::TensorBuffer data(allocator_, rt::DType::kUInt8, {n});
+      rt::copy_from_host(data.view(), bytes.data());
+      comm_.send(data.view(), 0, kReportTag);
+      return;
+    }
+    all[0] = std::move(mine);
+    for (int r = 1; r < p_.num_ranks; ++r) {
+      int64_t n = 0;
+      rt::TensorBuffer size(allocator_, rt::DType::kInt64, {1});
+      comm_.recv(size.view(), r, kReportTag);
+      rt::copy_to_host(size.view(), &n);
+      if (n < 0) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
+      std::vector<unsigned char> bytes(static_cast<size_t>(n) + 1);
+      rt::TensorBuffer data(allocator_, rt::DType::kUInt8, {n});
+      comm_.recv(data.view(), r, kReportTag);
+      rt::copy_to_host(data.view(), bytes.data());
+      bytes.pop_back();
+      Report got = decode(bytes);
+      if (got.rank != r) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
+      all[static_cast<size_t>(r)] = std::move(got);
+    }
+  }
+
  private:
   const rt::Tensor& view(int b) const { return buffers_[static_cast<size_t>(b)].view(); }
 
@@ -292,8 +465,8 @@ class Rank {
 
   const Program& p_;
   int rank_;
-  rt::Allocator allocator_;
   rt::Communicator comm_;
+  rt::Allocator allocator_;
   const Options& o_;
   rt::Profiler profiler_;
   std::vector<rt::TensorBuffer> buffers_;
@@ -305,12 +478,14 @@ void write_u64(std::ofstream& f, uint64_t v) { f.write(reinterpret_cast<const ch
 
 // The dump file: "PLNRDUMP1\n", then per buffer: name, dtype, rank, global shape, offset,
 // shape and the raw bytes (lengths and integers as little-endian u64/i64).
-void write_dump(const std::string& path, const Program& p, const std::vector<std::vector<DumpRecord>>& records) {
+void write_dump(const std::string& path, const Program& p, const std::vector<Report>& reports) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw rt::Error("cannot write " + path);
   f << "PLNRDUMP1\n";
-  for (const auto& rank : records)
-    for (const DumpRecord& r : rank) {
+  for (const Report& rank : reports)
+    for (const DumpRecord& r : rank.dump) {
+      if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= p.buffers.size())
+        throw rt::Error("rank " + std::to_string(rank.rank) + " reported an unknown buffer");
       const BufferSpec& b = p.buffers[static_cast<size_t>(r.buffer)];
       std::string name = b.name;
       write_u64(f, name.size());
@@ -327,52 +502,109 @@ void write_dump(const std::string& path, const Program& p, const std::vector<std
   if (!f.flush()) throw rt::Error("cannot write " + path);
 }
 
+void print_usage(const char* argv0, int num_ranks) {
+  std::printf(
+      "usage: %s [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--timeout SECONDS]\n"
+      "          [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]\n"
+      "Runs the %d-rank program of `planner compile` on the %s backend.\n"
+      "  --steps N                  steps to run (default 1)\n"
+      "  --seed S                   initialisation seed (default 1)\n"
+      "  --costs FILE               write the measured kernel times (planner ... --costs FILE)\n"
+      "  --dump FILE                write every output and updated parameter slice after the last step\n"
+      "  --timeout SECONDS          how long a collective or receive waits for its peers (default 120)\n"
+      "  --collective-timeout-ms N  the same in milliseconds\n"
+      "How ranks run on the cuda backend (on cpu they are threads of this process):\n"
+      "  --ranks-per-gpu N          rank r on GPU r/N: 1 = one GPU per rank with NCCL, more = ranks\n"
+      "                             share GPUs (default: 1 when %d GPUs are visible, else all on GPU 0)\n"
+      "  --mpi                      one process per rank, started by `mpirun -np %d` (a build with\n"
+      "                             -DPLANNER_RT_MPI=ON); on by itself under Open MPI's mpirun\n"
+      "Environment (the flags win): PLANNER_RT_RANKS_PER_GPU, PLANNER_RT_MPI, PLANNER_RT_TIMEOUT_MS.\n",
+      argv0, num_ranks, std::string(rt::backend_name()).c_str(), num_ranks, num_ranks);
+}
+
+int parse_count(const std::string& flag, const std::string& text, int min) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < min || v > 1000000000)
+    throw rt::Error(flag + ": expected an integer of at least " + std::to_string(min) + ", got '" + text + "'");
+  return static_cast<int>(v);
+}
+
 int run_main(int argc, char** argv) {
+  const Program p = load(launcher::kProgram);
   Options o;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+    const std::string a = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) throw rt::Error("option " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--steps") o.steps = std::stoi(value());
-    else if (a == "--seed") o.seed = std::stoull(value());
-    else if (a == "--costs") o.costs = value();
-    else if (a == "--dump") o.dump = value();
-    else if (a == "--timeout") o.timeout_s = std::stoi(value());
-    else if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--timeout SECONDS]\n", argv[0]);
+    if (a == "--steps") {
+      o.steps = parse_count(a, value(), 1);
+    } else if (a == "--seed") {
+      const std::string v = value();
+      size_t used = 0;
+      try {
+        o.seed = std::stoull(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size() || v[0] == '-') throw rt::Error("--seed: expected a non-negative integer, got '" + v + "'");
+    } else if (a == "--costs") {
+      o.costs = value();
+    } else if (a == "--dump") {
+      o.dump = value();
+    } else if (a == "--timeout") {
+      o.timeout_s = parse_count(a, value(), 1);
+    } else if (a == "--ranks-per-gpu" || a == "--collective-timeout-ms") {
+      value();  // WorldOptions::from_args reads them
+    } else if (a == "--mpi" || a.rfind("--ranks-per-gpu=", 0) == 0 || a.rfind("--collective-timeout-ms=", 0) == 0) {
+      continue;
+    } else if (a == "--help" || a == "-h") {
+      print_usage(argv[0], p.num_ranks);
       return 0;
     } else {
-      throw rt::Error("unknown option " + a);
+      throw rt::Error("unknown option " + a + " (see --help)");
     }
   }
-  const Program p = load(launcher::kProgram);
-  rt::CpuWorld world(p.num_ranks, std::chrono::seconds(o.timeout_s));
-  std::vector<std::vector<DumpRecord>> dumps(static_cast<size_t>(p.num_ranks));
-  std::vector<std::vector<double>> times(static_cast<size_t>(p.num_ranks));
-  std::vector<int64_t> peaks(static_cast<size_t>(p.num_ranks));
-  std::vector<rt::Profiler> profilers(static_cast<size_t>(p.num_ranks));
+  rt::WorldOptions world_options = rt::WorldOptions::from_args(p.num_ranks, argc, argv);
+  if (o.timeout_s > 0) world_options.timeout = std::chrono::seconds(o.timeout_s);
+  rt::World world(world_options);
+  std::printf("%s\n", world.description().c_str());
+  const std::vector<int>& local = world.local_ranks();
+  const bool reports_here = std::find(local.begin(), local.end(), 0) != local.end();
+
+  std::vector<Report> reports(static_cast<size_t>(p.num_ranks));  // filled by rank 0
+  std::string device;                                               // rank 0's, for --costs
   std::mutex m;
   std::string failure;
   std::vector<std::thread> threads;
-  for (int r = 0; r < p.num_ranks; ++r)
+  for (int r : local)
     threads.emplace_back([&, r] {
       try {
         Rank rank(p, r, world, o);
         rank.init();
+        Report mine;
+        mine.rank = r;
         for (int s = 0; s < o.steps; ++s) {
           double t = rank.step();
-          times[static_cast<size_t>(r)].push_back(t);
-          peaks[static_cast<size_t>(r)] = std::max(peaks[static_cast<size_t>(r)], rank.peak());
+          mine.seconds.push_back(t);
+          mine.peak = std::max(mine.peak, rank.peak());
           {
             std::lock_guard<std::mutex> lock(m);
             std::printf("%s\n", rt::step_report(r, s + 1, t, rank.peak()).c_str());
           }
-          if (s + 1 == o.steps && !o.dump.empty()) dumps[static_cast<size_t>(r)] = rank.dump();
+          if (s + 1 == o.steps && !o.dump.empty()) mine.dump = rank.dump();
           rank.end_step();
         }
-        profilers[static_cast<size_t>(r)] = rank.profiler();
+        if (!o.costs.empty()) mine.costs = rank.profiler().entries();
+        if (r == 0 && !o.costs.empty()) device = rt::device_name();
+        rank.gather(std::move(mine), reports);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(m);
         if (failure.empty()) failure = "rank " + std::to_string(r) + ": " + e.what();
@@ -383,21 +615,28 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", failure.c_str());
     return 1;
   }
+  if (!reports_here) return 0;  // under mpirun, rank 0's process reports
   for (int s = 0; s < o.steps; ++s) {
     double slowest = 0;
-    for (const auto& t : times) slowest = std::max(slowest, t[static_cast<size_t>(s)]);
+    for (const Report& r : reports) {
+      if (r.seconds.size() != static_cast<size_t>(o.steps))
+        throw rt::Error("rank " + std::to_string(r.rank) + " reported " + std::to_string(r.seconds.size()) +
+                        " steps, expected " + std::to_string(o.steps));
+      slowest = std::max(slowest, r.seconds[static_cast<size_t>(s)]);
+    }
     std::printf("step %d: %.3f ms (slowest rank)\n", s + 1, slowest * 1e3);
   }
-  for (int r = 0; r < p.num_ranks; ++r)
-    std::printf("rank %d peak memory: %lld bytes\n", r, static_cast<long long>(peaks[static_cast<size_t>(r)]));
+  for (const Report& r : reports)
+    std::printf("rank %d peak memory: %lld bytes\n", r.rank, static_cast<long long>(r.peak));
   if (!o.costs.empty()) {
     rt::Profiler all;
-    for (const auto& pr : profilers) all.merge(pr);
+    for (const Report& r : reports)
+      for (const rt::Profiler::Entry& e : r.costs) all.add(e);
     std::ofstream f(o.costs);
-    rt::write_costs_json(f, rt::cpu_device_name(), all);
+    rt::write_costs_json(f, device, all);
     if (!f.flush()) throw rt::Error("cannot write " + o.costs);
   }
-  if (!o.dump.empty()) write_dump(o.dump, p, dumps);
+  if (!o.dump.empty()) write_dump(o.dump, p, reports);
   return 0;
 }
 

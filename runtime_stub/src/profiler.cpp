@@ -82,6 +82,11 @@ void Profiler::merge(const Profiler& other) {
   }
 }
 
+void Profiler::add(const Entry& entry) {
+  auto& mine = entries_[entry.key];
+  mine.insert(mine.end(), entry.seconds.begin(), entry.seconds.end());
+}
+
 std::vector<Profiler::Entry> Profiler::entries() const {
   std::vector<Entry> out;
   for (const auto& [key, samples] : entries_) out.push_back({key, samples});

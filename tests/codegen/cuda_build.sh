@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `planner compile --backend cuda` for the four example models (a plan of each from
 # `planner plan`, training, 4 GPUs): their launchers configure and build against runtime_stub's
-# cuda backend in one wrapper project (the runtime built once). Skipped (exit 77), saying why,
-# where nvcc is missing.
+# cuda backend in one wrapper project (the runtime built once), with -DPLANNER_RT_MPI=ON where
+# MPI is found (mpicxx), so the one launcher source is checked against the World of every mode.
+# Skipped (exit 77), saying why, where nvcc is missing.
 set -euo pipefail
 planner=$1 source_dir=$2
 if ! command -v nvcc > /dev/null; then echo "SKIPPED: nvcc not found"; exit 77; fi
@@ -25,6 +26,12 @@ for m in "${models[@]}"; do
 done
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S "$tmp" -B "$tmp/build" -G Ninja "${launcher[@]}" > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
+export CCACHE_BASEDIR=$tmp  # paths hashed relative to the temporary folder: later runs hit
+mpi=() with=""
+if command -v mpicxx > /dev/null; then mpi=(-DPLANNER_RT_MPI=ON) with=" with MPI"; fi
+cmake -S "$tmp" -B "$tmp/build" -G Ninja "${launcher[@]}" "${mpi[@]}" > "$tmp/log" 2>&1 && cmake --build "$tmp/build" >> "$tmp/log" 2>&1 \
   || { tail -40 "$tmp/log"; exit 1; }
-echo "built the cuda launchers of ${models[*]}"
+if [ -n "$with" ] && ! grep -q 'PLANNER_RT_MPI=1' "$tmp/build/build.ninja"; then
+  echo "mpicxx is installed but the runtime was built without MPI:"; grep -i mpi "$tmp/log" | tail -5; exit 1
+fi
+echo "built the cuda launchers of ${models[*]}$with"

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <set>
 
 #include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
@@ -182,6 +183,216 @@ TEST_CASE("small_cnn: partitioned steps match the unpartitioned step") {
 TEST_CASE("lstm: partitioned steps match the unpartitioned step") {
   verify_all("lstm", true, {{"dp", 4}, {"mp", 2}, {"mixed", 2}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
   verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
+}
+
+// Bytes each rank sends in one step under ring collectives (all-reduce 2(n-1)/n of its
+// buffer; reduce-scatter, all-gather and all-to-all (n-1)/n of the full buffer; a send its
+// buffer), summed over ranks.
+double moved_bytes(const Programs& p) {
+  double total = 0;
+  auto bytes = [&](int b) {
+    const Buffer& buf = p.buffers[static_cast<size_t>(b)];
+    return static_cast<double>(analysis::box_elements(buf.region) * static_cast<int64_t>(ir::dtype_size(buf.dtype)));
+  };
+  for (const RankProgram& r : p.ranks)
+    for (const Step& s : r.steps) {
+      const double n = static_cast<double>(s.group.size());
+      switch (s.kind) {
+        case StepKind::kAllReduce: total += 2 * (n - 1) / n * bytes(s.inputs[0]); break;
+        case StepKind::kReduceScatter:
+        case StepKind::kAllToAll: total += (n - 1) / n * bytes(s.inputs[0]); break;
+        case StepKind::kAllGather: total += (n - 1) / n * bytes(s.outputs[0]); break;
+        case StepKind::kSend: total += bytes(s.inputs[0]); break;
+        default: break;
+      }
+    }
+  return total;
+}
+
+// The MLP with its first layer row-parallel (split along the reduced input features) and the
+// ReLU after it split along the batch on the same ranks; everything else data-parallel.
+std::vector<OpConfig> row_parallel_then_batch(const Model& m, int n) {
+  std::vector<OpConfig> c = baseline(m, analysis::Baseline::kDataParallel, n);
+  importers::Topology topo = importers::h100_cluster(n);
+  analysis::Lowering lowering(m.graph, m.strategies, topo);
+  std::vector<int> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  auto split_where = [&](const std::string& name, bool reduced) {
+    ir::OpId id = ir::kNoOp;
+    for (ir::OpId o = 0; o < m.graph.num_ops(); ++o)
+      if (m.graph.op(o).name == name) id = o;
+    REQUIRE(id != ir::kNoOp);
+    for (const auto& [var, extent] : lowering.splittable(id)) {
+      OpConfig k = OpConfig::split(var, all);
+      int dim = lowering.output_dim_of(id, 0, k);
+      if ((reduced && dim == -1) || (!reduced && dim == 0)) {
+        c[static_cast<size_t>(id)] = k;
+        return;
+      }
+    }
+    FAIL("no variable of ", name);
+  };
+  split_where(m.graph.op(m.graph.tensor(*m.graph.find_tensor("h1")).producer).name, true);
+  split_where(m.graph.op(m.graph.tensor(*m.graph.find_tensor("a1")).producer).name, false);
+  return c;
+}
+
+TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter") {
+  for (bool train : {false, true}) {
+    auto m = example("mlp", train);
+    const int n = 4;
+    std::vector<OpConfig> configs = row_parallel_then_batch(*m, n);
+    Programs rs = compile(*m, configs, n);
+    PartitionOptions no_rs;
+    no_rs.reduce_scatter = false;
+    auto ar = partition(m->graph, m->strategies, configs, n, m->train, no_rs);
+    REQUIRE_MESSAGE(ar.has_value(), ar.error().message());
+    int scatters = 0;
+    for (const RankProgram& r : rs.ranks)
+      for (const Step& s : r.steps)
+        if (s.kind == StepKind::kReduceScatter) {
+          ++scatters;
+          CHECK(rs.buffers[static_cast<size_t>(s.inputs[0])].tensor_name == "h1");
+          CHECK(s.group == std::vector<int>{0, 1, 2, 3});
+          CHECK(s.axis == 0);
+        }
+    CHECK(scatters == n);
+    for (const RankProgram& r : ar->ranks)
+      for (const Step& s : r.steps) CHECK(s.kind != StepKind::kReduceScatter);
+    // h1 is [64, 1024] f32: each rank sends 3/4 of 256 KiB instead of 3/2.
+    MESSAGE("mlp ", train ? "train" : "infer", ": ", moved_bytes(rs), " bytes moved with the reduce-scatter, ",
+            moved_bytes(*ar), " with all-reduce + Slice");
+    CHECK(moved_bytes(*ar) - moved_bytes(rs) == doctest::Approx(n * 0.75 * 64 * 1024 * 4));
+    CHECK(rs.to_text().find("reduce_scatter group=[0,1,2,3] axis=0") != std::string::npos);
+    if (!train) continue;
+
+    // Both compile to the same step (the training step runs the forward too).
+    const std::filesystem::path work = std::filesystem::temp_directory_path() / "planner-codegen-rs-verify";
+    std::filesystem::remove_all(work);
+    VerifyOptions vo;
+    vo.work_dir = work.string();
+    auto results = verify_programs(reference(*m), {rs, *ar}, vo);
+    REQUIRE_MESSAGE(results.has_value(), results.error().message());
+    for (const VerifyResult& r : *results) {
+      INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+      CHECK(r.comparison.ok);
+      CHECK(r.output.find("cpu: 4 rank(s) as threads of one process") != std::string::npos);
+    }
+
+    // The launcher's flags: the World's are accepted on cpu; --costs gathers every rank's
+    // kernels at rank 0; bad flags are one line.
+    const std::string launcher = (work / "build" / "build" / "l1" / "launcher").string();
+    const std::string costs = (work / "costs.json").string();
+    std::string out;
+    CHECK(run_command(launcher + " --help", out) == 0);
+    CHECK(out.find("--ranks-per-gpu N") != std::string::npos);
+    CHECK(out.find("mpirun -np 4") != std::string::npos);
+    CHECK(run_command(launcher + " --steps 1 --ranks-per-gpu 2 --mpi --collective-timeout-ms=30000 --costs " + costs,
+                      out) == 0);
+    CHECK(out.find("step 1: ") != std::string::npos);
+    CHECK(out.find("rank 3 peak memory: ") != std::string::npos);
+    std::ifstream cf(costs);
+    std::string json((std::istreambuf_iterator<char>(cf)), {});
+    CHECK(json.find("\"schema\": \"planner-costs/1\"") != std::string::npos);
+    CHECK(json.find("\"op_type\": \"Gemm\"") != std::string::npos);
+    CHECK(run_command(launcher + " --stpes 2", out) != 0);
+    CHECK(out == "error: unknown option --stpes (see --help)\n");
+    CHECK(run_command(launcher + " --steps two", out) != 0);
+    CHECK(out == "error: --steps: expected an integer of at least 1, got 'two'\n");
+    std::filesystem::remove_all(work);
+
+    // The rank model names it in the planner's domain (com.microsoft has no ReduceScatter).
+    std::string dir = (std::filesystem::temp_directory_path() / "planner-codegen-rs-test").string();
+    CompileOptions co;
+    co.model_name = "mlp";
+    REQUIRE(compile_to_directory(rs, co, dir).has_value());
+    std::ifstream f(dir + "/rank_1.onnx", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    CHECK(check_onnx(bytes, "rank").has_value());
+    CHECK(bytes.find("ReduceScatter") != std::string::npos);
+    CHECK(bytes.find("ai.planner.comm") != std::string::npos);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// Pads (reflect and constant) and slices (strided and plain), so that training also needs
+// PadGrad, SliceGrad, a Pad (from the plain slice) and a Slice (from the constant pad).
+constexpr const char* kPadsAndSlices = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17]>
+pads_and_slices (float[8,6,10] x) => (float[8,6,4] y)
+<
+  float[10,12] w1 = {}, float[14,8] w2 = {},
+  int64[6] reflect = {0, 0, 1, 0, 0, 1},
+  int64[1] s_start = {1}, int64[1] s_end = {100}, int64[1] s_axis = {2}, int64[1] s_step = {2},
+  int64[6] zeros = {0, 1, 0, 0, 1, 0},
+  int64[2] c_start = {1, 0}, int64[2] c_end = {7, 4}, int64[2] c_axes = {1, 2}
+>
+{
+  h = MatMul(x, w1)
+  p = Pad<mode = "reflect">(h, reflect)
+  q = MatMul(p, w2)
+  s = Slice(q, s_start, s_end, s_axis, s_step)
+  z = Pad(s, zeros)
+  r = Relu(z)
+  y = Slice(r, c_start, c_end, c_axes)
+}
+)ONNX";
+
+TEST_CASE("checks: Pad, SliceGrad and PadGrad run sharded along axes they leave untouched") {
+  for (bool train : {false, true}) {
+    auto g = importers::import_model_text(kPadsAndSlices, "pads_and_slices.onnxtxt");
+    REQUIRE_MESSAGE(g.has_value(), g.error().message());
+    auto m = prepare(std::move(*g), train);
+    Programs dp = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4);
+    std::set<std::string> native;
+    for (const OpReport& r : dp.ops) {
+      if (r.op_type == "Pad" || r.op_type == "SliceGrad" || r.op_type == "PadGrad") {
+        INFO(r.name, " (", r.op_type, ") ", r.config);
+        CHECK(r.native);
+        native.insert(r.op_type);
+      }
+    }
+    CHECK(native == (train ? std::set<std::string>{"Pad", "PadGrad", "SliceGrad"} : std::set<std::string>{"Pad"}));
+    if (!train) continue;
+    // The training step runs the forward too; the mixed plan splits some of them along padded
+    // or sliced axes (the fallback).
+    std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4)};
+    auto results = verify_programs(reference(*m), programs, {});
+    REQUIRE_MESSAGE(results.has_value(), results.error().message());
+    for (const VerifyResult& r : *results) {
+      INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+      CHECK(r.comparison.ok);
+    }
+  }
+}
+
+TEST_CASE("checks: a Conv split along its kernel window runs whole, ReduceSum's axes do not stop it") {
+  auto m = example("small_cnn", true);
+  std::vector<OpConfig> c = baseline(*m, analysis::Baseline::kDataParallel, 2);
+  ir::OpId conv = ir::kNoOp;
+  for (ir::OpId id = 0; id < m->graph.num_ops() && conv == ir::kNoOp; ++id)
+    if (m->graph.op(id).op_type == "Conv") conv = id;
+  REQUIRE(conv != ir::kNoOp);
+  c[static_cast<size_t>(conv)] = OpConfig::split("k2", {0, 1});  // partial sums over kernel columns
+  Programs p = compile(*m, c, 2);
+  for (const OpReport& r : p.ops) {
+    INFO(r.name, " (", r.op_type, ") ", r.config, ": ", r.why);
+    if (r.name == m->graph.op(conv).name) {
+      CHECK_FALSE(r.native);
+      CHECK(r.why == "split of the kernel window");
+    }
+  }
+  // Data parallelism on the MLP runs every operator natively, the bias gradients' ReduceSum
+  // (split along the reduced batch, with a constant axes input) included.
+  auto mlp = example("mlp", true);
+  Programs dp = compile(*mlp, baseline(*mlp, analysis::Baseline::kDataParallel, 2), 2);
+  int reduce_sums = 0;
+  for (const OpReport& r : dp.ops) {
+    INFO(r.name, " (", r.op_type, ") ", r.config, ": ", r.why);
+    CHECK(r.native);
+    reduce_sums += r.op_type == "ReduceSum";
+  }
+  CHECK(reduce_sums > 0);
 }
 
 TEST_CASE("checks: a plan without its all-reduce is caught, and rank models pass the checker") {

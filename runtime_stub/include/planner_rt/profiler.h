@@ -53,6 +53,8 @@ class Profiler {
               std::span<const Tensor> inputs, double seconds);
   /// Adds every sample of `other` (to combine ranks).
   void merge(const Profiler& other);
+  /// Adds the samples of one entry (one read back from another process's report).
+  void add(const Entry& entry);
   /// The entries, sorted by key: one per distinct (op type, domain, attributes, shapes, dtype).
   std::vector<Entry> entries() const;
   /// Total recorded seconds.

@@ -561,9 +561,13 @@ World::World(const WorldOptions& options) : impl_(std::make_unique<Impl>()) {
     int initialized = 0;
     PLANNER_MPI_CHECK(MPI_Initialized(&initialized));
     if (!initialized) {
+      // The rank's thread, not the main thread, makes the MPI calls (one thread at a time).
       int provided = 0;
-      PLANNER_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      PLANNER_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
       w.mpi_initialized_here = true;
+      if (provided < MPI_THREAD_SERIALIZED)
+        throw Error("--mpi: this MPI library does not support calls from a rank thread "
+                    "(MPI_THREAD_SERIALIZED)");
     }
     int mpi_size = 0;
     PLANNER_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &mpi_size));
