@@ -315,19 +315,31 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     w.cost = {time, peak};
     return w;
   };
+  // Groups are worked out in batches of at least kBatch (group, candidate) pairs, so the
+  // workers are woken once per batch, not once per group; interning follows in order.
+  constexpr size_t kBatch = 64;
+  std::vector<std::pair<int, size_t>> pairs;
   std::vector<CandidateWork> work;
-  for (int gi = 0; gi < groups; ++gi) {
+  for (int first = 0; first < groups;) {
     if (deadline.passed()) return make_error("the search ran out of its time budget while pricing operators");
-    const auto& cands = candidates[static_cast<size_t>(gi)];
-    auto& node = out.node_[static_cast<size_t>(gi)];
-    node.resize(cands.size());
-    for (ir::OpId m : space.members(gi)) facts[static_cast<size_t>(m)].resize(cands.size());
-    work.assign(cands.size(), {});
-    pool.for_each(static_cast<int>(cands.size()), [&](int c, int) { work[static_cast<size_t>(c)] = work_out(gi, cands[static_cast<size_t>(c)]); });
-    for (size_t c = 0; c < cands.size(); ++c) {
-      CandidateWork& w = work[c];
+    pairs.clear();
+    int last = first;
+    for (; last < groups && pairs.size() < kBatch; ++last) {
+      const auto& cands = candidates[static_cast<size_t>(last)];
+      out.node_[static_cast<size_t>(last)].resize(cands.size());
+      for (ir::OpId m : space.members(last)) facts[static_cast<size_t>(m)].resize(cands.size());
+      for (size_t c = 0; c < cands.size(); ++c) pairs.push_back({last, c});
+    }
+    work.assign(pairs.size(), {});
+    pool.for_each(static_cast<int>(pairs.size()), [&](int k, int) {
+      auto [gi, c] = pairs[static_cast<size_t>(k)];
+      work[static_cast<size_t>(k)] = work_out(gi, candidates[static_cast<size_t>(gi)][c]);
+    });
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      auto [gi, c] = pairs[k];
+      CandidateWork& w = work[k];
       if (w.error) return *w.error;
-      node[c] = w.cost;
+      out.node_[static_cast<size_t>(gi)][c] = w.cost;
       for (MemberWork& mw : w.members) {
         const ir::Op& op = g.op(mw.op);
         OpFacts& f = facts[static_cast<size_t>(mw.op)][c];
@@ -340,6 +352,7 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
           if (op.outputs[o] != ir::kNoTensor) f.held[o] = pricer.intern(std::move(mw.held[o]));
       }
     }
+    first = last;
   }
 
   // Conversions: every distinct (held, needed) pair is priced first, on the workers; then

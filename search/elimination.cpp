@@ -12,6 +12,9 @@ namespace planner::search {
 
 namespace {
 
+// Candidate triples below which an elimination runs on one thread.
+constexpr int64_t kParallelWork = 4096;
+
 // A point of a frontier; `prov` says how to unroll it (-1: nothing to unroll).
 struct Point {
   double memory;
@@ -255,6 +258,8 @@ void Engine::eliminate_node(int j) {
   std::vector<Frontier> left(static_cast<size_t>(ni) * static_cast<size_t>(nj));
   std::vector<std::vector<Source>> left_src(left.size());
   // Rows ci are independent: workers fill them, then provenances are recorded in order.
+  // Small eliminations stay on this thread.
+  const bool worth_it = static_cast<int64_t>(ni) * nj * nk >= kParallelWork;
   pool_.for_each(ni, [&](int ci, int worker) {
     std::vector<Block> blocks(1);
     for (int cj = 0; cj < nj; ++cj) {
@@ -262,7 +267,7 @@ void Engine::eliminate_node(int j) {
       blocks[0] = {&edge_at(a, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj};
       left[li] = union_of_sums(blocks, left_src[li], scratch_[static_cast<size_t>(worker)]);
     }
-  });
+  }, worth_it);
   std::vector<std::vector<Source>> src(m.size());
   pool_.for_each(ni, [&](int ci, int worker) {
     std::vector<Block> blocks;
@@ -274,7 +279,7 @@ void Engine::eliminate_node(int j) {
       const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
       m[mi] = union_of_sums(blocks, src[mi], scratch_[static_cast<size_t>(worker)]);
     }
-  });
+  }, worth_it);
   for (int ci = 0; ci < ni; ++ci)
     for (int ck = 0; ck < nk; ++ck) {
       const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
@@ -306,7 +311,7 @@ void Engine::eliminate_branch(int j) {
     for (int cj = 0; cj < nj; ++cj)
       blocks.push_back({&edge_at(e, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj});
     bests[static_cast<size_t>(ci)] = union_of_sums(blocks, bsrcs[static_cast<size_t>(ci)], scratch_[static_cast<size_t>(worker)]);
-  });
+  }, static_cast<int64_t>(ni) * nj * 8 >= kParallelWork);
   for (int ci = 0; ci < ni; ++ci) {
     Frontier& best = bests[static_cast<size_t>(ci)];
     for (Point& p : best) {

@@ -37,9 +37,11 @@ class WorkerPool {
   /// Calls fn(i, worker) for every i in [0, n), spread over the workers (worker is in
   /// [0, size())); returns when all calls have returned. The first exception a call throws is
   /// rethrown here once all have stopped. Not reentrant: fn must not call for_each.
-  void for_each(int n, const std::function<void(int, int)>& fn) {
+  /// `worth_it` false runs everything on the calling thread (waking the workers costs more
+  /// than a few tiny calls).
+  void for_each(int n, const std::function<void(int, int)>& fn, bool worth_it = true) {
     if (n <= 0) return;
-    if (workers_.empty() || n == 1) {
+    if (workers_.empty() || n == 1 || !worth_it) {
       for (int i = 0; i < n; ++i) fn(i, 0);
       return;
     }
