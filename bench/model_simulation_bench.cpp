@@ -15,6 +15,7 @@
 #include <random>
 
 #include "analysis/lowering.h"
+#include "bench/bench_models.h"
 #include "analysis/plan_delta.h"
 #include "analysis/plan_simulation.h"
 #include "analysis/simulator.h"
@@ -26,45 +27,22 @@ namespace {
 
 using namespace planner;
 
+// A shared model on 16 H100s with its data-parallel configs.
 struct Prepared {
-  analysis::TrainingGraph training;
-  std::unique_ptr<tdl::Library> library;
-  std::unique_ptr<analysis::StrategyCache> cache;
-  analysis::GraphStrategies strategies;
-  std::optional<importers::Topology> topology;
-  std::unique_ptr<analysis::Lowering> lowering;
+  const analysis::TrainingGraph& training;
+  const analysis::Lowering* lowering;
   std::vector<analysis::OpConfig> configs;
 };
-
-std::filesystem::path models_dir() {
-  return std::filesystem::path(PLANNER_SHARED_DIR) / "models";
-}
 
 // One prepared model per name, built on first use.
 Prepared* prepare(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Prepared>> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second.get();
-  auto path = models_dir() / (name + ".onnx");
-  if (!std::filesystem::exists(path)) return nullptr;
-  auto p = std::make_unique<Prepared>();
-  auto forward = importers::import_model(path.string());
-  if (!forward) return nullptr;
-  auto tg = analysis::build_training_graph(*forward, {});
-  if (!tg) return nullptr;
-  p->training = std::move(*tg);
-  auto lib = tdl::Library::builtin();
-  if (!lib) return nullptr;
-  p->library = std::make_unique<tdl::Library>(std::move(*lib));
-  p->cache = std::make_unique<analysis::StrategyCache>(*p->library);
-  auto all = analysis::analyze_graph(*p->cache, p->training.graph, name);
-  if (!all) return nullptr;
-  p->strategies = std::move(*all);
-  p->topology.emplace(importers::h100_cluster(16));
-  p->lowering = std::make_unique<analysis::Lowering>(p->training.graph, p->strategies, *p->topology);
-  auto configs = analysis::baseline_configs(*p->lowering, analysis::Baseline::kDataParallel, 16);
+  if (auto it = cache.find(name); it != cache.end()) return it->second.get();
+  const bench::SharedModel* m = bench::shared_model(name, 16);
+  if (!m) return nullptr;
+  auto configs = analysis::baseline_configs(*m->lowering, analysis::Baseline::kDataParallel, 16);
   if (!configs) return nullptr;
-  p->configs = std::move(*configs);
+  auto p = std::make_unique<Prepared>(Prepared{m->training, m->lowering.get(), std::move(*configs)});
   return cache.emplace(name, std::move(p)).first->second.get();
 }
 

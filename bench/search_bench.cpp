@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "analysis/lowering.h"
+#include "bench/bench_models.h"
 #include "analysis/training_graph.h"
 #include "importers/onnx_import.h"
 #include "search/plan_builder.h"
@@ -21,13 +22,11 @@ namespace {
 
 using namespace planner;
 
+// A shared model on `gpus` H100s with its operator groups.
 struct Prepared {
-  analysis::TrainingGraph training;
-  std::unique_ptr<tdl::Library> library;
-  std::unique_ptr<analysis::StrategyCache> cache;
-  analysis::GraphStrategies strategies;
-  std::unique_ptr<importers::Topology> topology;
-  std::unique_ptr<analysis::Lowering> lowering;
+  const analysis::TrainingGraph& training;
+  const importers::Topology* topology;
+  const analysis::Lowering* lowering;
   std::unique_ptr<search::GroupSpace> space;
 };
 
@@ -35,26 +34,12 @@ Prepared* prepare(const std::string& name, int gpus) {
   static std::map<std::pair<std::string, int>, std::unique_ptr<Prepared>> cache;
   auto key = std::make_pair(name, gpus);
   if (auto it = cache.find(key); it != cache.end()) return it->second.get();
-  auto path = std::filesystem::path(PLANNER_SHARED_DIR) / "models" / (name + ".onnx");
-  if (!std::filesystem::exists(path)) return nullptr;
-  auto p = std::make_unique<Prepared>();
-  auto forward = importers::import_model(path.string());
-  if (!forward) return nullptr;
-  auto tg = analysis::build_training_graph(*forward, {});
-  if (!tg) return nullptr;
-  p->training = std::move(*tg);
-  auto lib = tdl::Library::builtin();
-  if (!lib) return nullptr;
-  p->library = std::make_unique<tdl::Library>(std::move(*lib));
-  p->cache = std::make_unique<analysis::StrategyCache>(*p->library);
-  auto all = analysis::analyze_graph(*p->cache, p->training.graph, name);
-  if (!all) return nullptr;
-  p->strategies = std::move(*all);
-  p->topology = std::make_unique<importers::Topology>(importers::h100_cluster(gpus));
-  p->lowering = std::make_unique<analysis::Lowering>(p->training.graph, p->strategies, *p->topology);
-  auto space = search::GroupSpace::create(*p->lowering, &p->training);
+  const bench::SharedModel* m = bench::shared_model(name, gpus);
+  if (!m) return nullptr;
+  auto space = search::GroupSpace::create(*m->lowering, &m->training);
   if (!space) return nullptr;
-  p->space = std::make_unique<search::GroupSpace>(std::move(*space));
+  auto p = std::make_unique<Prepared>(Prepared{m->training, m->topology.get(), m->lowering.get(),
+                                               std::make_unique<search::GroupSpace>(std::move(*space))});
   return cache.emplace(key, std::move(p)).first->second.get();
 }
 

@@ -79,15 +79,6 @@ Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& k
   return w;
 }
 
-namespace {
-
-struct ConvShapes {
-  int64_t n, c, m, group;  // batch, input channels, output channels, groups
-  Window w;
-};
-
-// Checks X [N,C,*in], W [M,C/group,*k] and the attributes; the output/dY shape is
-// [N, M, *w.out].
 ConvShapes conv_shapes(const KernelContext& ctx, const Shape& x, const Shape& wt) {
   if (x.size() < 3 || wt.size() != x.size())
     ctx.fail("X " + shape_to_string(x) + " and W " + shape_to_string(wt) +
@@ -113,6 +104,8 @@ Shape conv_out_shape(const ConvShapes& s) {
   y.insert(y.end(), s.w.out.begin(), s.w.out.end());
   return y;
 }
+
+namespace {
 
 void im2col(const float* x, int64_t channels, int64_t in_p, const std::vector<int64_t>& table,
             int64_t kn, int64_t pn, float* col) {

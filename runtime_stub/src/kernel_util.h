@@ -124,6 +124,16 @@ struct Window {
 Window window_geometry(const KernelContext& ctx, const Shape& in, const Shape& kernel,
                        bool ceil_mode);
 
+/// Conv's operands: batch, input channels, output channels, groups, and the window.
+struct ConvShapes {
+  int64_t n, c, m, group;
+  Window w;
+};
+/// Checks X [N,C,*in], W [M,C/group,*k] and the attributes (every backend's Conv kernels).
+ConvShapes conv_shapes(const KernelContext& ctx, const Shape& x, const Shape& wt);
+/// The output (and dY) shape [N, M, *w.out].
+Shape conv_out_shape(const ConvShapes& s);
+
 // ---- kernel entry points, one per operator, grouped by file --------------------------------
 // elementwise.cpp
 void k_unary(const KernelContext&);

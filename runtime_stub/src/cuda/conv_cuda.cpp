@@ -10,38 +10,6 @@ namespace planner::rt::kernels {
 
 namespace {
 
-struct ConvShapes {
-  int64_t n, c, m, group;
-  Window w;
-};
-
-// conv.cpp's checks: X [N,C,*in], W [M,C/group,*k] and the attributes.
-ConvShapes conv_shapes(const KernelContext& ctx, const Shape& x, const Shape& wt) {
-  if (x.size() < 3 || wt.size() != x.size())
-    ctx.fail("X " + shape_to_string(x) + " and W " + shape_to_string(wt) +
-             " must have the same rank >= 3");
-  ConvShapes s;
-  s.n = x[0];
-  s.c = x[1];
-  s.m = wt[0];
-  s.group = ctx.attr_int("group", 1);
-  if (s.group < 1 || s.c % s.group != 0 || s.m % s.group != 0 || wt[1] * s.group != s.c)
-    ctx.fail("group=" + std::to_string(s.group) + " does not fit X " + shape_to_string(x) +
-             " and W " + shape_to_string(wt));
-  Shape kernel(wt.begin() + 2, wt.end());
-  Shape ks = ctx.attr_ints("kernel_shape", kernel);
-  if (ks != kernel)
-    ctx.fail("kernel_shape " + shape_to_string(ks) + " does not match W " + shape_to_string(wt));
-  s.w = window_geometry(ctx, Shape(x.begin() + 2, x.end()), kernel, false);
-  return s;
-}
-
-Shape conv_out_shape(const ConvShapes& s) {
-  Shape y = {s.n, s.m};
-  y.insert(y.end(), s.w.out.begin(), s.w.out.end());
-  return y;
-}
-
 // Whether cuDNN takes this window: 1-3 spatial dimensions, symmetric padding, int extents.
 bool cudnn_window(const Window& w) {
   if (w.in.empty() || w.in.size() > 3) return false;
