@@ -51,9 +51,7 @@ int run_simulate(const SimulateFlags& flags) {
   if (dumped) return 0;
   const PreparedModel& m = **prepared;
   const importers::Topology& topology = *m.topology;
-  analysis::LoweringOptions options;
-  options.measured = m.costs.get();
-  analysis::Lowering lowering(m.graph, m.strategies, topology, options);
+  analysis::Lowering lowering(m.graph, m.strategies, topology, m.lowering_options());
   auto baseline = flags.strategy == "model-parallel" ? analysis::Baseline::kModelParallel
                                                      : analysis::Baseline::kDataParallel;
   auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "analysis/coarsen.h"
+#include "analysis/precision.h"
 #include "importers/onnx_import.h"
 
 namespace planner::cli {
@@ -16,9 +17,19 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"train", "infer"}));
   app.add_option("--optimizer", optimizer, "optimizer of the update in train mode")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--precision", precision,
+                 "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision as PyTorch AMP)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
   app.add_option("--dump-after", dump_after, "print the graph after a stage and stop: import, train")
       ->check(CLI::IsMember({"import", "train"}));
+}
+
+analysis::LoweringOptions PreparedModel::lowering_options() const {
+  analysis::LoweringOptions o;
+  o.measured = costs.get();
+  o.compute.allow_tf32 = ir::uses_tf32(precision);
+  return o;
 }
 
 Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flags, bool& dumped) {
@@ -33,6 +44,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     return out;
   }
   out->train = flags.mode == "train";
+  out->precision = ir::precision_from_name(flags.precision).value_or(ir::Precision::kFp32);
   if (out->train) {
     analysis::TrainingOptions t;
     t.optimizer = flags.optimizer == "adam"       ? analysis::Optimizer::kAdam
@@ -43,6 +55,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   } else {
     out->graph = std::move(forward);
   }
+  analysis::apply_precision(out->graph, out->train ? &out->training : nullptr, out->precision);
   if (flags.dump_after == "train") {
     std::fputs(ir::to_text(out->graph).c_str(), stdout);
     dumped = true;

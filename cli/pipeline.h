@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/cost_model.h"
+#include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
 #include "analysis/training_graph.h"
 #include "cli/options.h"
@@ -16,6 +17,7 @@
 #include "cli/topology_flags.h"
 #include "importers/topology.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "tdl/library.h"
 
 namespace planner::cli {
@@ -28,6 +30,7 @@ struct PipelineFlags {
   TdlFlags tdl;
   std::string mode = "train";      ///< train | infer
   std::string optimizer = "sgd";   ///< sgd | momentum | adam
+  std::string precision = "fp32";  ///< fp32 | tf32 | fp16 | bf16 (ir::Precision)
   std::string costs;               ///< --costs FILE: measured kernel times
   std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
 
@@ -39,12 +42,17 @@ struct PreparedModel {
   ir::Graph graph;                 ///< the graph planned: forward, or one training step
   analysis::TrainingGraph training;  ///< set in train mode (graph is training.graph)
   bool train = false;
+  ir::Precision precision = ir::Precision::kFp32;  ///< --precision; tensors' dtypes follow it
   std::unique_ptr<tdl::Library> library;
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;
   std::optional<importers::Topology> topology;  ///< set once resolved
   std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
   std::string source;              ///< the model path, for messages
+
+  /// The lowering options every command that prices this model uses: measured costs and the
+  /// kernels the precision selects.
+  analysis::LoweringOptions lowering_options() const;
 };
 
 /// Runs the front of the pipeline. When --dump-after names a stage it prints that stage and

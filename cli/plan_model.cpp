@@ -27,6 +27,11 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
       for (const auto& [k, v] : o["shrink"].items())
         if (v.is_number_integer()) flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("optimizer") && o["optimizer"].is_string()) flags.optimizer = o["optimizer"].get<std::string>();
+    if (o.contains("precision") && o["precision"].is_string()) {
+      std::string p = o["precision"].get<std::string>();
+      if (!ir::precision_from_name(p)) return make_error("{}: unknown precision '{}' in the plan", model.model_path, p);
+      flags.precision = p;
+    }
   }
   PLANNER_TRY_ASSIGN(std::string sha, sha256_file(model.model_path));
   if (sha != plan.model.sha256)
@@ -70,7 +75,7 @@ std::vector<std::string> search_names() {
 }
 
 Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name, const PreparedModel& m) {
-  analysis::Lowering lowering(m.graph, m.strategies, *m.topology);
+  analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(name));
   PLANNER_TRY_ASSIGN(search::GroupSpace space, search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
   search::SearchContext context{lowering, space, m.train ? &m.training : nullptr};

@@ -83,9 +83,8 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   SearchSession s;
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
-  analysis::LoweringOptions lo;
-  lo.measured = s.model->costs.get();
-  s.lowering = std::make_unique<analysis::Lowering>(s.model->graph, s.model->strategies, *s.model->topology, lo);
+  s.lowering = std::make_unique<analysis::Lowering>(s.model->graph, s.model->strategies, *s.model->topology,
+                                                    s.model->lowering_options());
   auto space = search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
@@ -147,6 +146,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["budget_s"] = options.budget_s;
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
+  if (m.precision != ir::Precision::kFp32) o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
   if (!pipeline.model.dims.empty()) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::object();

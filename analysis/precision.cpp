@@ -1,0 +1,36 @@
+// Storage types under mixed precision.
+#include "analysis/precision.h"
+
+#include <vector>
+
+namespace planner::analysis {
+
+void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision) {
+  if (!ir::is_mixed(precision)) return;
+  const ir::DType half = ir::activation_dtype(precision);
+  // Tensors the update reads or writes keep f32: the master weights' gradients and state.
+  std::vector<bool> keep(static_cast<size_t>(graph.num_tensors()), false);
+  if (training) {
+    for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+      if (training->op_phase[static_cast<size_t>(id)] != Phase::kUpdate) continue;
+      const ir::Op& op = graph.op(id);
+      for (ir::TensorId t : op.inputs)
+        if (t != ir::kNoTensor) keep[static_cast<size_t>(t)] = true;
+      for (ir::TensorId t : op.outputs)
+        if (t != ir::kNoTensor) keep[static_cast<size_t>(t)] = true;
+    }
+    for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
+      ir::TensorId of = training->tensor_of_grad[static_cast<size_t>(t)];
+      if (of != ir::kNoTensor && graph.tensor(of).role == ir::TensorRole::kParameter)
+        keep[static_cast<size_t>(t)] = true;
+    }
+  }
+  for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
+    ir::Tensor& tensor = graph.tensor(t);
+    if (tensor.role != ir::TensorRole::kActivation || tensor.dtype != ir::DType::kFloat32) continue;
+    if (keep[static_cast<size_t>(t)]) continue;
+    tensor.dtype = half;
+  }
+}
+
+}  // namespace planner::analysis
