@@ -28,7 +28,8 @@ std::string_view op_class_name(OpClass c) {
 }
 
 OpClass classify(const ir::Op& op) {
-  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"};
+  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul",
+                                                "MatMulGradWeight"};
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
   static const std::set<std::string> kRecurrent = {"LSTM", "GRU", "RNN", "LSTMGrad", "GRUGrad",
@@ -37,7 +38,8 @@ OpClass classify(const ir::Op& op) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
       "ReduceSumSquare", "Softmax", "LogSoftmax", "SoftmaxGrad", "LayerNormalization",
       "LayerNormGrad", "BatchNormalization", "BatchNormGrad", "GlobalAveragePool",
-      "GlobalMaxPool", "MaxPool", "AveragePool", "PoolGrad", "GlobalPoolGrad", "ReduceGrad"};
+      "GlobalMaxPool", "MaxPool", "AveragePool", "PoolGrad", "GlobalPoolGrad", "ReduceGrad",
+      "BatchNormStats", "BatchNormTrainParamGrad"};
   static const std::set<std::string> kMovement = {
       "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Tile", "SliceGrad",
       "PadGrad", "GatherGrad", "Where", "Cast", "ZerosLike"};
