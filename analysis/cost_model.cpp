@@ -34,12 +34,29 @@ OpClass classify(const ir::Op& op) {
                                               "ConvGradFilter"};
   static const std::set<std::string> kRecurrent = {"LSTM", "GRU", "RNN", "LSTMGrad", "GRUGrad",
                                                    "RNNGrad"};
-  static const std::set<std::string> kReduction = {
-      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-      "ReduceSumSquare", "Softmax", "LogSoftmax", "SoftmaxGrad", "LayerNormalization",
-      "LayerNormGrad", "BatchNormalization", "BatchNormGrad", "GlobalAveragePool",
-      "GlobalMaxPool", "MaxPool", "AveragePool", "PoolGrad", "GlobalPoolGrad", "ReduceGrad",
-      "BatchNormStats", "BatchNormTrainParamGrad"};
+  static const std::set<std::string> kReduction = {"ReduceMean",
+                                                   "ReduceSum",
+                                                   "ReduceMax",
+                                                   "ReduceMin",
+                                                   "ReduceProd",
+                                                   "ReduceL2",
+                                                   "ReduceSumSquare",
+                                                   "Softmax",
+                                                   "LogSoftmax",
+                                                   "SoftmaxGrad",
+                                                   "LayerNormalization",
+                                                   "LayerNormGrad",
+                                                   "BatchNormalization",
+                                                   "BatchNormGrad",
+                                                   "GlobalAveragePool",
+                                                   "GlobalMaxPool",
+                                                   "MaxPool",
+                                                   "AveragePool",
+                                                   "PoolGrad",
+                                                   "GlobalPoolGrad",
+                                                   "ReduceGrad",
+                                                   "BatchNormStats",
+                                                   "BatchNormTrainParamGrad"};
   static const std::set<std::string> kMovement = {
       "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Tile", "SliceGrad",
       "PadGrad", "GatherGrad", "Where", "Cast", "ZerosLike"};

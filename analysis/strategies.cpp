@@ -596,7 +596,8 @@ class Analyzer {
           if (!info.is_output) ranges[name] = Interval::range(*info.extent);
         for (const auto& [name, extent] : out_ext_[o]) ranges[name] = Interval::range(*extent);
         if (ranges.count(var)) ranges[var] = worker_half(o, var, kind, w);
-        if (auto sib = siblings_.find(var); sib != siblings_.end() && kind == Strategy::Kind::kReduction)
+        if (auto sib = siblings_.find(var);
+            sib != siblings_.end() && kind == Strategy::Kind::kReduction)
           for (const auto& v : sib->second)
             if (ranges.count(v)) ranges[v] = worker_half(o, v, kind, w);
       }
@@ -636,7 +637,8 @@ class Analyzer {
       s.output_reduction = vars_.at(var).reducer;
       s.reduced_outputs[static_cast<size_t>(vars_.at(var).body)] = true;
       if (auto sib = siblings_.find(var); sib != siblings_.end())
-        for (const auto& v : sib->second) s.reduced_outputs[static_cast<size_t>(vars_.at(v).body)] = true;
+        for (const auto& v : sib->second)
+          s.reduced_outputs[static_cast<size_t>(vars_.at(v).body)] = true;
     }
     return s;
   }

@@ -386,12 +386,13 @@ class Builder {
                         type, what);
     };
 
-    if (op.domain == kPlannerDomain && type == "BatchNormTrain") return batch_norm_train_grad(op, dy);
+    if (op.domain == kPlannerDomain && type == "BatchNormTrain")
+      return batch_norm_train_grad(op, dy);
     if (op.domain == kPlannerDomain && type == "DropoutTrain") {
       if (wants(0))
-        add_part(in(0), emit1("DropoutGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype,
-                              T(dy).shape, {{"ratio", Attribute{op.float_attr("ratio", 0.5)}}},
-                              gname(0)));
+        add_part(in(0),
+                 emit1("DropoutGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype, T(dy).shape,
+                       {{"ratio", Attribute{op.float_attr("ratio", 0.5)}}}, gname(0)));
       return ok();
     }
     if (!op.domain.empty() && op.domain != "ai.onnx") return opaque_grad(op, dys);
@@ -824,19 +825,22 @@ class Builder {
       std::string base = "grad:" + fwd_.tensor(t).name;
       return contributors_[static_cast<size_t>(t)] > 1 ? base + "@" + op.name : base;
     };
-    const TensorId x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2], stats = op.inputs[3];
+    const TensorId x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2],
+                   stats = op.inputs[3];
     const Shape sx = T(x).shape;
     int64_t count = 1;
     for (size_t d = 0; d < sx.size(); ++d)
       if (d != 1) count *= sx[d];
     const Attribute eps{op.float_attr("epsilon", 1e-5)};
-    auto ids = emit("BatchNormTrainParamGrad", kPlannerDomain, {dy, x, stats},
-                    {{T(scale).dtype, T(scale).shape, wants(1) ? gname(1) : op.name + "/grad:dScale"},
-                     {T(bias).dtype, T(bias).shape, wants(2) ? gname(2) : op.name + "/grad:dB"}},
-                    {{"epsilon", eps}});
+    auto ids =
+        emit("BatchNormTrainParamGrad", kPlannerDomain, {dy, x, stats},
+             {{T(scale).dtype, T(scale).shape, wants(1) ? gname(1) : op.name + "/grad:dScale"},
+              {T(bias).dtype, T(bias).shape, wants(2) ? gname(2) : op.name + "/grad:dB"}},
+             {{"epsilon", eps}});
     if (wants(0))
-      add_part(x, emit1("BatchNormTrainGrad", kPlannerDomain, {dy, x, scale, stats, ids[0], ids[1]},
-                        T(dy).dtype, sx, {{"epsilon", eps}, {"count", Attribute{count}}}, gname(0)));
+      add_part(x,
+               emit1("BatchNormTrainGrad", kPlannerDomain, {dy, x, scale, stats, ids[0], ids[1]},
+                     T(dy).dtype, sx, {{"epsilon", eps}, {"count", Attribute{count}}}, gname(0)));
     if (wants(1)) add_part(scale, ids[0]);
     if (wants(2)) add_part(bias, ids[1]);
     return ok();

@@ -55,8 +55,8 @@ std::optional<std::pair<int64_t, int64_t>> flat_run(const Box& b, const std::vec
 // run of the group's row-major positions (single indices, then any range, then whole
 // dimensions) and the two runs the same. A batch split k ways that a reshape merges as the
 // outer factor ([S, B, E] -> [S, B*H, D]) passes as k contiguous pieces of the merged dimension.
-bool reshape_groups_match(const Box& in_box, const std::vector<int64_t>& in_shape, const Box& out_box,
-                          const std::vector<int64_t>& out_shape) {
+bool reshape_groups_match(const Box& in_box, const std::vector<int64_t>& in_shape,
+                          const Box& out_box, const std::vector<int64_t>& out_shape) {
   std::vector<size_t> in_dims, out_dims;
   for (size_t i = 0; i < in_shape.size(); ++i)
     if (in_shape[i] != 1) in_dims.push_back(i);
@@ -123,21 +123,53 @@ const std::set<std::string> kOnnxNative = {
     "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
     "Squeeze", "Unsqueeze"};
 
-const std::set<std::string> kPlannerNative = {
-    "Adam", "BatchNormGrad", "BatchNormParamGrad", "BatchNormRunningStats", "BatchNormStats",
-    "BatchNormTrain", "BatchNormTrainGrad", "BatchNormTrainParamGrad", "ConvGradData",
-    "ConvGradFilter", "DivGradB", "DropoutGrad", "DropoutTrain", "MatMulGradWeight",
-    "GatherGrad", "GlobalPoolGrad", "GRUGrad", "LayerNormGrad", "LayerNormParamGrad",
-    "LossGrad", "LSTMGradData", "LSTMGradWeights", "Momentum", "PadGrad", "PoolGrad", "ReduceGrad",
-    "RNNGrad", "SGD", "SliceGrad", "SoftmaxGrad", "UnaryGrad", "WhereGrad", "ZerosLike"};
+const std::set<std::string> kPlannerNative = {"Adam",
+                                              "BatchNormGrad",
+                                              "BatchNormParamGrad",
+                                              "BatchNormRunningStats",
+                                              "BatchNormStats",
+                                              "BatchNormTrain",
+                                              "BatchNormTrainGrad",
+                                              "BatchNormTrainParamGrad",
+                                              "ConvGradData",
+                                              "ConvGradFilter",
+                                              "DivGradB",
+                                              "DropoutGrad",
+                                              "DropoutTrain",
+                                              "MatMulGradWeight",
+                                              "GatherGrad",
+                                              "GlobalPoolGrad",
+                                              "GRUGrad",
+                                              "LayerNormGrad",
+                                              "LayerNormParamGrad",
+                                              "LossGrad",
+                                              "LSTMGradData",
+                                              "LSTMGradWeights",
+                                              "Momentum",
+                                              "PadGrad",
+                                              "PoolGrad",
+                                              "ReduceGrad",
+                                              "RNNGrad",
+                                              "SGD",
+                                              "SliceGrad",
+                                              "SoftmaxGrad",
+                                              "UnaryGrad",
+                                              "WhereGrad",
+                                              "ZerosLike"};
 
 const std::set<std::string> kOnnxPartial = {"MatMul", "Gemm", "Conv", "ReduceSum", "ReduceMax",
                                             "ReduceMin", "Einsum"};
-const std::set<std::string> kPlannerPartial = {"ConvGradData", "ConvGradFilter", "LayerNormParamGrad",
-                                               "BatchNormParamGrad", "BatchNormStats",
-                                               "BatchNormTrainParamGrad", "LSTMGradWeights", "GatherGrad",
+const std::set<std::string> kPlannerPartial = {"ConvGradData",
+                                               "ConvGradFilter",
+                                               "LayerNormParamGrad",
+                                               "BatchNormParamGrad",
+                                               "BatchNormStats",
+                                               "BatchNormTrainParamGrad",
+                                               "LSTMGradWeights",
+                                               "GatherGrad",
                                                "MatMulGradWeight",
-                                               "GRUGrad", "RNNGrad"};
+                                               "GRUGrad",
+                                               "RNNGrad"};
 
 bool is_planner(const ir::Op& op) { return op.domain == "ai.planner"; }
 
@@ -352,8 +384,10 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
     // The statistics [2, C] are computed and read as whole rows: a shard holds all of sum(x)
     // and sum(x^2) for its channels (partial over a batch or spatial split, which `count`,
     // the whole batch's elements per channel, already accounts for).
-    const size_t stats_in = t == "BatchNormStats" ? SIZE_MAX : t == "BatchNormRunningStats" ? 0
-                            : t == "BatchNormTrainParamGrad" ? 2 : 3;
+    const size_t stats_in = t == "BatchNormStats"            ? SIZE_MAX
+                            : t == "BatchNormRunningStats"   ? 0
+                            : t == "BatchNormTrainParamGrad" ? 2
+                                                             : 3;
     if (stats_in != SIZE_MAX && !whole_on(r.input_boxes[stats_in], in_shape(stats_in), 0))
       return why = "split of the statistics' rows", false;
     if (t == "BatchNormStats" && !whole_on(r.output_boxes[0], g.tensor(op.outputs[0]).shape, 0))

@@ -32,7 +32,8 @@ std::string fresh_name(const ir::Graph& g, const std::string& base) {
 // Whether BatchNormalization node `op` runs in training mode: the opset 14+ attribute, else
 // opset 9-13's extra outputs (the inference form has only Y).
 bool batch_norm_training(const ir::Op& op) {
-  if (const ir::Attribute* a = op.attribute("training_mode")) return a->is_int() && std::get<int64_t>(a->value) != 0;
+  if (const ir::Attribute* a = op.attribute("training_mode"))
+    return a->is_int() && std::get<int64_t>(a->value) != 0;
   for (size_t i = 1; i < op.outputs.size(); ++i)
     if (op.outputs[i] != ir::kNoTensor) return true;
   return false;
@@ -44,11 +45,14 @@ Expected<void> lower_batch_norm(ir::Graph& g, ir::OpId id, const std::string& so
   auto error = [&](const std::string& what) {
     return make_error("{}: node '{}' (BatchNormalization): {}", source, node.name, what);
   };
-  if (node.inputs.size() != 5) return error("training mode needs 5 inputs (X, scale, B, input_mean, input_var)");
+  if (node.inputs.size() != 5)
+    return error("training mode needs 5 inputs (X, scale, B, input_mean, input_var)");
   for (ir::TensorId t : node.inputs)
-    if (t == ir::kNoTensor) return error("training mode needs 5 inputs (X, scale, B, input_mean, input_var)");
+    if (t == ir::kNoTensor)
+      return error("training mode needs 5 inputs (X, scale, B, input_mean, input_var)");
   const ir::Tensor x = g.tensor(node.inputs[0]);
-  if (x.rank() < 2) return error(fmt::format("X has shape {}: expected [N, C, ...]", ir::shape_to_string(x.shape)));
+  if (x.rank() < 2)
+    return error(fmt::format("X has shape {}: expected [N, C, ...]", ir::shape_to_string(x.shape)));
   const int64_t channels = x.shape[1];
   int64_t count = 1;
   for (size_t d = 0; d < x.shape.size(); ++d)
@@ -105,7 +109,8 @@ Expected<void> lower_dropout(ir::Graph& g, ir::OpId id, const std::string& sourc
   auto input = [&](size_t i) { return i < node.inputs.size() ? node.inputs[i] : ir::kNoTensor; };
   if (input(2) == ir::kNoTensor) return ok();  // inference form
   const ir::Tensor& mode = g.tensor(input(2));
-  if (!mode.has_data()) return ok();  // decided at run time: the runtime's inference kernel checks it
+  if (!mode.has_data())
+    return ok();  // decided at run time: the runtime's inference kernel checks it
   if (mode.num_elements() != 1) return error("training_mode must be a scalar");
   if (mode.int_values()[0] == 0) return ok();
   double ratio = 0.5;
@@ -115,7 +120,8 @@ Expected<void> lower_dropout(ir::Graph& g, ir::OpId id, const std::string& sourc
       return error("ratio must be a constant scalar in training mode");
     ratio = r.float_values()[0];
   }
-  if (!(ratio >= 0.0 && ratio < 1.0)) return error(fmt::format("ratio {} is outside [0, 1)", ratio));
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return error(fmt::format("ratio {} is outside [0, 1)", ratio));
   const ir::Tensor x = g.tensor(node.inputs[0]);
   ir::TensorId mask = node.outputs.size() > 1 ? node.outputs[1] : ir::kNoTensor;
   if (mask == ir::kNoTensor) {  // the backward pass reads the mask: always produce it

@@ -52,9 +52,11 @@ std::optional<Match> match(const ir::Graph& g, ir::OpId id) {
       gemm.float_attr("alpha", 1.0) != 1.0 || gemm.float_attr("beta", 1.0) != 1.0)
     return std::nullopt;
   const ir::Tensor& a = g.tensor(gemm.inputs[0]);
-  if (a.producer == ir::kNoOp || !plain(g.op(a.producer), "Reshape") || sole_consumer(g, gemm.inputs[0]) != id)
+  if (a.producer == ir::kNoOp || !plain(g.op(a.producer), "Reshape") ||
+      sole_consumer(g, gemm.inputs[0]) != id)
     return std::nullopt;
-  if (gemm.inputs.size() > 2 && gemm.inputs[2] != ir::kNoTensor && g.tensor(gemm.inputs[2]).rank() > 1)
+  if (gemm.inputs.size() > 2 && gemm.inputs[2] != ir::kNoTensor &&
+      g.tensor(gemm.inputs[2]).rank() > 1)
     return std::nullopt;  // a per-row C does not broadcast over [d0, d1, N]
   const ir::OpId back = sole_consumer(g, gemm.outputs[0]);
   if (back == ir::kNoOp || !plain(g.op(back), "Reshape")) return std::nullopt;
@@ -63,7 +65,8 @@ std::optional<Match> match(const ir::Graph& g, ir::OpId id) {
   const auto& rows = a.shape;
   if (rows.size() != 2 || y.size() != 3 || x.size() < 2) return std::nullopt;
   const int64_t d0 = y[0], d1 = y[1], k = rows[1];
-  if (x[0] != d0 || d0 * d1 != rows[0] || product(x, 1) != d1 * k || d0 < 2 || d1 < 2) return std::nullopt;
+  if (x[0] != d0 || d0 * d1 != rows[0] || product(x, 1) != d1 * k || d0 < 2 || d1 < 2)
+    return std::nullopt;
   return Match{a.producer, id, back, d0, d1};
 }
 
@@ -118,7 +121,8 @@ void rewrite(ir::Graph& g, const Match& m) {
   const bool bias = gemm.inputs.size() > 2 && gemm.inputs[2] != ir::kNoTensor;
   back.op_type = bias ? "Add" : "Identity";
   back.attributes.clear();
-  back.inputs = bias ? std::vector<ir::TensorId>{out, gemm.inputs[2]} : std::vector<ir::TensorId>{out};
+  back.inputs =
+      bias ? std::vector<ir::TensorId>{out, gemm.inputs[2]} : std::vector<ir::TensorId>{out};
 }
 
 }  // namespace

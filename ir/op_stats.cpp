@@ -85,7 +85,8 @@ double count_flops(const Graph& g, const Op& op) {
   if (type == "BatchNormTrain") return 4.0 * static_cast<double>(out_elems);
   if (type == "MatMulGradWeight" && op.inputs.size() == 2) {  // A^T dY: 2 * rows * K * N
     const Tensor& dy = g.tensor(op.inputs[1]);
-    const double n = dy.shape.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(1, dy.shape.back()));
+    const double n =
+        dy.shape.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(1, dy.shape.back()));
     return 2.0 * static_cast<double>(dy.num_elements()) / n * static_cast<double>(out_elems);
   }
   if (type == "BatchNormTrainGrad") return 8.0 * static_cast<double>(out_elems);

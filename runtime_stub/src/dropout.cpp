@@ -11,8 +11,10 @@ DropoutLayout dropout_layout(const KernelContext& ctx, const Shape& local) {
   // unsplit op is its own whole.
   DropoutLayout l;
   if (local.size() > static_cast<size_t>(kDropoutMaxRank))
-    ctx.fail("rank " + std::to_string(local.size()) + " is above " + std::to_string(kDropoutMaxRank));
-  const std::vector<int64_t> offset = ctx.attr_ints("shard_offset", std::vector<int64_t>(local.size(), 0));
+    ctx.fail("rank " + std::to_string(local.size()) + " is above " +
+             std::to_string(kDropoutMaxRank));
+  const std::vector<int64_t> offset =
+      ctx.attr_ints("shard_offset", std::vector<int64_t>(local.size(), 0));
   const std::vector<int64_t> full = ctx.attr_ints("full_shape", local);
   if (offset.size() != local.size() || full.size() != local.size())
     ctx.fail("shard_offset and full_shape must have the input's rank");
@@ -59,7 +61,8 @@ void k_dropout_grad(const KernelContext& ctx) {
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(mask, DType::kBool, "mask");
   if (mask.shape != dy.shape)
-    ctx.fail("mask " + shape_to_string(mask.shape) + " and dY " + shape_to_string(dy.shape) + " differ");
+    ctx.fail("mask " + shape_to_string(mask.shape) + " and dY " + shape_to_string(dy.shape) +
+             " differ");
   ctx.expect_out(0, DType::kFloat32, dy.shape);
   const float scale = 1.0f / (1.0f - dropout_ratio(ctx));
   const float* g = dy.as<float>();

@@ -372,7 +372,8 @@ std::vector<ChannelStats> read_stats(const KernelContext& ctx, const Tensor& sta
              std::to_string(c) + "]");
   const float* s = stats.as<float>();
   std::vector<ChannelStats> out(static_cast<size_t>(c));
-  for (int64_t ch = 0; ch < c; ++ch) out[static_cast<size_t>(ch)] = channel_stats(s[ch], s[c + ch], eps);
+  for (int64_t ch = 0; ch < c; ++ch)
+    out[static_cast<size_t>(ch)] = channel_stats(s[ch], s[c + ch], eps);
   return out;
 }
 
@@ -436,7 +437,8 @@ void k_batch_norm_running_stats(const KernelContext& ctx) {
   // (stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var), each optional:
   // running = input * momentum + batch * (1 - momentum) (ONNX; the batch variance is the
   // population one), saved = the batch's mean and variance.
-  ctx.expect_arity(3, 4, "(stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var)");
+  ctx.expect_arity(3, 4,
+                   "(stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var)");
   const Tensor& stats = ctx.in(0);
   ctx.expect_dtype(stats, DType::kFloat32, "stats");
   if (stats.rank() != 2 || stats.shape[0] != 2) ctx.fail("stats must have shape [2, C]");
@@ -452,7 +454,8 @@ void k_batch_norm_running_stats(const KernelContext& ctx) {
     for (int64_t ch = 0; ch < c; ++ch) {
       const double bm = s[ch], bv = std::max(0.0, static_cast<double>(s[c + ch]) - bm * bm);
       const double batch = k % 2 == 0 ? bm : bv;
-      out[ch] = static_cast<float>(k >= 2 ? batch : (k == 0 ? mean[ch] : var[ch]) * m + batch * (1 - m));
+      out[ch] =
+          static_cast<float>(k >= 2 ? batch : (k == 0 ? mean[ch] : var[ch]) * m + batch * (1 - m));
     }
   }
 }
@@ -486,7 +489,8 @@ void k_batch_norm_train_param_grad(const KernelContext& ctx) {
     if (!ctx.has_out(k)) continue;
     ctx.expect_out(k, DType::kFloat32, {c});
     float* out = ctx.out(k).as<float>();
-    for (int64_t ch = 0; ch < c; ++ch) out[ch] = static_cast<float>((k == 0 ? ds : db)[static_cast<size_t>(ch)]);
+    for (int64_t ch = 0; ch < c; ++ch)
+      out[ch] = static_cast<float>((k == 0 ? ds : db)[static_cast<size_t>(ch)]);
   }
 }
 

@@ -29,7 +29,8 @@ PLANNER_RT_HD inline ChannelStats channel_stats(double mean, double mean_sq, dou
 }
 
 /// BatchNormTrain's output: (x - mean) * inv_std * scale + bias.
-PLANNER_RT_HD inline float batch_norm_train_value(float x, ChannelStats s, float scale, float bias) {
+PLANNER_RT_HD inline float batch_norm_train_value(float x, ChannelStats s, float scale,
+                                                  float bias) {
   return static_cast<float>((x - s.mean) * s.inv_std * scale + bias);
 }
 

@@ -20,7 +20,9 @@
 namespace planner::analysis {
 namespace {
 
-std::filesystem::path train_dir() { return std::filesystem::path(PLANNER_SHARED_DIR) / "models" / "train"; }
+std::filesystem::path train_dir() {
+  return std::filesystem::path(PLANNER_SHARED_DIR) / "models" / "train";
+}
 
 struct Bytes {
   double simulated = 0;   // the lowering's comm_bytes
@@ -60,7 +62,8 @@ Bytes data_parallel_bytes(const std::string& model, int64_t batch, int gpus) {
   Bytes b;
   b.simulated = lowered->comm_bytes;
   for (ir::TensorId t = 0; t < g.num_tensors(); ++t)
-    if (g.tensor(t).role == ir::TensorRole::kParameter && training->grad_of_tensor[static_cast<size_t>(t)] != ir::kNoTensor)
+    if (g.tensor(t).role == ir::TensorRole::kParameter &&
+        training->grad_of_tensor[static_cast<size_t>(t)] != ir::kNoTensor)
       b.gradients += all_reduce(static_cast<double>(g.tensor(t).num_bytes()));
   for (const ir::Op& op : g.ops())
     if (op.domain == "ai.planner" && op.op_type == "BatchNormStats") {
@@ -77,7 +80,8 @@ TEST_CASE("data parallelism on resnet50_train: gradients and batch-norm statisti
   CHECK(b.simulated == doctest::Approx(b.gradients + b.statistics).epsilon(1e-9));
 }
 
-TEST_CASE("data parallelism on bert_base_train: gradients only (attention reshapes split the batch)") {
+TEST_CASE(
+    "data parallelism on bert_base_train: gradients only (attention reshapes split the batch)") {
   Bytes b = data_parallel_bytes("bert_base_train.onnx", 32, 8);
   CHECK(b.batch_norms == 0);
   CHECK(b.simulated == doctest::Approx(b.gradients).epsilon(1e-9));

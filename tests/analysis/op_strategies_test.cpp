@@ -354,17 +354,19 @@ TEST_CASE("BatchNormalization in training mode: batch splits leave partial stati
                     .input("x", {16, 32, 8, 8})
                     .param("scale", {32})
                     .param("bias", {32})
-                    .op("stats", "BatchNormStats", {"x"}, {{"s", {2, 32}}}, {{"count", attr(int64_t{1024})}},
-                        "ai.planner")
-                    .op("bn", "BatchNormTrain", {"x", "scale", "bias", "s"}, {{"y", {16, 32, 8, 8}}}, {},
-                        "ai.planner")
+                    .op("stats", "BatchNormStats", {"x"}, {{"s", {2, 32}}},
+                        {{"count", attr(int64_t{1024})}}, "ai.planner")
+                    .op("bn", "BatchNormTrain", {"x", "scale", "bias", "s"},
+                        {{"y", {16, 32, 8, 8}}}, {}, "ai.planner")
                     .build();
   StrategyCache cache(library());
   const OpStrategies& st = strategies_of(cache, g, "stats");
   // The batch (and space) are reductions: each worker sums its half, the halves add up.
   const Strategy* batch = nullptr;
   for (const Strategy& s : st.analysis->strategies)
-    if (s.kind == Strategy::Kind::kReduction && region(st, s, "X", 1) == "[8..15, 0..31, 0..7, 0..7]") batch = &s;
+    if (s.kind == Strategy::Kind::kReduction &&
+        region(st, s, "X", 1) == "[8..15, 0..31, 0..7, 0..7]")
+      batch = &s;
   REQUIRE(batch != nullptr);
   CHECK(batch->reduced_outputs[0]);
   CHECK(batch->output_reduction.has_value());
@@ -377,7 +379,8 @@ TEST_CASE("BatchNormalization in training mode: batch splits leave partial stati
   CHECK(region(bn, n, "Stats", 1) == "[0..1, 0..31]");
 }
 
-TEST_CASE("torch's batch-first attention reshapes pass a batch split as the merged dim's outer factor") {
+TEST_CASE(
+    "torch's batch-first attention reshapes pass a batch split as the merged dim's outer factor") {
   // nn.MultiheadAttention(batch_first=True) in training mode: [S, B, E] -> [S, B*H, D] ->
   // [B*H, S, D], and back [S, B*H, D] -> [S, B, E] (the output projection unflattened by the
   // importer). B = 8, H = 4, S = 16, D = 6.
@@ -386,8 +389,10 @@ TEST_CASE("torch's batch-first attention reshapes pass a batch split as the merg
                     .constant("heads", {16, 32, 6})
                     .constant("merged", {16, 8, 24})
                     .op("split_heads", "Reshape", {"x", "heads"}, {{"h", {16, 32, 6}}})
-                    .op("to_batch", "Transpose", {"h"}, {{"t", {32, 16, 6}}}, {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
-                    .op("from_batch", "Transpose", {"t"}, {{"u", {16, 32, 6}}}, {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
+                    .op("to_batch", "Transpose", {"h"}, {{"t", {32, 16, 6}}},
+                        {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
+                    .op("from_batch", "Transpose", {"t"}, {{"u", {16, 32, 6}}},
+                        {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
                     .op("merge_heads", "Reshape", {"u", "merged"}, {{"y", {16, 8, 24}}})
                     .build();
   StrategyCache cache(library());

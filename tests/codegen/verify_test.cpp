@@ -1,8 +1,8 @@
 // End-to-end tests of codegen: plans of the example models compiled, built, run partitioned
 // and whole, and compared (data-parallel, model-parallel, hand-mixed plans and the plans of
 // the dp, frontier and mcmc searches on 2, 4 and 8 ranks, training and inference; training-mode
-// batch norm, dropout and batch-first attention); a plan missing an all-reduce is caught; rank models pass
-// the ONNX checker; a model with hostile names compiles and runs.
+// batch norm, dropout and batch-first attention); a plan missing an all-reduce is caught; rank
+// models pass the ONNX checker; a model with hostile names compiles and runs.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -534,7 +534,9 @@ train_mode (float[4,3,6,6] img, float[4,5,12] x) => (float[4,2,6,6] y, float[2] 
 }
 )ONNX";
 
-TEST_CASE("training mode: batch norm, dropout and attention reshapes split the batch natively and exactly") {
+TEST_CASE(
+    "training mode: batch norm, dropout and attention reshapes split the batch natively and "
+    "exactly") {
   auto g = importers::import_model_text(kTrainingMode, "train_mode.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
   std::set<std::string> types;
@@ -552,10 +554,12 @@ TEST_CASE("training mode: batch norm, dropout and attention reshapes split the b
     CHECK(r.native);
     seen.insert(r.op_type);
   }
-  for (const char* t : {"BatchNormStats", "BatchNormTrain", "BatchNormTrainParamGrad", "BatchNormTrainGrad",
-                        "DropoutTrain", "DropoutGrad", "Reshape", "MatMulGradWeight"})
+  for (const char* t :
+       {"BatchNormStats", "BatchNormTrain", "BatchNormTrainParamGrad", "BatchNormTrainGrad",
+        "DropoutTrain", "DropoutGrad", "Reshape", "MatMulGradWeight"})
     CHECK_MESSAGE(seen.count(t), t);
-  std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4), compile(*m, searched(*m, "dp", 4), 4)};
+  std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4),
+                                    compile(*m, searched(*m, "dp", 4), 4)};
   auto results = verify_programs(reference(*m), programs, {});
   REQUIRE_MESSAGE(results.has_value(), results.error().message());
   for (const VerifyResult& r : *results) {
@@ -580,8 +584,9 @@ TEST_CASE("training mode: opset 13's five-output BatchNormalization") {
   auto g = importers::import_model_text(kOpset13, "bn13.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
   auto m = prepare(std::move(*g), true);
-  std::vector<Programs> programs = {compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4),
-                                    compile(*m, mixed(*m, 2), 2)};
+  std::vector<Programs> programs = {
+      compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4),
+      compile(*m, mixed(*m, 2), 2)};
   auto results = verify_programs(reference(*m), programs, {});
   REQUIRE_MESSAGE(results.has_value(), results.error().message());
   for (const VerifyResult& r : *results) {

@@ -249,12 +249,16 @@ __global__ void adam_kernel(const float* p, const float* g, const float* m, cons
 // very function the cpu kernel calls, so both backends draw the same elements.
 __global__ void dropout_train_kernel(kernels::DropoutLayout l, uint64_t seed, float ratio,
                                      const float* x, float* y, bool* mask, int64_t n) {
-  GRID_STRIDE(i, n) { kernels::dropout_train_element(l, seed, ratio, x, y, mask, i); }
+  GRID_STRIDE(i, n) {
+    kernels::dropout_train_element(l, seed, ratio, x, y, mask, i);
+  }
 }
 
 __global__ void dropout_grad_kernel(const float* dy, const bool* mask, float* dx, int64_t n,
                                     float scale) {
-  GRID_STRIDE(i, n) { dx[i] = mask[i] ? dy[i] * scale : 0.0f; }
+  GRID_STRIDE(i, n) {
+    dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  }
 }
 
 }  // namespace

@@ -370,9 +370,9 @@ void c_dropout_train(const KernelContext& ctx) {
     ctx.expect_out(1, DType::kBool, x.shape);
     mask = ctx.out(1).as<bool>();
   }
-  cuda::launch_dropout_train(dropout_layout(ctx, x.shape), static_cast<uint64_t>(ctx.attr_int("seed", 0)),
-                             dropout_ratio(ctx), x.as<float>(), ctx.out(0).as<float>(), mask, x.numel(),
-                             stream());
+  cuda::launch_dropout_train(dropout_layout(ctx, x.shape),
+                             static_cast<uint64_t>(ctx.attr_int("seed", 0)), dropout_ratio(ctx),
+                             x.as<float>(), ctx.out(0).as<float>(), mask, x.numel(), stream());
 }
 
 void c_dropout_grad(const KernelContext& ctx) {
@@ -382,7 +382,8 @@ void c_dropout_grad(const KernelContext& ctx) {
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
   ctx.expect_dtype(mask, DType::kBool, "mask");
   if (mask.shape != dy.shape)
-    ctx.fail("mask " + shape_to_string(mask.shape) + " and dY " + shape_to_string(dy.shape) + " differ");
+    ctx.fail("mask " + shape_to_string(mask.shape) + " and dY " + shape_to_string(dy.shape) +
+             " differ");
   ctx.expect_out(0, DType::kFloat32, dy.shape);
   cuda::launch_dropout_grad(dy.as<float>(), mask.as<bool>(), ctx.out(0).as<float>(), dy.numel(),
                             dropout_ratio(ctx), stream());

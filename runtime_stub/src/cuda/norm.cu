@@ -287,9 +287,9 @@ __global__ void batch_norm_train_kernel(const float* x, const float* scale, cons
 }
 
 __global__ void batch_norm_train_param_grad_kernel(const float* dy, const float* x,
-                                                   const float* stats, float* dscale,
-                                                   float* dbias, int64_t outer, int64_t c,
-                                                   int64_t inner, double eps) {
+                                                   const float* stats, float* dscale, float* dbias,
+                                                   int64_t outer, int64_t c, int64_t inner,
+                                                   double eps) {
   __shared__ double shared[kThreads];
   BLOCK_STRIDE(ch, c) {
     const kernels::ChannelStats s = kernels::channel_stats(stats[ch], stats[c + ch], eps);
@@ -421,8 +421,8 @@ void launch_batch_norm_train(const float* x, const float* scale, const float* bi
                              double eps, cudaStream_t stream) {
   const int64_t n = outer * c * inner;
   if (n == 0) return;
-  batch_norm_train_kernel<<<elementwise_grid(n), kThreads, 0, stream>>>(x, scale, bias, stats, y,
-                                                                        n, c, inner, eps);
+  batch_norm_train_kernel<<<elementwise_grid(n), kThreads, 0, stream>>>(x, scale, bias, stats, y, n,
+                                                                        c, inner, eps);
   check_launch("batch_norm_train");
 }
 

@@ -390,11 +390,11 @@ void c_batch_norm_train_param_grad(const KernelContext& ctx) {
   for (size_t k = 0; k < 2; ++k)
     if (ctx.has_out(k)) ctx.expect_out(k, DType::kFloat32, {c});
   const AxisView v = axis_view(x.shape, 1);
-  cuda::launch_batch_norm_train_param_grad(
-      dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(),
-      ctx.has_out(0) ? ctx.out(0).as<float>() : nullptr,
-      ctx.has_out(1) ? ctx.out(1).as<float>() : nullptr, v.outer, c, v.inner,
-      ctx.attr_float("epsilon", 1e-5), stream());
+  cuda::launch_batch_norm_train_param_grad(dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(),
+                                           ctx.has_out(0) ? ctx.out(0).as<float>() : nullptr,
+                                           ctx.has_out(1) ? ctx.out(1).as<float>() : nullptr,
+                                           v.outer, c, v.inner, ctx.attr_float("epsilon", 1e-5),
+                                           stream());
 }
 
 void c_batch_norm_train_grad(const KernelContext& ctx) {
@@ -411,11 +411,10 @@ void c_batch_norm_train_grad(const KernelContext& ctx) {
   check_channel(ctx, ctx.in(5), c, "dB");
   ctx.expect_out(0, DType::kFloat32, x.shape);
   const AxisView v = axis_view(x.shape, 1);
-  cuda::launch_batch_norm_train_grad(dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(),
-                                     ctx.in(3).as<float>(), ctx.in(4).as<float>(),
-                                     ctx.in(5).as<float>(), ctx.out(0).as<float>(), v.outer, c,
-                                     v.inner, ctx.attr_float("epsilon", 1e-5),
-                                     positive_count(ctx), stream());
+  cuda::launch_batch_norm_train_grad(
+      dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(), ctx.in(3).as<float>(),
+      ctx.in(4).as<float>(), ctx.in(5).as<float>(), ctx.out(0).as<float>(), v.outer, c, v.inner,
+      ctx.attr_float("epsilon", 1e-5), positive_count(ctx), stream());
 }
 
 }  // namespace planner::rt::kernels
