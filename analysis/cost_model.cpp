@@ -37,11 +37,12 @@ std::string_view op_class_name(OpClass c) {
 }
 
 OpClass classify(const ir::Op& op) {
-  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"};
+  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul",
+                                                "MatMulGradWeight"};
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
-  static const std::set<std::string> kRecurrent = {"LSTM",     "GRU",     "RNN",
-                                                   "LSTMGrad", "GRUGrad", "RNNGrad"};
+  static const std::set<std::string> kRecurrent = {"LSTM", "GRU", "RNN", "LSTMGrad", "GRUGrad",
+                                                   "RNNGrad"};
   static const std::set<std::string> kReduction = {"ReduceMean",
                                                    "ReduceSum",
                                                    "ReduceMax",
@@ -62,7 +63,9 @@ OpClass classify(const ir::Op& op) {
                                                    "AveragePool",
                                                    "PoolGrad",
                                                    "GlobalPoolGrad",
-                                                   "ReduceGrad"};
+                                                   "ReduceGrad",
+                                                   "BatchNormStats",
+                                                   "BatchNormTrainParamGrad"};
   static const std::set<std::string> kMovement = {
       "Transpose", "Concat",    "Split",   "Slice",      "Gather", "Pad",  "Expand",
       "Tile",      "SliceGrad", "PadGrad", "GatherGrad", "Where",  "Cast", "ZerosLike"};
