@@ -280,6 +280,21 @@ TEST_CASE("invalid JSON names the file, line and column") {
   CHECK(empty.error().message().rfind("empty.json:1:1: invalid JSON: ", 0) == 0);
 }
 
+TEST_CASE("plan files: deep nesting, numbers out of range and special files are one-line errors") {
+  // 65,536 nested levels crashed the planner: the message rendered the value recursively.
+  auto deep = parse_plan("{\"search\": {\"options\": " + std::string(65536, '[') + "}}", "plan.json");
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().message() == "plan.json:1:152: invalid JSON: nested deeper than 128 levels");
+  std::string text = plan_to_json(mlp_plan());
+  const std::string key = "\"step_time_s\": ";
+  text.replace(text.find(key) + key.size(), 1, "1e400");
+  auto huge = parse_plan(text, "plan.json");
+  REQUIRE_FALSE(huge);
+  CHECK(huge.error().message().find("invalid JSON: number 1e400") != std::string::npos);
+  CHECK(load_plan("/dev/zero").error().message() == "/dev/zero: is a character device, not a regular file");
+  CHECK(load_plan("/").error().message() == "/: is a directory, not a plan file");
+}
+
 TEST_CASE("validate_plan checks plans built in memory") {
   Plan plan = mlp_plan();
   CHECK(validate_plan(plan));
