@@ -66,7 +66,9 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
   app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
   app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
   app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
-  app.add_option("-o,--output", flags->out, "folder to write (new, empty, or an earlier compile output, which is replaced)")->required();
+  app.add_option("-o,--output", flags->out,
+                 "folder to write (new, empty, or an earlier compile output, which is replaced)")
+      ->required();
   app.add_option("--backend", flags->backend, "the launcher's runtime backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")

@@ -107,8 +107,10 @@ int run_frontier(const FrontierFlags& flags) {
     std::printf("\nCSV written to %s\n", flags.csv.c_str());
   }
   if (!flags.svg.empty()) {
-    auto w = write_file_atomically(flags.svg, search::frontier_svg(model_name + " on " + topology_name + ": memory against time",
-                                                         series, limit));
+    auto w = write_file_atomically(
+        flags.svg,
+        search::frontier_svg(model_name + " on " + topology_name + ": memory against time", series,
+                             limit));
     if (!w) return report(w.error());
     std::printf("%sSVG written to %s\n", flags.csv.empty() ? "\n" : "", flags.svg.c_str());
   }

@@ -90,8 +90,9 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
 
 int run_plan(const PlanFlags& flags) {
   // Before the search, which may take a while: no output may replace an input or a user's file.
-  auto usable = check_outputs({{flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}},
-                              flags.pipeline.inputs());
+  auto usable =
+      check_outputs({{flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}},
+                    flags.pipeline.inputs());
   if (!usable) return report(usable.error());
   bool dumped = false;
   auto session = open_session(flags.pipeline, dumped);
@@ -125,7 +126,8 @@ int run_plan(const PlanFlags& flags) {
     auto timeline = analysis::simulate(lowered->graph);
     if (!timeline) return report(timeline.error().with_context(m.source));
     if (!flags.trace.empty()) {
-      auto w = write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+      auto w =
+          write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
       if (!w) return report(w.error());
     }
     if (!flags.report.empty()) {

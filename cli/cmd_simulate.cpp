@@ -26,7 +26,8 @@ struct SimulateFlags {
 };
 
 int run_simulate(const SimulateFlags& flags) {
-  if (auto usable = check_outputs({{flags.trace}}, flags.pipeline.inputs()); !usable) return report(usable.error());
+  if (auto usable = check_outputs({{flags.trace}}, flags.pipeline.inputs()); !usable)
+    return report(usable.error());
   bool dumped = false;
   auto prepared = prepare_model(flags.pipeline, dumped);
   if (!prepared) return report(prepared.error());
@@ -43,7 +44,8 @@ int run_simulate(const SimulateFlags& flags) {
   auto timeline = analysis::simulate(lowered->graph);
   if (!timeline) return report(timeline.error().with_context(m.source));
   if (!flags.trace.empty()) {
-    auto written = write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+    auto written =
+        write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
     if (!written) return report(written.error());
   }
   const int n = topology.num_devices();

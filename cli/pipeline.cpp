@@ -26,7 +26,8 @@ void PipelineFlags::add_to(CLI::App& app) {
 }
 
 std::vector<InputPath> PipelineFlags::inputs() const {
-  std::vector<InputPath> in = {{model.model_path, "the model"}, {topology.topology, "the topology file"},
+  std::vector<InputPath> in = {{model.model_path, "the model"},
+                               {topology.topology, "the topology file"},
                                {costs, "the costs file"}};
   for (const std::string& file : tdl.files) in.push_back({file, "a TDL file"});
   return in;

@@ -30,7 +30,8 @@ Expected<void> write_all(const Programs& p, const CompileOptions& o, const fs::p
   PLANNER_TRY(write_new_file(dir / "programs.txt", p.to_text()));
   LauncherOptions lo;
   lo.backend = o.backend;
-  for (const auto& [path, text] : launcher_files(p, lo)) PLANNER_TRY(write_new_file(dir / path, text));
+  for (const auto& [path, text] : launcher_files(p, lo))
+    PLANNER_TRY(write_new_file(dir / path, text));
   fs::path rt = o.runtime_stub.empty() ? fs::path(runtime_stub_dir()) : fs::path(o.runtime_stub);
   if (!fs::exists(rt / "CMakeLists.txt") || !fs::exists(rt / "include/planner_rt/tensor.h"))
     return make_error("{}: not the runtime_stub source folder (set PLANNER_RUNTIME_STUB_DIR)", rt.string());
@@ -50,13 +51,16 @@ const OutputFolderKind& compile_folder_kind() {
   return kind;
 }
 
-Expected<void> compile_to_directory(const Programs& p, const CompileOptions& o, const std::string& dir) {
-  return write_folder_atomically(dir, compile_folder_kind(), [&](const fs::path& fresh) -> Expected<void> {
-    auto written = write_all(p, o, fresh);
-    // Errors of writing name the folder the user gave, not the temporary one.
-    if (!written && written.error().message().rfind("cannot write ", 0) == 0) return written.error().with_context(dir);
-    return written;
-  });
+Expected<void> compile_to_directory(const Programs& p, const CompileOptions& o,
+                                    const std::string& dir) {
+  return write_folder_atomically(
+      dir, compile_folder_kind(), [&](const fs::path& fresh) -> Expected<void> {
+        auto written = write_all(p, o, fresh);
+        // Errors of writing name the folder the user gave, not the temporary one.
+        if (!written && written.error().message().rfind("cannot write ", 0) == 0)
+          return written.error().with_context(dir);
+        return written;
+      });
 }
 
 }  // namespace planner::codegen

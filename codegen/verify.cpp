@@ -284,7 +284,8 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, c
   }
   fs::create_directories(work, ec);
   if (!o.work_dir.empty()) {
-    const std::string marker = "This folder is a planner verify work folder; the next verify --keep here reuses it.\n";
+    const std::string marker =
+        "This folder is a planner verify work folder; the next verify --keep here reuses it.\n";
     if (auto w = write_new_file(fs::path(work) / verify_folder_kind().marker, marker); !w)
       return w.error().with_context(work);
   }

@@ -60,7 +60,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
 // Checks that `path` names a non-empty regular file (support's check every input file gets;
 // the size bound of binary models is protobuf's, below); returns its size.
 Expected<int64_t> check_model_file(const std::string& path) {
-  PLANNER_TRY_ASSIGN(int64_t size, check_input_file(path, "model file", std::numeric_limits<int64_t>::max()));
+  PLANNER_TRY_ASSIGN(int64_t size,
+                     check_input_file(path, "model file", std::numeric_limits<int64_t>::max()));
   if (size == 0) return make_error("{}: file is empty", path);
   return size;
 }

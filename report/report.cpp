@@ -252,13 +252,14 @@ Expected<void> write_report(const std::string& dir, const ReportInputs& inputs) 
   PLANNER_TRY(check_report_folder(dir));
   // Compose everything first: a failure in a picture leaves the file system untouched.
   const auto files = report_files(inputs);
-  return write_folder_atomically(dir, report_folder_kind(), [&](const fs::path& fresh) -> Expected<void> {
-    for (const auto& [name, text] : files) {
-      auto w = write_new_file(fresh / name, text);
-      if (!w) return w.error().with_context(dir);
-    }
-    return ok();
-  });
+  return write_folder_atomically(dir, report_folder_kind(),
+                                 [&](const fs::path& fresh) -> Expected<void> {
+                                   for (const auto& [name, text] : files) {
+                                     auto w = write_new_file(fresh / name, text);
+                                     if (!w) return w.error().with_context(dir);
+                                   }
+                                   return ok();
+                                 });
 }
 
 }  // namespace planner::report

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "tdl/builtin_ops.h"
 #include "support/input_file.h"
+#include "tdl/builtin_ops.h"
 #include "tdl/parser.h"
 
 namespace planner::tdl {
