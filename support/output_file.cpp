@@ -37,18 +37,20 @@ const char* file_type_name(mode_t mode) {
   return "not a regular file";
 }
 
-// Absent or a regular file (not followed): what a file output may replace.
-Expected<void> check_replaceable_file(const std::string& path) {
+// Absent or a regular file (not followed): what a file output may replace. Returns the
+// permissions the new file gets: the replaced file's, or those of a new file (0666 less the
+// umask).
+Expected<mode_t> check_replaceable_file(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return ok();
+    if (errno == ENOENT) return static_cast<mode_t>(0666 & ~current_umask());
     return make_error("{}: cannot write: {}", path, std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode))
     return make_error(
         "{}: is {}, which the planner never replaces; name a new file or a regular file", path,
         file_type_name(st.st_mode));
-  return ok();
+  return static_cast<mode_t>(st.st_mode & 07777);
 }
 
 Expected<void> write_all(int fd, std::string_view text) {
@@ -68,7 +70,7 @@ Expected<void> write_file_atomically(const std::string& path, std::string_view t
   const fs::path p(path);
   if (path.empty() || !p.has_filename())
     return make_error("{}: names a folder; give a file name", path);
-  PLANNER_TRY(check_replaceable_file(path));
+  PLANNER_TRY_ASSIGN(const mode_t mode, check_replaceable_file(path));
   // The temporary file lives in the target's folder so that rename() stays within one file
   // system and is atomic; mkstemp creates it new (O_EXCL), so nothing planted there is followed.
   const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -80,8 +82,9 @@ Expected<void> write_file_atomically(const std::string& path, std::string_view t
     ::unlink(temp.c_str());
     return make_error("{}: cannot write: {}", path, why);
   };
-  // mkstemp makes the file private (0600); an output is as readable as any file the user writes.
-  if (::fchmod(fd, 0666 & ~current_umask()) != 0) return fail(std::strerror(errno));
+  // mkstemp makes the file private (0600); an output is as readable as any file the user
+  // writes, and a file replaced keeps its permissions (a plan made private stays private).
+  if (::fchmod(fd, mode) != 0) return fail(std::strerror(errno));
   if (auto w = write_all(fd, text); !w) return fail(w.error().message());
   if (::fsync(fd) != 0) return fail(std::strerror(errno));
   const int closed = ::close(fd);

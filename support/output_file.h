@@ -17,8 +17,8 @@ namespace planner {
 /// Writes `text` to `path` all or nothing: a temporary file made with mkstemp in `path`'s
 /// folder, written, flushed to disk, then renamed over `path`. `path` must be absent or a
 /// regular file: a symbolic link, FIFO, device, socket or directory there is refused and left
-/// alone. The file gets the permissions of a new file (0666 less the umask). Errors are one
-/// line naming `path`.
+/// alone. The file gets the permissions of the file it replaces, or those of a new file (0666
+/// less the umask). Errors are one line naming `path`.
 Expected<void> write_file_atomically(const std::string& path, std::string_view text);
 
 /// What kind of output folder a command writes, and how an earlier one is recognised.

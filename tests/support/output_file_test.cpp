@@ -44,6 +44,12 @@ TEST_CASE("write_file_atomically: a new file, then a regular file replaced, noth
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == (0666 & ~mask));
+  // A file the user made private stays private when replaced.
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  REQUIRE(write_file_atomically(path, "third").has_value());
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(contents(path) == "third");
 }
 
 TEST_CASE("write_file_atomically: a symbolic link, FIFO, directory or device is never replaced") {

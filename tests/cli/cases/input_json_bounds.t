@@ -1,5 +1,5 @@
-# JSON inputs with 65,536 nested levels, a number out of range, or wrong types: one located line each, exit 1, never a crash or "internal".
-head -c 65536 /dev/zero | tr '\0' '[' > $TMP/deep.json
+# JSON inputs with 65,536 nested levels (a SIGSEGV before: the error message rendered the value), a number out of range, or wrong types: one located line each, exit 1, never a crash or "internal".
+{ printf '{"name": '; head -c 65536 /dev/zero | tr '\0' '['; head -c 65536 /dev/zero | tr '\0' ']'; printf '}'; } > $TMP/deep.json
 printf '{"schema": "planner-costs/1", "kernels": [{"op_type": "Gemm", "seconds": 1e400, "input_shapes": []}]}' > $TMP/huge.json
 printf '{"schema": "planner-costs/1", "kernels": [{"op_type": "Gemm", "domain": 7, "seconds": 1, "input_shapes": []}]}' > $TMP/domain.json
 printf '{"schema": "planner-costs/1", "kernels": [{"op_type": "Gemm", "seconds": 1, "input_shapes": [[9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 9223372036854775807, 0]]}]}' > $TMP/nan.json
