@@ -18,34 +18,61 @@ namespace planner::analysis {
 
 std::string_view op_class_name(OpClass c) {
   switch (c) {
-    case OpClass::kMatmul: return "matmul";
-    case OpClass::kConv: return "conv";
-    case OpClass::kRecurrent: return "recurrent";
-    case OpClass::kElementwise: return "elementwise";
-    case OpClass::kReduction: return "reduction";
-    case OpClass::kDataMovement: return "data-movement";
-    case OpClass::kShape: return "shape";
-    case OpClass::kOptimizer: return "optimizer";
+    case OpClass::kMatmul:
+      return "matmul";
+    case OpClass::kConv:
+      return "conv";
+    case OpClass::kRecurrent:
+      return "recurrent";
+    case OpClass::kElementwise:
+      return "elementwise";
+    case OpClass::kReduction:
+      return "reduction";
+    case OpClass::kDataMovement:
+      return "data-movement";
+    case OpClass::kShape:
+      return "shape";
+    case OpClass::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }
 
 OpClass classify(const ir::Op& op) {
-  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"};
+  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul",
+                                                "MatMulGradWeight"};
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
   static const std::set<std::string> kRecurrent = {"LSTM", "GRU", "RNN", "LSTMGrad", "GRUGrad",
                                                    "RNNGrad"};
-  static const std::set<std::string> kReduction = {
-      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-      "ReduceSumSquare", "Softmax", "LogSoftmax", "SoftmaxGrad", "LayerNormalization",
-      "LayerNormGrad", "BatchNormalization", "BatchNormGrad", "GlobalAveragePool",
-      "GlobalMaxPool", "MaxPool", "AveragePool", "PoolGrad", "GlobalPoolGrad", "ReduceGrad"};
+  static const std::set<std::string> kReduction = {"ReduceMean",
+                                                   "ReduceSum",
+                                                   "ReduceMax",
+                                                   "ReduceMin",
+                                                   "ReduceProd",
+                                                   "ReduceL2",
+                                                   "ReduceSumSquare",
+                                                   "Softmax",
+                                                   "LogSoftmax",
+                                                   "SoftmaxGrad",
+                                                   "LayerNormalization",
+                                                   "LayerNormGrad",
+                                                   "BatchNormalization",
+                                                   "BatchNormGrad",
+                                                   "GlobalAveragePool",
+                                                   "GlobalMaxPool",
+                                                   "MaxPool",
+                                                   "AveragePool",
+                                                   "PoolGrad",
+                                                   "GlobalPoolGrad",
+                                                   "ReduceGrad",
+                                                   "BatchNormStats",
+                                                   "BatchNormTrainParamGrad"};
   static const std::set<std::string> kMovement = {
-      "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Expand", "Tile", "SliceGrad",
-      "PadGrad", "GatherGrad", "Where", "Cast", "ZerosLike"};
-  static const std::set<std::string> kShape = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                               "Identity", "Dropout"};
+      "Transpose", "Concat",    "Split",   "Slice",      "Gather", "Pad",  "Expand",
+      "Tile",      "SliceGrad", "PadGrad", "GatherGrad", "Where",  "Cast", "ZerosLike"};
+  static const std::set<std::string> kShape = {"Reshape",   "Flatten",  "Squeeze",
+                                               "Unsqueeze", "Identity", "Dropout"};
   static const std::set<std::string> kOptimizer = {"SGD", "Momentum", "Adam"};
   const std::string& t = op.op_type;
   if (kMatmul.count(t)) return OpClass::kMatmul;
@@ -201,18 +228,213 @@ std::optional<double> MeasuredCosts::lookup(const ir::Op& op,
   return near->work > 0 ? near->seconds * work / near->work : near->seconds;
 }
 
+namespace {
+
+double product(const std::vector<int64_t>& shape, size_t from, size_t to) {
+  double n = 1;
+  for (size_t i = from; i < to && i < shape.size(); ++i) n *= static_cast<double>(shape[i]);
+  return n;
+}
+
+int64_t int_attribute(const ir::Op& op, const std::string& name, int64_t fallback) {
+  auto it = op.attributes.find(name);
+  if (it == op.attributes.end()) return fallback;
+  if (const auto* v = std::get_if<int64_t>(&it->second.value)) return *v;
+  return fallback;
+}
+
+}  // namespace
+
+std::optional<GemmShape> gemm_shape(const ir::Op& op,
+                                    const std::vector<std::vector<int64_t>>& shapes, double flops) {
+  const std::string& t = op.op_type;
+  if (t == "MatMul" || t == "FusedMatMul") {
+    if (shapes.size() < 2 || shapes[0].size() < 2 || shapes[1].size() < 1) return std::nullopt;
+    const auto& a = shapes[0];
+    const auto& b = shapes[1];
+    GemmShape g;
+    g.m = static_cast<double>(a[a.size() - 2]);
+    g.k = static_cast<double>(a.back());
+    g.n = b.size() >= 2 ? static_cast<double>(b.back()) : 1.0;
+    g.batch =
+        std::max(product(a, 0, a.size() - 2), b.size() > 2 ? product(b, 0, b.size() - 2) : 1.0);
+    return g;
+  }
+  if (t == "Gemm") {
+    if (shapes.size() < 2 || shapes[0].size() != 2 || shapes[1].size() != 2) return std::nullopt;
+    bool ta = int_attribute(op, "transA", 0) != 0;
+    bool tb = int_attribute(op, "transB", 0) != 0;
+    GemmShape g;
+    g.m = static_cast<double>(ta ? shapes[0][1] : shapes[0][0]);
+    g.k = static_cast<double>(ta ? shapes[0][0] : shapes[0][1]);
+    g.n = static_cast<double>(tb ? shapes[1][0] : shapes[1][1]);
+    return g;
+  }
+  bool fwd = t == "Conv";
+  bool grad_data = t == "ConvGradData";
+  bool grad_filter = t == "ConvGradFilter";
+  if (!fwd && !grad_data && !grad_filter) return std::nullopt;
+  if (shapes.size() < 2 || shapes[0].size() < 3 || shapes[1].size() < 3 || flops <= 0)
+    return std::nullopt;
+  double groups = static_cast<double>(std::max<int64_t>(1, int_attribute(op, "group", 1)));
+  // Output channels, input channels per group and kernel size, from the weight where the
+  // operator reads one, else (ConvGradFilter(X, dY)) from X and dY.
+  double co = 0, cg = 0, ks = 0;
+  if (!grad_filter) {
+    const auto& w = shapes[1];
+    co = static_cast<double>(w[0]);
+    cg = static_cast<double>(w[1]);
+    ks = product(w, 2, w.size());
+  } else {
+    co = static_cast<double>(shapes[1][1]);
+    cg = static_cast<double>(shapes[0][1]) / groups;
+    double out_points = static_cast<double>(shapes[1][0]) * product(shapes[1], 2, shapes[1].size());
+    ks = out_points > 0 && co > 0 && cg > 0 ? flops / (2 * out_points * co * cg) : 0;
+  }
+  if (co <= 0 || cg <= 0 || ks <= 0) return std::nullopt;
+  double points = flops / (2 * co * cg * ks);  // batch x output positions
+  GemmShape g;
+  g.batch = groups;
+  if (fwd) {
+    g.m = points, g.n = co / groups, g.k = cg * ks;
+  } else if (grad_data) {
+    g.m = points, g.n = cg, g.k = co / groups * ks;
+  } else {
+    g.m = co / groups, g.n = cg * ks, g.k = points;
+  }
+  return g;
+}
+
+Expected<ComputeCostOptions> parse_calibration(const std::string& text, const std::string& source,
+                                               ComputeCostOptions base) {
+  // The one JSON reader (bounded depth and numbers, located errors), then the plain json type
+  // the reader below is written for.
+  PLANNER_TRY_ASSIGN(nlohmann::ordered_json parsed, parse_json(text, source));
+  const nlohmann::json j = parsed;
+  auto fail = [&](const std::string& path,
+                  const std::string& what) -> Expected<ComputeCostOptions> {
+    return make_error("{}: {}: {}", source, path, what);
+  };
+  if (!j.is_object()) return fail("$", "expected an object");
+  static const std::set<std::string> kKeys = {
+      "schema", "about",      "efficiency",        "tile_m",
+      "tile_n", "depth_half", "memory_half_bytes", "launch_overhead"};
+  for (const auto& [key, value] : j.items())
+    if (!kKeys.count(key)) return fail("$." + key, "unknown field");
+  if (!j.contains("schema") || j["schema"] != "planner-calibration/1")
+    return fail("$.schema", "expected \"planner-calibration/1\"");
+  auto number = [&](const nlohmann::json& v, const std::string& path, double lo,
+                    double hi) -> Expected<double> {
+    if (!v.is_number()) return make_error("{}: {}: expected a number", source, path);
+    double x = v.get<double>();
+    if (!(x >= lo && x <= hi))
+      return make_error("{}: {}: expected a number in [{}, {}]", source, path, lo, hi);
+    return x;
+  };
+  ComputeCostOptions o = base;
+  if (j.contains("efficiency")) {
+    const auto& e = j["efficiency"];
+    if (!e.is_object()) return fail("$.efficiency", "expected an object");
+    for (const auto& [cls, fields] : e.items()) {
+      std::string path = "$.efficiency." + cls;
+      int index = -1;
+      for (int c = 0; c < kNumOpClasses; ++c)
+        if (op_class_name(static_cast<OpClass>(c)) == cls) index = c;
+      if (index < 0) return fail(path, "unknown operator class");
+      if (!fields.is_object()) return fail(path, "expected an object");
+      Efficiency& eff = o.efficiency[static_cast<size_t>(index)];
+      for (const auto& [name, v] : fields.items()) {
+        double* field = name == "compute"  ? &eff.compute
+                        : name == "memory" ? &eff.memory
+                        : name == "tf32"   ? &eff.tf32
+                        : name == "half"   ? &eff.half
+                                           : nullptr;
+        if (!field) return fail(path + "." + name, "unknown field (compute, memory, tf32, half)");
+        PLANNER_TRY_ASSIGN(*field, number(v, path + "." + name, 1e-3, 1.0));
+      }
+    }
+  }
+  for (auto [key, field] :
+       {std::pair<const char*, int64_t*>{"tile_m", &o.tile_m}, {"tile_n", &o.tile_n}}) {
+    if (!j.contains(key)) continue;
+    PLANNER_TRY_ASSIGN(double v, number(j[key], std::string("$.") + key, 16, 1024));
+    *field = static_cast<int64_t>(v);
+  }
+  struct Field {
+    const char* key;
+    double* value;
+    double hi;
+  };
+  for (const Field& f : {Field{"depth_half", &o.depth_half, 1e6},
+                         Field{"memory_half_bytes", &o.memory_half_bytes, 1e12},
+                         Field{"launch_overhead", &o.launch_overhead, 1e-2}}) {
+    if (!j.contains(f.key)) continue;
+    PLANNER_TRY_ASSIGN(*f.value, number(j[f.key], std::string("$.") + f.key, 0, f.hi));
+  }
+  return o;
+}
+
+Expected<ComputeCostOptions> load_calibration(const std::string& path, ComputeCostOptions base) {
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "calibration file"));
+  return parse_calibration(text, path, base);
+}
+
+double ComputeCostModel::shape_efficiency(const GemmShape& g, int sms) const {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 1.0;
+  const double tm = static_cast<double>(options_.tile_m);
+  const double tn = static_cast<double>(options_.tile_n);
+  // A tile narrower than the problem pads it; small problems use smaller tiles, which we
+  // approximate by letting the tile shrink to the next power of two above the dimension.
+  auto tile = [](double dim, double t) {
+    double s = t;
+    while (s / 2 >= dim && s > 16) s /= 2;
+    return s;
+  };
+  double bm = tile(g.m, tm), bn = tile(g.n, tn);
+  double tiles_m = std::ceil(g.m / bm), tiles_n = std::ceil(g.n / bn);
+  double padding = (g.m * g.n) / (tiles_m * bm * tiles_n * bn);
+  // Smaller tiles do less work per block: charge them as a tile of the full size would be.
+  double small = (bm * bn) / (tm * tn);
+  double tiles = tiles_m * tiles_n * std::max(1.0, g.batch);
+  double units = std::max(1, sms);
+  // Deep, narrow products (weight gradients) split their reduction across blocks (split-K)
+  // until the multiprocessors are busy, in slices of at least 512.
+  double split = std::clamp(std::floor(g.k / 512), 1.0, std::ceil(units / tiles));
+  tiles *= split;
+  double waves = std::ceil(tiles * small / units);
+  double occupancy = std::min(1.0, tiles * small / (waves * units));
+  double depth = g.k / (g.k + options_.depth_half);
+  return padding * occupancy * depth;
+}
+
 double ComputeCostModel::roofline(const importers::DeviceType& type, const ir::Op& op,
-                                  ir::DType dtype, double flops, double bytes) const {
+                                  ir::DType dtype, double flops, double bytes,
+                                  const std::optional<GemmShape>& gemm) const {
   OpClass c = classify(op);
   if (c == OpClass::kShape) return 0.0;
   const Efficiency& eff = options_.efficiency[static_cast<size_t>(c)];
   double peak = 0;
   bool dense = c == OpClass::kMatmul || c == OpClass::kConv || c == OpClass::kRecurrent;
-  if (dense && dtype == ir::DType::kFloat32 && options_.allow_tf32) peak = type.flops("tf32");
-  if (peak <= 0) peak = dense ? type.flops(dtype) : type.flops(ir::DType::kFloat32);
+  bool tensor_core = false;
+  if (dense && dtype == ir::DType::kFloat32 && options_.allow_tf32) {
+    peak = type.flops("tf32");
+    tensor_core = peak > 0;
+  }
+  if (peak <= 0) {
+    peak = dense ? type.flops(dtype) : type.flops(ir::DType::kFloat32);
+    tensor_core =
+        dense && peak > 0 && (dtype == ir::DType::kFloat16 || dtype == ir::DType::kBFloat16);
+  }
   if (peak <= 0) peak = type.flops(ir::DType::kFloat32);
-  double compute = peak > 0 ? flops / (peak * eff.compute) : 0.0;
-  double memory = type.memory_bandwidth > 0 ? bytes / (type.memory_bandwidth * eff.memory) : 0.0;
+  double compute_eff = !tensor_core                   ? eff.compute
+                       : dtype == ir::DType::kFloat32 ? eff.tf32
+                                                      : eff.half;
+  if (dense && gemm)
+    compute_eff *= shape_efficiency(*gemm, type.sm_count > 0 ? type.sm_count : 108);
+  double compute = peak > 0 && compute_eff > 0 ? flops / (peak * compute_eff) : 0.0;
+  double memory_eff = eff.memory * bytes / (bytes + options_.memory_half_bytes);
+  double memory =
+      type.memory_bandwidth > 0 && bytes > 0 ? bytes / (type.memory_bandwidth * memory_eff) : 0.0;
   return std::max(compute, memory) + options_.launch_overhead;
 }
 
@@ -230,7 +452,7 @@ double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op
     }
     if (auto t = measured_->lookup(op, input_shapes, elements)) return *t;
   }
-  return roofline(type, op, dtype, flops, bytes);
+  return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops));
 }
 
 }  // namespace planner::analysis

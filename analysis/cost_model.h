@@ -18,14 +18,14 @@ namespace planner::analysis {
 
 /// Operators grouped by how well they use a GPU.
 enum class OpClass : uint8_t {
-  kMatmul,         ///< MatMul, Gemm and their gradients: tensor-core bound
-  kConv,           ///< convolutions and their gradients
-  kRecurrent,      ///< fused LSTM/GRU/RNN: matmuls in a sequential loop
-  kElementwise,    ///< memory bound, one pass
-  kReduction,      ///< reductions, softmax, normalisation: memory bound, extra passes
-  kDataMovement,   ///< transpose, concat, slice, gather, pad: memory bound
-  kShape,          ///< reshape and kin: free (a view)
-  kOptimizer,      ///< parameter updates: memory bound
+  kMatmul,        ///< MatMul, Gemm and their gradients: tensor-core bound
+  kConv,          ///< convolutions and their gradients
+  kRecurrent,     ///< fused LSTM/GRU/RNN: matmuls in a sequential loop
+  kElementwise,   ///< memory bound, one pass
+  kReduction,     ///< reductions, softmax, normalisation: memory bound, extra passes
+  kDataMovement,  ///< transpose, concat, slice, gather, pad: memory bound
+  kShape,         ///< reshape and kin: free (a view)
+  kOptimizer,     ///< parameter updates: memory bound
 };
 inline constexpr int kNumOpClasses = 8;
 std::string_view op_class_name(OpClass c);
@@ -33,31 +33,58 @@ std::string_view op_class_name(OpClass c);
 /// The class of an operator, from its type and domain.
 OpClass classify(const ir::Op& op);
 
-/// Fraction of peak a class reaches: compute (FLOP/s) and memory (bytes/s).
+/// Fraction of peak a class reaches on large kernels: compute (FLOP/s) in plain FP32, on TF32
+/// tensor cores and on 16-bit tensor cores, and memory (bytes/s).
 struct Efficiency {
   double compute = 1.0;
   double memory = 1.0;
+  double tf32 = 1.0;
+  double half = 1.0;
 };
 
-/// Options of the compute cost model.
+/// Options of the compute cost model: every parameter of the kernel model, in one place.
+/// docs/cost-model.md gives each one's source and how the defaults were chosen (held against
+/// the published steps of bench/accuracy/rows.json, fit rows only). A calibration file
+/// (--calibration, parse_calibration) overrides any of them.
 struct ComputeCostOptions {
-  /// Per class: the fraction of peak FLOP/s and of memory bandwidth kernels reach. Defaults
-  /// are typical of cuBLAS/cuDNN and fused element-wise kernels on recent GPUs.
+  /// Per class: the fraction of peak that large kernels reach. Dense classes reach less on
+  /// small or oddly shaped problems (see the tile, wave and depth factors below); memory-bound
+  /// kernels reach less when they move few bytes (memory_half_bytes).
   std::array<Efficiency, kNumOpClasses> efficiency = {{
-      {0.70, 0.80},  // matmul
-      {0.60, 0.80},  // conv
-      {0.40, 0.60},  // recurrent
-      {1.00, 0.80},  // elementwise
-      {1.00, 0.60},  // reduction
-      {1.00, 0.70},  // data movement
-      {1.00, 1.00},  // shape
-      {1.00, 0.80},  // optimizer
+      {0.85, 0.85, 0.60, 0.60},  // matmul
+      {0.80, 0.85, 0.25, 0.50},  // conv
+      {0.40, 0.60, 0.20, 0.30},  // recurrent
+      {1.00, 0.85, 1.00, 1.00},  // elementwise
+      {1.00, 0.70, 1.00, 1.00},  // reduction
+      {1.00, 0.75, 1.00, 1.00},  // data movement
+      {1.00, 1.00, 1.00, 1.00},  // shape
+      {1.00, 0.85, 1.00, 1.00},  // optimizer
   }};
+  /// GEMM tile a thread block computes (rows x columns of the output); a problem is padded to
+  /// whole tiles and tiles run in waves of one per streaming multiprocessor.
+  int64_t tile_m = 128;
+  int64_t tile_n = 128;
+  /// Reduction depth at which a dense kernel reaches half its efficiency: K / (K + this).
+  double depth_half = 32;
+  /// Bytes at which a memory-bound kernel reaches half its bandwidth fraction.
+  double memory_half_bytes = 1 << 20;
   /// Fixed cost of launching one kernel, seconds.
-  double launch_overhead = 4e-6;
-  /// Use TF32 tensor cores for f32 matmuls and convolutions (as cuBLAS does when allowed).
+  double launch_overhead = 5e-6;
+  /// Use TF32 tensor cores for f32 matmuls and convolutions (--precision tf32).
   bool allow_tf32 = false;
 };
+
+/// The shape of a dense kernel as the GEMM it runs: `batch` independent M x N x K products
+/// (convolutions as implicit GEMMs, groups as the batch).
+struct GemmShape {
+  double batch = 1, m = 0, n = 0, k = 0;
+};
+
+/// The GEMM view of a matmul or convolution class operator (forward or gradient) with these
+/// input shapes doing `flops` FLOPs; nullopt when the shapes do not say (the roofline then uses
+/// the class's efficiency alone).
+std::optional<GemmShape> gemm_shape(const ir::Op& op,
+                                    const std::vector<std::vector<int64_t>>& shapes, double flops);
 
 /// One measured kernel time (an entry of a --costs file).
 struct MeasuredKernel {
@@ -82,8 +109,9 @@ class MeasuredCosts {
   static Expected<MeasuredCosts> parse(const std::string& json_text, const std::string& source);
 
   /// The measured time for an operator with these input shapes: an exact match, else linear
-  /// interpolation in `work` (input element count) between the nearest measurements of the same type and attributes
-  /// (proportional scaling beyond the measured range); nullopt when the type was not measured.
+  /// interpolation in `work` (input element count) between the nearest measurements of the same
+  /// type and attributes (proportional scaling beyond the measured range); nullopt when the type
+  /// was not measured.
   std::optional<double> lookup(const ir::Op& op, const std::vector<std::vector<int64_t>>& shapes,
                                double work) const;
 
@@ -100,6 +128,16 @@ class MeasuredCosts {
 /// Canonical attribute text of an op, as used by MeasuredCosts: "k=v;k=v" sorted by key.
 std::string attribute_key(const ir::Op& op);
 
+/// Reads a calibration file (JSON) over `base`: {"schema": "planner-calibration/1",
+/// "efficiency": {"conv": {"compute": 0.8, "tf32": 0.3, ...}, ...}, "tile_m": 128, "tile_n":
+/// 128, "depth_half": 32, "memory_half_bytes": 1048576, "launch_overhead": 5e-6}; every field
+/// optional. Errors name the file and the JSON path.
+Expected<ComputeCostOptions> parse_calibration(const std::string& json_text,
+                                               const std::string& source,
+                                               ComputeCostOptions base = {});
+Expected<ComputeCostOptions> load_calibration(const std::string& path,
+                                              ComputeCostOptions base = {});
+
 /// The compute time model.
 class ComputeCostModel {
  public:
@@ -107,10 +145,17 @@ class ComputeCostModel {
       : options_(options), measured_(measured) {}
 
   /// Seconds for a kernel of `op`'s class doing `flops` FLOPs and moving `bytes` bytes on a
-  /// device of `type`: max(flops / (peak * eff.compute), bytes / (bandwidth * eff.memory)) plus
-  /// the launch overhead (shape ops cost nothing).
+  /// device of `type`: max(flops / (peak * compute efficiency), bytes / (bandwidth * memory
+  /// efficiency)) plus the launch overhead (shape ops cost nothing). The compute efficiency of
+  /// dense kernels falls with tile and wave quantisation and shallow reductions (`gemm`, when
+  /// known); the memory efficiency falls for kernels moving few bytes.
   double roofline(const importers::DeviceType& type, const ir::Op& op, ir::DType dtype,
-                  double flops, double bytes) const;
+                  double flops, double bytes,
+                  const std::optional<GemmShape>& gemm = std::nullopt) const;
+
+  /// The fraction of a dense kernel's class efficiency it keeps for its GEMM shape on `sms`
+  /// streaming multiprocessors: tile padding, the last wave's idle multiprocessors, and depth.
+  double shape_efficiency(const GemmShape& g, int sms) const;
 
   /// Seconds for one device to run `op` on inputs of `input_shapes` (its shard of the work):
   /// the measured time when the costs file has this type, the roofline otherwise. `flops` and

@@ -59,7 +59,7 @@ class Analyzer {
       result_.strategies.push_back(std::move(s));
     }
     for (const auto& v : result_.reduction_vars) {
-      if (!vars_[v].top_level) continue;
+      if (!vars_[v].top_level || linked_.count(v)) continue;
       PLANNER_TRY_ASSIGN(Strategy s, strategy(v, Strategy::Kind::kReduction));
       result_.strategies.push_back(std::move(s));
     }
@@ -91,6 +91,7 @@ class Analyzer {
     }
     PLANNER_TRY(collect_vars());
     PLANNER_TRY(infer_extents());
+    link_siblings();
     for (const auto& v : result_.output_vars) result_.extents.push_back({v, *vars_[v].extent});
     for (const auto& v : result_.reduction_vars) result_.extents.push_back({v, *vars_[v].extent});
     return ok();
@@ -113,8 +114,12 @@ class Analyzer {
       for (const auto& [name, info] : vars_)
         if (!info.is_output) body[name] = Interval::range(*info.extent);
       for (const auto& [name, extent] : out_ext_[o]) body[name] = Interval::range(*extent);
-      for (const auto& [name, r] : ranges)
+      for (const auto& [name, r] : ranges) {
         if (body.count(name)) body[name] = clipped(body[name], r);
+        if (auto sib = siblings_.find(name); sib != siblings_.end())
+          for (const auto& v : sib->second)
+            if (body.count(v)) body[v] = clipped(body[v], r);
+      }
     }
     std::vector<std::optional<Region>> inputs(n_in), states(n_out);
     PLANNER_TRY(read_regions(body_ranges, inputs, states));
@@ -536,6 +541,29 @@ class Analyzer {
     return out;
   }
 
+  // Top-level reductions of different output bodies over the same loop split together: the
+  // instantiation renames the second `n` of `(sum(n: ...), sum(n: ...))` to `n_2`, and a split
+  // of `n` alone would leave the other output reading its whole input (BatchNormParamGrad's
+  // dB, LayerNormParamGrad's dB, a batch split of data parallelism). A `v_k` whose `v` is a
+  // top-level reduction of another body, with the same extent and reducer, is linked to it:
+  // no strategy of its own, split with `v`, its output partial too.
+  void link_siblings() {
+    for (const auto& v : result_.reduction_vars) {
+      const VarInfo& info = vars_.at(v);
+      const size_t us = v.rfind('_');
+      if (!info.top_level || us == std::string::npos || us == 0 || us + 1 == v.size() ||
+          v.find_first_not_of("0123456789", us + 1) != std::string::npos)
+        continue;
+      auto base = vars_.find(v.substr(0, us));
+      if (base == vars_.end() || base->second.is_output || !base->second.top_level ||
+          base->second.body == info.body || base->second.reducer != info.reducer ||
+          !base->second.extent || !info.extent || !(*base->second.extent == *info.extent))
+        continue;
+      siblings_[base->first].push_back(v);
+      linked_.insert(v);
+    }
+  }
+
   // Worker w's half of `var` in output body `body`.
   Interval worker_half(size_t body, const std::string& var, Strategy::Kind kind, int w) const {
     const Affine& extent =
@@ -568,6 +596,10 @@ class Analyzer {
           if (!info.is_output) ranges[name] = Interval::range(*info.extent);
         for (const auto& [name, extent] : out_ext_[o]) ranges[name] = Interval::range(*extent);
         if (ranges.count(var)) ranges[var] = worker_half(o, var, kind, w);
+        if (auto sib = siblings_.find(var);
+            sib != siblings_.end() && kind == Strategy::Kind::kReduction)
+          for (const auto& v : sib->second)
+            if (ranges.count(v)) ranges[v] = worker_half(o, v, kind, w);
       }
       std::vector<std::optional<Region>> inputs(n_in), states(n_out);
       PLANNER_TRY(read_regions(body_ranges, inputs, states));
@@ -604,6 +636,9 @@ class Analyzer {
     if (kind == Strategy::Kind::kReduction) {
       s.output_reduction = vars_.at(var).reducer;
       s.reduced_outputs[static_cast<size_t>(vars_.at(var).body)] = true;
+      if (auto sib = siblings_.find(var); sib != siblings_.end())
+        for (const auto& v : sib->second)
+          s.reduced_outputs[static_cast<size_t>(vars_.at(v).body)] = true;
     }
     return s;
   }
@@ -649,6 +684,8 @@ class Analyzer {
   std::vector<std::vector<Affine>> input_dims_;
   std::vector<std::vector<Affine>> access_dims_;
   std::map<std::string, VarInfo> vars_;
+  std::map<std::string, std::vector<std::string>> siblings_;  // see link_siblings()
+  std::set<std::string> linked_;                              // vars split with a sibling
   // Per output, the extent of each of its index variables.
   std::vector<std::map<std::string, std::optional<Affine>>> out_ext_;
   std::set<std::pair<int, std::string>> top_level_;

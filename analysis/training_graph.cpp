@@ -139,7 +139,12 @@ class Builder {
     if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax") return i == 0;
     if (t == "Where") return i != 0;
     if (t == "LSTM" || t == "GRU" || t == "RNN") return i != 4;  // sequence_lens
-    if (t == "Dropout") return i == 0;
+    if (t == "Dropout" || t == "DropoutTrain") return i == 0;
+    // Training-mode batch norm: BatchNormTrain's rule differentiates through the statistics
+    // (the chain through BatchNormStats is folded into BatchNormTrainGrad), and running
+    // statistics carry no gradient.
+    if (t == "BatchNormTrain") return i < 3;
+    if (t == "BatchNormStats" || t == "BatchNormRunningStats") return false;
     return true;
   }
 
@@ -273,11 +278,21 @@ class Builder {
   TensorId reduce_to(TensorId g, Shape target, const std::string& name) {
     const Shape s = T(g).shape;  // a copy: emitting ops grows the tensor vector
     if (s == target) return g;
-    // One axis per reduction, so every step is a plain single-axis ReduceSum: leading axes
-    // (numpy broadcasting added them) are merged into one first.
+    // Leading axes (numpy broadcasting added them) are reduced by one ReduceSum over all of
+    // them, so a split of any ([S, B, E] rows split along B) leaves partial sums rather than a
+    // reshape that merges the split batch with its neighbour; beyond three they are merged
+    // first. The other axes are reduced one at a time, each a plain single-axis ReduceSum.
     TensorId r = g;
     Shape cur = s;
     size_t lead = s.size() - std::min(s.size(), target.size());
+    if (lead == 2 || lead == 3) {
+      std::vector<int64_t> axes(lead);
+      std::iota(axes.begin(), axes.end(), 0);
+      cur.erase(cur.begin(), cur.begin() + static_cast<std::ptrdiff_t>(lead));
+      r = emit1("ReduceSum", "", {r, int_constant(axes)}, T(g).dtype, cur,
+                {{"keepdims", Attribute{int64_t{0}}}}, cur == target ? name : "");
+      lead = 0;
+    }
     if (lead > 0) {
       if (lead > 1) {
         Shape merged = {product(cur, 0, lead)};
@@ -371,6 +386,15 @@ class Builder {
                         type, what);
     };
 
+    if (op.domain == kPlannerDomain && type == "BatchNormTrain")
+      return batch_norm_train_grad(op, dy);
+    if (op.domain == kPlannerDomain && type == "DropoutTrain") {
+      if (wants(0))
+        add_part(in(0),
+                 emit1("DropoutGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype, T(dy).shape,
+                       {{"ratio", Attribute{op.float_attr("ratio", 0.5)}}}, gname(0)));
+      return ok();
+    }
     if (!op.domain.empty() && op.domain != "ai.onnx") return opaque_grad(op, dys);
 
     if (type == "MatMul") {
@@ -378,6 +402,18 @@ class Builder {
       const Shape sa = T(a).shape, sb = T(b).shape, sy = T(dy).shape;
       if (sa.size() < 2 || sb.size() < 2) return opaque_grad(op, dys);
       int64_t k = sa.back(), n = sb.back();
+      if (sb.size() == 2 && sa.size() > 2) {
+        // A layer's weight applied to rows with leading dimensions ([B, S, K], or [S, B, K]
+        // as torch's attention exports it): no reshape merges them, so a split of any of them
+        // (the batch, wherever it sits) passes: dA is a MatMul with the transposed weight,
+        // dW one GEMM over the rows that reduces every leading dimension.
+        if (wants(0))
+          add_part(a, emit1("MatMul", "", {dy, transpose_last2(b)}, T(dy).dtype, sa, {}, gname(0)));
+        if (wants(1))
+          add_part(b, emit1("MatMulGradWeight", kPlannerDomain, {a, dy}, T(dy).dtype, {k, n}, {},
+                            gname(1)));
+        return ok();
+      }
       if (sb.size() == 2) {
         // Common case (a layer's weight): flatten the batch dims and use Gemm.
         int64_t p = product(sa, 0, sa.size() - 1);
@@ -773,6 +809,41 @@ class Builder {
       return ok();
     }
     return opaque_grad(op, dys);
+  }
+
+  // Training-mode batch norm (BatchNormTrain reading BatchNormStats' statistics): two ops, as
+  // cuDNN's backward makes two passes. BatchNormTrainParamGrad reduces sum(dY) and
+  // sum(dY * xhat) per channel, which are dB and dScale (partial sums along a batch split,
+  // reduced with the gradient all-reduce); BatchNormTrainGrad is the element-wise data
+  // gradient that reads them, exact through the batch statistics.
+  Expected<void> batch_norm_train_grad(const Op& op, TensorId dy) {
+    auto wants = [&](size_t i) {
+      return needs_grad_[static_cast<size_t>(op.inputs[i])] && input_differentiable(op, i);
+    };
+    auto gname = [&](size_t i) {
+      TensorId t = op.inputs[i];
+      std::string base = "grad:" + fwd_.tensor(t).name;
+      return contributors_[static_cast<size_t>(t)] > 1 ? base + "@" + op.name : base;
+    };
+    const TensorId x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2],
+                   stats = op.inputs[3];
+    const Shape sx = T(x).shape;
+    int64_t count = 1;
+    for (size_t d = 0; d < sx.size(); ++d)
+      if (d != 1) count *= sx[d];
+    const Attribute eps{op.float_attr("epsilon", 1e-5)};
+    auto ids =
+        emit("BatchNormTrainParamGrad", kPlannerDomain, {dy, x, stats},
+             {{T(scale).dtype, T(scale).shape, wants(1) ? gname(1) : op.name + "/grad:dScale"},
+              {T(bias).dtype, T(bias).shape, wants(2) ? gname(2) : op.name + "/grad:dB"}},
+             {{"epsilon", eps}});
+    if (wants(0))
+      add_part(x,
+               emit1("BatchNormTrainGrad", kPlannerDomain, {dy, x, scale, stats, ids[0], ids[1]},
+                     T(dy).dtype, sx, {{"epsilon", eps}, {"count", Attribute{count}}}, gname(0)));
+    if (wants(1)) add_part(scale, ids[0]);
+    if (wants(2)) add_part(bias, ids[1]);
+    return ok();
   }
 
   // An op without a gradient rule: one opaque backward op reading its inputs, outputs and

@@ -20,6 +20,8 @@ void PipelineFlags::add_to(CLI::App& app) {
   app.add_option("--precision", precision,
                  "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision as PyTorch AMP)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+  app.add_option("--calibration", calibration,
+                 "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
   app.add_option("--dump-after", dump_after, "print the graph after a stage and stop: import, train")
       ->check(CLI::IsMember({"import", "train"}));
@@ -28,13 +30,15 @@ void PipelineFlags::add_to(CLI::App& app) {
 std::vector<InputPath> PipelineFlags::inputs() const {
   std::vector<InputPath> in = {{model.model_path, "the model"},
                                {topology.topology, "the topology file"},
-                               {costs, "the costs file"}};
+                               {costs, "the costs file"},
+                               {calibration, "the calibration file"}};
   for (const std::string& file : tdl.files) in.push_back({file, "a TDL file"});
   return in;
 }
 
 analysis::LoweringOptions PreparedModel::lowering_options() const {
   analysis::LoweringOptions o;
+  o.compute = compute;
   o.measured = costs.get();
   o.compute.allow_tf32 = ir::uses_tf32(precision);
   return o;
@@ -75,6 +79,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   PLANNER_TRY_ASSIGN(out->strategies, analysis::analyze_graph(*out->cache, out->graph, out->source));
   PLANNER_TRY_ASSIGN(importers::Topology topology, flags.topology.resolve());
   out->topology.emplace(std::move(topology));
+  if (!flags.calibration.empty()) {
+    PLANNER_TRY_ASSIGN(out->compute, analysis::load_calibration(flags.calibration));
+  }
   if (!flags.costs.empty()) {
     PLANNER_TRY_ASSIGN(analysis::MeasuredCosts costs, analysis::MeasuredCosts::load(flags.costs));
     out->costs = std::make_unique<analysis::MeasuredCosts>(std::move(costs));

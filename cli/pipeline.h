@@ -34,10 +34,11 @@ struct PipelineFlags {
   std::string optimizer = "sgd";   ///< sgd | momentum | adam
   std::string precision = "fp32";  ///< fp32 | tf32 | fp16 | bf16 (ir::Precision)
   std::string costs;               ///< --costs FILE: measured kernel times
+  std::string calibration;         ///< --calibration FILE: the kernel model's parameters
   std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
 
   void add_to(CLI::App& app);
-  /// The files these flags read (model, topology file, TDL files, costs), for the output
+  /// The files these flags read (model, topology file, TDL files, costs, calibration), for the output
   /// guard (support/output_file.h): no output may be one of them.
   std::vector<InputPath> inputs() const;
 };
@@ -53,6 +54,7 @@ struct PreparedModel {
   analysis::GraphStrategies strategies;
   std::optional<importers::Topology> topology;  ///< set once resolved
   std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
+  analysis::ComputeCostOptions compute;  ///< the kernel model (defaults, or --calibration)
   std::string source;              ///< the model path, for messages
 
   /// The lowering options every command that prices this model uses: measured costs and the

@@ -2,6 +2,7 @@
 #include "codegen/shard_kernel.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -48,6 +49,54 @@ std::optional<std::pair<int64_t, int64_t>> flat_run(const Box& b, const std::vec
   return std::make_pair(offset, count);
 }
 
+// Whether a reshape from `in_shape` to `out_shape` maps the shard's input box onto its output
+// box as a local reshape would. The shapes fall into groups of dimensions with equal products
+// (as tdl's reshape remap groups them); within each group both boxes must be one contiguous
+// run of the group's row-major positions (single indices, then any range, then whole
+// dimensions) and the two runs the same. A batch split k ways that a reshape merges as the
+// outer factor ([S, B, E] -> [S, B*H, D]) passes as k contiguous pieces of the merged dimension.
+bool reshape_groups_match(const Box& in_box, const std::vector<int64_t>& in_shape,
+                          const Box& out_box, const std::vector<int64_t>& out_shape) {
+  std::vector<size_t> in_dims, out_dims;
+  for (size_t i = 0; i < in_shape.size(); ++i)
+    if (in_shape[i] != 1) in_dims.push_back(i);
+  for (size_t j = 0; j < out_shape.size(); ++j)
+    if (out_shape[j] != 1) out_dims.push_back(j);
+  // The run [first, first + count) a box covers within one group's dims, or nullopt.
+  auto run = [](const Box& b, const std::vector<int64_t>& shape,
+                const std::vector<size_t>& dims) -> std::optional<std::pair<int64_t, int64_t>> {
+    size_t k = 0;
+    while (k < dims.size() && b[dims[k]].size() == 1) ++k;
+    for (size_t e = k + 1; e < dims.size(); ++e)
+      if (!whole_on(b, shape, dims[e])) return std::nullopt;
+    int64_t first = 0, count = 1;
+    for (size_t e = 0; e < dims.size(); ++e) {
+      first = first * shape[dims[e]] + b[dims[e]].begin;
+      count *= b[dims[e]].size();
+    }
+    return std::make_pair(first, count);
+  };
+  size_t a = 0, c = 0;
+  while (a < in_dims.size() || c < out_dims.size()) {
+    std::vector<size_t> gi, go;
+    int64_t pi = 1, po = 1;
+    do {
+      if (pi <= po && a < in_dims.size()) {
+        gi.push_back(in_dims[a]);
+        pi *= in_shape[in_dims[a++]];
+      } else if (c < out_dims.size()) {
+        go.push_back(out_dims[c]);
+        po *= out_shape[out_dims[c++]];
+      } else {
+        return false;
+      }
+    } while (pi != po || gi.empty() || go.empty());
+    auto ri = run(in_box, in_shape, gi), ro = run(out_box, out_shape, go);
+    if (!ri || !ro || *ri != *ro) return false;
+  }
+  return true;
+}
+
 ir::Tensor int64_constant(const std::string& name, const std::vector<int64_t>& values) {
   ir::Tensor t;
   t.name = name;
@@ -74,17 +123,53 @@ const std::set<std::string> kOnnxNative = {
     "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
     "Squeeze", "Unsqueeze"};
 
-const std::set<std::string> kPlannerNative = {
-    "Adam", "BatchNormGrad", "BatchNormParamGrad", "ConvGradData", "ConvGradFilter", "DivGradB",
-    "GatherGrad", "GlobalPoolGrad", "GRUGrad", "LayerNormGrad", "LayerNormParamGrad",
-    "LossGrad", "LSTMGradData", "LSTMGradWeights", "Momentum", "PadGrad", "PoolGrad", "ReduceGrad",
-    "RNNGrad", "SGD", "SliceGrad", "SoftmaxGrad", "UnaryGrad", "WhereGrad", "ZerosLike"};
+const std::set<std::string> kPlannerNative = {"Adam",
+                                              "BatchNormGrad",
+                                              "BatchNormParamGrad",
+                                              "BatchNormRunningStats",
+                                              "BatchNormStats",
+                                              "BatchNormTrain",
+                                              "BatchNormTrainGrad",
+                                              "BatchNormTrainParamGrad",
+                                              "ConvGradData",
+                                              "ConvGradFilter",
+                                              "DivGradB",
+                                              "DropoutGrad",
+                                              "DropoutTrain",
+                                              "MatMulGradWeight",
+                                              "GatherGrad",
+                                              "GlobalPoolGrad",
+                                              "GRUGrad",
+                                              "LayerNormGrad",
+                                              "LayerNormParamGrad",
+                                              "LossGrad",
+                                              "LSTMGradData",
+                                              "LSTMGradWeights",
+                                              "Momentum",
+                                              "PadGrad",
+                                              "PoolGrad",
+                                              "ReduceGrad",
+                                              "RNNGrad",
+                                              "SGD",
+                                              "SliceGrad",
+                                              "SoftmaxGrad",
+                                              "UnaryGrad",
+                                              "WhereGrad",
+                                              "ZerosLike"};
 
 const std::set<std::string> kOnnxPartial = {"MatMul", "Gemm", "Conv", "ReduceSum", "ReduceMax",
                                             "ReduceMin", "Einsum"};
-const std::set<std::string> kPlannerPartial = {"ConvGradData", "ConvGradFilter", "LayerNormParamGrad",
-                                               "BatchNormParamGrad", "LSTMGradWeights", "GatherGrad",
-                                               "GRUGrad", "RNNGrad"};
+const std::set<std::string> kPlannerPartial = {"ConvGradData",
+                                               "ConvGradFilter",
+                                               "LayerNormParamGrad",
+                                               "BatchNormParamGrad",
+                                               "BatchNormStats",
+                                               "BatchNormTrainParamGrad",
+                                               "LSTMGradWeights",
+                                               "GatherGrad",
+                                               "MatMulGradWeight",
+                                               "GRUGrad",
+                                               "RNNGrad"};
 
 bool is_planner(const ir::Op& op) { return op.domain == "ai.planner"; }
 
@@ -294,6 +379,25 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
     const auto& os = g.tensor(op.outputs[0]).shape;
     int64_t axis = norm_axis(op.int_attr("axis", 0), os.size());
     if (!whole_on(r.output_boxes[0], os, static_cast<size_t>(axis))) return why = "split along the gather axis", false;
+  } else if (t == "BatchNormStats" || t == "BatchNormRunningStats" || t == "BatchNormTrain" ||
+             t == "BatchNormTrainParamGrad" || t == "BatchNormTrainGrad") {
+    // The statistics [2, C] are computed and read as whole rows: a shard holds all of sum(x)
+    // and sum(x^2) for its channels (partial over a batch or spatial split, which `count`,
+    // the whole batch's elements per channel, already accounts for).
+    const size_t stats_in = t == "BatchNormStats"            ? SIZE_MAX
+                            : t == "BatchNormRunningStats"   ? 0
+                            : t == "BatchNormTrainParamGrad" ? 2
+                                                             : 3;
+    if (stats_in != SIZE_MAX && !whole_on(r.input_boxes[stats_in], in_shape(stats_in), 0))
+      return why = "split of the statistics' rows", false;
+    if (t == "BatchNormStats" && !whole_on(r.output_boxes[0], g.tensor(op.outputs[0]).shape, 0))
+      return why = "split of the statistics' rows", false;
+  } else if (t == "MatMulGradWeight") {
+    // A [..., K] and dY [..., N]: one range of rows.
+    const auto& a = r.input_boxes[0];
+    const auto& b = r.input_boxes[1];
+    if (a.size() != b.size() || !std::equal(a.begin(), a.end() - 1, b.begin()))
+      return why = "row ranges differ", false;
   } else if (t == "LSTMGradData" || t == "GRUGrad" || t == "RNNGrad") {
     for (size_t i = 1; i <= 3; ++i)
       if (present(i) && !is_whole(r.input_boxes[i], in_shape(i))) return why = "split of the weights", false;
@@ -453,6 +557,13 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       return k;
     }
     if (!planner_guard(r, why)) return std::nullopt;
+    if (op.op_type == "DropoutTrain") {
+      // The mask hashes each element's index in the whole tensor: tell the shard where it is.
+      std::vector<int64_t> offset;
+      for (const Range& d : r.output_boxes[0]) offset.push_back(d.begin);
+      k.attributes["shard_offset"] = ir::Attribute{offset};
+      k.attributes["full_shape"] = ir::Attribute{g.tensor(op.outputs[0]).shape};
+    }
     return k;
   }
   const std::string& t = op.op_type;
@@ -474,7 +585,10 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   } else if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") {
     auto in = flat_run(r.input_boxes[0], g.tensor(op.inputs[0]).shape);
     auto out = flat_run(r.output_boxes[0], g.tensor(op.outputs[0]).shape);
-    if (!in || !out || *in != *out) {
+    const auto& xs = g.tensor(op.inputs[0]).shape;
+    const auto& ys = g.tensor(op.outputs[0]).shape;
+    if ((!in || !out || *in != *out) &&
+        !reshape_groups_match(r.input_boxes[0], xs, r.output_boxes[0], ys)) {
       why = "the slice is not one contiguous run in both shapes";
       return std::nullopt;
     }

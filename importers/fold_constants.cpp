@@ -88,8 +88,11 @@ struct Folder {
     if ((candidate && all_constant && !shape_only) || !complete) {
       // Constants whose values live in external data are read only now that folding or shape
       // completion needs them.
+      // Parameters are never read: planning must not need weights (a rule that completes a
+      // shape works from their shapes, and a fold whose input is a parameter is no fold).
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (op.inputs[i] == ir::kNoTensor || in_values[i]) continue;
+        if (graph.tensor(op.inputs[i]).role == ir::TensorRole::kParameter) continue;
         auto v = value(op.inputs[i]);
         if (!v) return fail(op, v.error());
         in_values[i] = *v;

@@ -29,6 +29,8 @@
 #include "importers/fold_constants.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
+#include "importers/training_ops.h"
+#include "importers/unflatten_linear.h"
 #include "support/input_file.h"
 
 namespace planner::importers {
@@ -776,6 +778,8 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   PLANNER_TRY(fold_constants(graph, std::move(inferred), declared, fold, source));
   PLANNER_TRY(graph.finalize(source));
   PLANNER_TRY(check_declared_outputs(graph, declared_by_name, source));
+  PLANNER_TRY(lower_training_ops(graph, source));
+  PLANNER_TRY(unflatten_linear(graph, source));
 
   if (options.load_weights) {
     for (ir::TensorId id = 0; id < graph.num_tensors(); ++id) {

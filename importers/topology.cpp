@@ -504,7 +504,7 @@ Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& can
     PLANNER_TRY(check_name(it.key(), path, false));
     const json& t = it.value();
     if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
-    PLANNER_TRY(check_fields(t, path, {"model", "memory_bytes", "memory_bandwidth", "peak_flops"}));
+    PLANNER_TRY(check_fields(t, path, {"model", "memory_bytes", "memory_bandwidth", "peak_flops", "sm_count"}));
     DeviceType dt;
     dt.name = it.key();
     PLANNER_TRY_ASSIGN(auto model, string_field(t, path, "model", true));
@@ -513,6 +513,11 @@ Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& can
     dt.memory_bytes = *memory;
     PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "memory_bandwidth", true));
     dt.memory_bandwidth = *bandwidth;
+    PLANNER_TRY_ASSIGN(auto sms, positive_integer(t, path, "sm_count", false));
+    if (sms) {
+      if (*sms > 100000) return at(path + ".sm_count", "expected at most 100000");
+      dt.sm_count = static_cast<int>(*sms);
+    }
     PLANNER_TRY_ASSIGN(const json* flops, object_field(t, path, "peak_flops", true));
     std::string fpath = path + ".peak_flops";
     if (flops->empty()) return at(fpath, "must give at least one compute type");
@@ -532,6 +537,7 @@ Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& can
                                       {"memory_bytes", dt.memory_bytes},
                                       {"memory_bandwidth", t.at("memory_bandwidth")},
                                       {"peak_flops", canon_flops}};
+    if (dt.sm_count > 0) canon["device_types"][dt.name]["sm_count"] = dt.sm_count;
     out.push_back(std::move(dt));
   }
   return out;

@@ -47,6 +47,9 @@ struct DeviceType {
   /// Dense peak FLOP/s (OP/s for integer types) per compute type, in kComputeTypes order; a
   /// type that is absent is not supported natively.
   std::vector<std::pair<std::string, double>> peak_flops;
+  /// Streaming multiprocessors (datasheet); 0 when unknown. The kernel model's wave
+  /// quantisation uses it (108 when unknown).
+  int sm_count = 0;
 
   /// Peak FLOP/s for a compute type name ("bf16"), or 0 when the device lacks it.
   double flops(std::string_view compute_type) const;

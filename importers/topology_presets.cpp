@@ -10,7 +10,7 @@
 //                    BF16/FP16 312 TF, INT8 624 T, INT4 1,248 T; HBM2e 2,039 GB/s (SXM) and
 //                    1,935 GB/s (PCIe); NVLink3 600 GB/s per GPU (12 links x 25 GB/s per
 //                    direction).
-//   V100 SXM2 16GB   NVIDIA V100 datasheet: FP64 7.8 TF, FP32 15.7 TF, tensor FP16 125 TF; HBM2
+//   V100 SXM2 16/32GB NVIDIA V100 datasheet: FP64 7.8 TF, FP32 15.7 TF, tensor FP16 125 TF; HBM2
 //                    900 GB/s; NVLink2 300 GB/s per GPU (6 links x 25 GB/s per direction).
 //   P100 SXM2 16GB   NVIDIA P100 datasheet: FP64 5.3 TF, FP32 10.6 TF, FP16 21.2 TF; HBM2 732 GB/s;
 //                    NVLink1 160 GB/s per GPU (4 links x 20 GB/s per direction).
@@ -21,6 +21,8 @@
 //   InfiniBand       FDR 56 Gb/s, EDR 100 Gb/s, HDR 200 Gb/s, NDR 400 Gb/s per port.
 //   p2.8xlarge       Tofu section 7: 21 GB/s GPU peer-to-peer (SoyBean 5.1: "bi-directional"),
 //                    10 GB/s CPU-GPU.
+// Streaming multiprocessors: H100 SXM5 132, A100 108, V100 80, P100 56, GK210 13 (the same
+// datasheets and NVIDIA's architecture whitepapers).
 // Latencies are per link and are modelling estimates, not published figures: 0.5 us for a PCIe
 // or NVSwitch hop, 1 us for a direct NVLink, a QPI crossing or a NIC-to-InfiniBand-switch hop.
 #include "importers/topology_presets.h"
@@ -45,25 +47,34 @@ struct NamedJson {
 };
 
 constexpr NamedJson kDeviceTypes[] = {
-    {"h100-sxm", R"({"model": "NVIDIA H100 SXM5 80GB", "memory_bytes": 85899345920,
+    {"h100-sxm", R"({"model": "NVIDIA H100 SXM5 80GB", "sm_count": 132, "memory_bytes": 85899345920,
       "memory_bandwidth": 3.35e12,
       "peak_flops": {"f64": 6.7e13, "f32": 6.7e13, "tf32": 4.947e14, "bf16": 9.894e14,
                      "f16": 9.894e14, "f8": 1.9789e15, "i8": 1.9789e15}})"},
-    {"a100-sxm4-80gb", R"({"model": "NVIDIA A100 SXM4 80GB", "memory_bytes": 85899345920,
+    {"a100-sxm4-80gb",
+     R"({"model": "NVIDIA A100 SXM4 80GB", "sm_count": 108, "memory_bytes": 85899345920,
       "memory_bandwidth": 2.039e12,
       "peak_flops": {"f64": 1.95e13, "f32": 1.95e13, "tf32": 1.56e14, "bf16": 3.12e14,
                      "f16": 3.12e14, "i8": 6.24e14, "i4": 1.248e15}})"},
-    {"a100-pcie-80gb", R"({"model": "NVIDIA A100 PCIe 80GB", "memory_bytes": 85899345920,
+    {"a100-pcie-80gb",
+     R"({"model": "NVIDIA A100 PCIe 80GB", "sm_count": 108, "memory_bytes": 85899345920,
       "memory_bandwidth": 1.935e12,
       "peak_flops": {"f64": 1.95e13, "f32": 1.95e13, "tf32": 1.56e14, "bf16": 3.12e14,
                      "f16": 3.12e14, "i8": 6.24e14, "i4": 1.248e15}})"},
-    {"v100-sxm2-16gb", R"({"model": "NVIDIA Tesla V100 SXM2 16GB", "memory_bytes": 17179869184,
+    {"v100-sxm2-16gb",
+     R"({"model": "NVIDIA Tesla V100 SXM2 16GB", "sm_count": 80, "memory_bytes": 17179869184,
       "memory_bandwidth": 9.0e11,
       "peak_flops": {"f64": 7.8e12, "f32": 1.57e13, "f16": 1.25e14}})"},
-    {"p100-sxm2-16gb", R"({"model": "NVIDIA Tesla P100 SXM2 16GB", "memory_bytes": 17179869184,
+    {"v100-sxm2-32gb",
+     R"({"model": "NVIDIA Tesla V100 SXM2 32GB", "sm_count": 80, "memory_bytes": 34359738368,
+      "memory_bandwidth": 9.0e11,
+      "peak_flops": {"f64": 7.8e12, "f32": 1.57e13, "f16": 1.25e14}})"},
+    {"p100-sxm2-16gb",
+     R"({"model": "NVIDIA Tesla P100 SXM2 16GB", "sm_count": 56, "memory_bytes": 17179869184,
       "memory_bandwidth": 7.32e11,
       "peak_flops": {"f64": 5.3e12, "f32": 1.06e13, "f16": 2.12e13}})"},
-    {"k80", R"({"model": "NVIDIA Tesla K80, one GK210 GPU", "memory_bytes": 12884901888,
+    {"k80",
+     R"({"model": "NVIDIA Tesla K80, one GK210 GPU", "sm_count": 13, "memory_bytes": 12884901888,
       "memory_bandwidth": 2.4e11,
       "peak_flops": {"f64": 1.455e12, "f32": 4.365e12}})"},
 };
@@ -217,37 +228,56 @@ json flexflow_k80_16x4() {
                   ib_network("ib-fdr"));
 }
 
-// TensorOpt's cluster: two machines of 8 V100s. NVLink as in a DGX-1 (hybrid cube mesh: two
-// fully connected quads, some pairs with two links, plus i <-> i+4), GPU pairs on PCIe switches
-// under two sockets, one 100 Gb/s EDR NIC per machine.
+// A DGX-1 V100 node (also TensorOpt's machines): NVLink as a hybrid cube mesh (two fully
+// connected quads, some pairs with two links, plus i <-> i+4), GPU pairs on PCIe switches under
+// two sockets, `nics` NICs on the first switch.
+std::string dgx1_v100_nodes(const char* gpu_type, int count) {
+  return fmt::format(R"([{{"name": "v100-node", "count": {},
+    "gpus": {{"type": "{}", "count": 8}},
+    "switches": ["plx[0-3]"], "cpus": ["cpu[0-1]"], "nics": ["nic0"],
+    "links": [{{"from": "gpu0", "to": ["gpu3", "gpu4"], "type": "nvlink2", "count": 2}},
+              {{"from": "gpu1", "to": ["gpu2", "gpu5"], "type": "nvlink2", "count": 2}},
+              {{"from": "gpu2", "to": "gpu3", "type": "nvlink2", "count": 2}},
+              {{"from": "gpu4", "to": "gpu7", "type": "nvlink2", "count": 2}},
+              {{"from": "gpu6", "to": ["gpu5", "gpu7"], "type": "nvlink2", "count": 2}},
+              {{"from": "gpu0", "to": ["gpu1", "gpu2"], "type": "nvlink2"}},
+              {{"from": "gpu1", "to": "gpu3", "type": "nvlink2"}},
+              {{"from": "gpu4", "to": ["gpu5", "gpu6"], "type": "nvlink2"}},
+              {{"from": "gpu5", "to": "gpu7", "type": "nvlink2"}},
+              {{"from": "gpu2", "to": "gpu6", "type": "nvlink2"}},
+              {{"from": "gpu3", "to": "gpu7", "type": "nvlink2"}},
+              {{"from": "gpu[0-1]", "to": "plx0", "type": "pcie3"}},
+              {{"from": "gpu[2-3]", "to": "plx1", "type": "pcie3"}},
+              {{"from": "gpu[4-5]", "to": "plx2", "type": "pcie3"}},
+              {{"from": "gpu[6-7]", "to": "plx3", "type": "pcie3"}},
+              {{"from": "plx[0-1]", "to": "cpu0", "type": "pcie3"}},
+              {{"from": "plx[2-3]", "to": "cpu1", "type": "pcie3"}},
+              {{"from": "cpu0", "to": "cpu1", "type": "qpi"}},
+              {{"from": "nic0", "to": "plx0", "type": "pcie3"}}]}}])",
+                     count, gpu_type);
+}
+
+// TensorOpt's cluster: two DGX-1-like machines of 8 V100s, one 100 Gb/s EDR NIC each.
 json tensoropt_v100_2x8() {
   return assemble(
       "tensoropt-v100-2x8",
       "2 nodes x 8 V100, DGX-1 NVLink hybrid cube mesh, 100 Gb/s EDR RDMA between (TensorOpt)",
       {"v100-sxm2-16gb"}, {"nvlink2", "pcie3", "qpi", "ib-edr"},
-      R"([{"name": "v100-node", "count": 2,
-    "gpus": {"type": "v100-sxm2-16gb", "count": 8},
-    "switches": ["plx[0-3]"], "cpus": ["cpu[0-1]"], "nics": ["nic0"],
-    "links": [{"from": "gpu0", "to": ["gpu3", "gpu4"], "type": "nvlink2", "count": 2},
-              {"from": "gpu1", "to": ["gpu2", "gpu5"], "type": "nvlink2", "count": 2},
-              {"from": "gpu2", "to": "gpu3", "type": "nvlink2", "count": 2},
-              {"from": "gpu4", "to": "gpu7", "type": "nvlink2", "count": 2},
-              {"from": "gpu6", "to": ["gpu5", "gpu7"], "type": "nvlink2", "count": 2},
-              {"from": "gpu0", "to": ["gpu1", "gpu2"], "type": "nvlink2"},
-              {"from": "gpu1", "to": "gpu3", "type": "nvlink2"},
-              {"from": "gpu4", "to": ["gpu5", "gpu6"], "type": "nvlink2"},
-              {"from": "gpu5", "to": "gpu7", "type": "nvlink2"},
-              {"from": "gpu2", "to": "gpu6", "type": "nvlink2"},
-              {"from": "gpu3", "to": "gpu7", "type": "nvlink2"},
-              {"from": "gpu[0-1]", "to": "plx0", "type": "pcie3"},
-              {"from": "gpu[2-3]", "to": "plx1", "type": "pcie3"},
-              {"from": "gpu[4-5]", "to": "plx2", "type": "pcie3"},
-              {"from": "gpu[6-7]", "to": "plx3", "type": "pcie3"},
-              {"from": "plx[0-1]", "to": "cpu0", "type": "pcie3"},
-              {"from": "plx[2-3]", "to": "cpu1", "type": "pcie3"},
-              {"from": "cpu0", "to": "cpu1", "type": "qpi"},
-              {"from": "nic0", "to": "plx0", "type": "pcie3"}]}])",
-      ib_network("ib-edr"));
+      dgx1_v100_nodes("v100-sxm2-16gb", 2), ib_network("ib-edr"));
+}
+
+// NVIDIA DGX-1 with V100 16 GB and 32 GB: one node of the hybrid cube mesh (the systems of
+// NVIDIA's DeepLearningExamples tables).
+json dgx1_v100() {
+  return assemble("dgx1-v100", "DGX-1: 8 x V100 SXM2 16 GB, NVLink2 hybrid cube mesh",
+                  {"v100-sxm2-16gb"}, {"nvlink2", "pcie3", "qpi"},
+                  dgx1_v100_nodes("v100-sxm2-16gb", 1), "");
+}
+
+json dgx1_v100_32gb() {
+  return assemble("dgx1-v100-32gb", "DGX-1: 8 x V100 SXM2 32 GB, NVLink2 hybrid cube mesh",
+                  {"v100-sxm2-32gb"}, {"nvlink2", "pcie3", "qpi"},
+                  dgx1_v100_nodes("v100-sxm2-32gb", 1), "");
 }
 
 }  // namespace
@@ -274,6 +304,8 @@ const std::vector<Preset>& all() {
       {"flexflow-p100-4x4", flexflow_p100_4x4},
       {"flexflow-k80-16x4", flexflow_k80_16x4},
       {"tensoropt-v100-2x8", tensoropt_v100_2x8},
+      {"dgx1-v100", dgx1_v100},
+      {"dgx1-v100-32gb", dgx1_v100_32gb},
   };
   return kPresets;
 }

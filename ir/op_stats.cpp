@@ -78,6 +78,18 @@ double count_flops(const Graph& g, const Op& op) {
   if (in(type, {"Softmax", "LogSoftmax"})) return 5.0 * static_cast<double>(out_elems);
   if (type == "LayerNormalization") return 8.0 * static_cast<double>(out_elems);
   if (type == "BatchNormalization") return 4.0 * static_cast<double>(out_elems);
+  // Training-mode batch norm (importers/training_ops.h): the statistics' sums of x and x^2 and
+  // the parameter gradients' sums of dy and dy * xhat read every element of X.
+  if (in(type, {"BatchNormStats", "BatchNormTrainParamGrad"}))
+    return 4.0 * static_cast<double>(elements(g, op.inputs.empty() ? kNoTensor : op.inputs[0]));
+  if (type == "BatchNormTrain") return 4.0 * static_cast<double>(out_elems);
+  if (type == "MatMulGradWeight" && op.inputs.size() == 2) {  // A^T dY: 2 * rows * K * N
+    const Tensor& dy = g.tensor(op.inputs[1]);
+    const double n =
+        dy.shape.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(1, dy.shape.back()));
+    return 2.0 * static_cast<double>(dy.num_elements()) / n * static_cast<double>(out_elems);
+  }
+  if (type == "BatchNormTrainGrad") return 8.0 * static_cast<double>(out_elems);
   if (in(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
                 "Split", "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant",
                 "Dropout"}))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner_rt/kernels.h"
+#include "train_math.h"
 #include "unary_math.h"
 
 namespace planner::rt::kernels {
@@ -153,6 +154,7 @@ void k_loss_grad(const KernelContext&);
 // linalg.cpp
 void k_matmul(const KernelContext&);
 void k_gemm(const KernelContext&);
+void k_matmul_grad_weight(const KernelContext&);
 // conv.cpp
 void k_conv(const KernelContext&);
 void k_conv_grad_data(const KernelContext&);
@@ -173,6 +175,19 @@ void k_batch_norm_param_grad(const KernelContext&);
 void k_layer_norm_grad(const KernelContext&);
 void k_layer_norm_param_grad(const KernelContext&);
 void k_softmax_grad(const KernelContext&);
+void k_batch_norm_stats(const KernelContext&);
+void k_batch_norm_train(const KernelContext&);
+void k_batch_norm_running_stats(const KernelContext&);
+void k_batch_norm_train_param_grad(const KernelContext&);
+void k_batch_norm_train_grad(const KernelContext&);
+// dropout.cpp
+void k_dropout_train(const KernelContext&);
+void k_dropout_grad(const KernelContext&);
+/// DropoutTrain's shard layout from its local shape and the shard_offset / full_shape
+/// attributes (absent: the op is whole).
+DropoutLayout dropout_layout(const KernelContext& ctx, const Shape& local);
+/// The ratio attribute, checked to be in [0, 1).
+float dropout_ratio(const KernelContext& ctx);
 // reduce.cpp
 void k_reduce(const KernelContext&);
 void k_reduce_grad(const KernelContext&);

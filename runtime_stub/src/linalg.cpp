@@ -1,4 +1,6 @@
 // MatMul (batched, numpy broadcasting, 1-D operands) and Gemm, on BLAS sgemm.
+#include <algorithm>
+
 #include "kernel_util.h"
 
 namespace planner::rt::kernels {
@@ -73,6 +75,23 @@ void k_gemm(const KernelContext& ctx) {
   }
   sgemm(ta, tb, m, n, k, alpha, a.as<float>(), a.shape[1], b.as<float>(), b.shape[1], gemm_beta, y,
         n);
+}
+
+void k_matmul_grad_weight(const KernelContext& ctx) {
+  // (A [..., K], dY [..., N]) -> dW [K, N] = A^T dY over the rows (leading dims flattened).
+  ctx.expect_arity(2, 1, "(A, dY) -> dW");
+  const Tensor& a = ctx.in(0);
+  const Tensor& dy = ctx.in(1);
+  ctx.expect_dtype(a, DType::kFloat32, "A");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (a.rank() < 2 || a.rank() != dy.rank() ||
+      !std::equal(a.shape.begin(), a.shape.end() - 1, dy.shape.begin()))
+    ctx.fail("A " + shape_to_string(a.shape) + " and dY " + shape_to_string(dy.shape) +
+             " must share their leading dimensions");
+  const int64_t k = a.shape.back(), n = dy.shape.back(), rows = k == 0 ? 0 : a.numel() / k;
+  ctx.expect_out(0, DType::kFloat32, {k, n});
+  sgemm(true, false, k, n, rows, 1.0f, a.as<float>(), k, dy.as<float>(), n, 0.0f,
+        ctx.out(0).as<float>(), n);
 }
 
 }  // namespace planner::rt::kernels

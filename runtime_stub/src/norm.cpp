@@ -1,10 +1,14 @@
 // BatchNormalization (inference form), LayerNormalization, Softmax/LogSoftmax, and their
-// gradients: BatchNormGrad/BatchNormParamGrad, LayerNormGrad/LayerNormParamGrad, SoftmaxGrad.
+// gradients: BatchNormGrad/BatchNormParamGrad, LayerNormGrad/LayerNormParamGrad, SoftmaxGrad;
+// batch norm's training form: BatchNormStats, BatchNormTrain, BatchNormRunningStats,
+// BatchNormTrainParamGrad, BatchNormTrainGrad.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernel_util.h"
+#include "train_math.h"
 
 namespace planner::rt::kernels {
 
@@ -348,6 +352,175 @@ void k_softmax_grad(const KernelContext& ctx) {
             static_cast<float>(op == "Softmax" ? yp[i] * (g[i] - sum)
                                                : g[i] - std::exp(static_cast<double>(yp[i])) * sum);
       }
+    }
+}
+
+}  // namespace planner::rt::kernels
+
+// ---- training-mode batch norm (docs/training.md) ---------------------------------------------
+
+namespace planner::rt::kernels {
+
+namespace {
+
+// Stats [2, C] of BatchNormStats, as per-channel mean and 1/std.
+std::vector<ChannelStats> read_stats(const KernelContext& ctx, const Tensor& stats, int64_t c,
+                                     double eps) {
+  ctx.expect_dtype(stats, DType::kFloat32, "stats");
+  if (stats.shape != Shape{2, c})
+    ctx.fail("stats has shape " + shape_to_string(stats.shape) + ", expected [2, " +
+             std::to_string(c) + "]");
+  const float* s = stats.as<float>();
+  std::vector<ChannelStats> out(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    out[static_cast<size_t>(ch)] = channel_stats(s[ch], s[c + ch], eps);
+  return out;
+}
+
+// X of rank >= 2, float; returns C.
+int64_t expect_nc(const KernelContext& ctx, const Tensor& x, const char* what) {
+  ctx.expect_dtype(x, DType::kFloat32, what);
+  if (x.rank() < 2) ctx.fail(std::string(what) + " must have rank >= 2");
+  return x.shape[1];
+}
+
+}  // namespace
+
+void k_batch_norm_stats(const KernelContext& ctx) {
+  // X -> stats[2, C]: sum(x) / count and sum(x^2) / count per channel, folded in double;
+  // count is the whole batch's elements per channel (a shard's sums are partial).
+  ctx.expect_arity(1, 1, "(X) -> stats");
+  const Tensor& x = ctx.in(0);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_out(0, DType::kFloat32, {2, c});
+  const double count = static_cast<double>(ctx.attr_int("count", 0));
+  if (count <= 0) ctx.fail("attribute count must be positive");
+  const AxisView v = axis_view(x.shape, 1);
+  const float* xp = x.as<float>();
+  std::vector<double> sum(static_cast<size_t>(c), 0.0), sq(static_cast<size_t>(c), 0.0);
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* p = xp + (o * c + ch) * v.inner;
+      double s = 0, q = 0;
+      for (int64_t i = 0; i < v.inner; ++i) s += p[i], q += static_cast<double>(p[i]) * p[i];
+      sum[static_cast<size_t>(ch)] += s;
+      sq[static_cast<size_t>(ch)] += q;
+    }
+  float* out = ctx.out(0).as<float>();
+  for (int64_t ch = 0; ch < c; ++ch) {
+    out[ch] = static_cast<float>(sum[static_cast<size_t>(ch)] / count);
+    out[c + ch] = static_cast<float>(sq[static_cast<size_t>(ch)] / count);
+  }
+}
+
+void k_batch_norm_train(const KernelContext& ctx) {
+  ctx.expect_arity(4, 1, "(X, scale, B, stats) -> Y");
+  const Tensor& x = ctx.in(0);
+  const int64_t c = expect_nc(ctx, x, "X");
+  check_channel(ctx, ctx.in(1), c, "scale");
+  check_channel(ctx, ctx.in(2), c, "B");
+  const auto stats = read_stats(ctx, ctx.in(3), c, ctx.attr_float("epsilon", 1e-5));
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const float *sc = ctx.in(1).as<float>(), *b = ctx.in(2).as<float>(), *xp = x.as<float>();
+  float* y = ctx.out(0).as<float>();
+  const AxisView v = axis_view(x.shape, 1);
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t base = (o * c + ch) * v.inner;
+      const ChannelStats s = stats[static_cast<size_t>(ch)];
+      for (int64_t i = 0; i < v.inner; ++i)
+        y[base + i] = batch_norm_train_value(xp[base + i], s, sc[ch], b[ch]);
+    }
+}
+
+void k_batch_norm_running_stats(const KernelContext& ctx) {
+  // (stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var), each optional:
+  // running = input * momentum + batch * (1 - momentum) (ONNX; the batch variance is the
+  // population one), saved = the batch's mean and variance.
+  ctx.expect_arity(3, 4,
+                   "(stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var)");
+  const Tensor& stats = ctx.in(0);
+  ctx.expect_dtype(stats, DType::kFloat32, "stats");
+  if (stats.rank() != 2 || stats.shape[0] != 2) ctx.fail("stats must have shape [2, C]");
+  const int64_t c = stats.shape[1];
+  check_channel(ctx, ctx.in(1), c, "mean");
+  check_channel(ctx, ctx.in(2), c, "var");
+  const double m = ctx.attr_float("momentum", 0.9);
+  const float *s = stats.as<float>(), *mean = ctx.in(1).as<float>(), *var = ctx.in(2).as<float>();
+  for (size_t k = 0; k < 4; ++k) {
+    if (!ctx.has_out(k)) continue;
+    ctx.expect_out(k, DType::kFloat32, {c});
+    float* out = ctx.out(k).as<float>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double bm = s[ch], bv = std::max(0.0, static_cast<double>(s[c + ch]) - bm * bm);
+      const double batch = k % 2 == 0 ? bm : bv;
+      out[ch] =
+          static_cast<float>(k >= 2 ? batch : (k == 0 ? mean[ch] : var[ch]) * m + batch * (1 - m));
+    }
+  }
+}
+
+void k_batch_norm_train_param_grad(const KernelContext& ctx) {
+  // (dY, X, stats) -> (dScale, dB): sum(dY * xhat) and sum(dY) per channel, in double.
+  ctx.expect_arity(3, 2, "(dY, X, stats) -> (dScale, dB)");
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  const auto stats = read_stats(ctx, ctx.in(2), c, ctx.attr_float("epsilon", 1e-5));
+  const AxisView v = axis_view(x.shape, 1);
+  const float *g = dy.as<float>(), *xp = x.as<float>();
+  std::vector<double> ds(static_cast<size_t>(c), 0.0), db(static_cast<size_t>(c), 0.0);
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t base = (o * c + ch) * v.inner;
+      const ChannelStats s = stats[static_cast<size_t>(ch)];
+      double a = 0, b = 0;
+      for (int64_t i = 0; i < v.inner; ++i) {
+        a += static_cast<double>(g[base + i]) * ((xp[base + i] - s.mean) * s.inv_std);
+        b += g[base + i];
+      }
+      ds[static_cast<size_t>(ch)] += a;
+      db[static_cast<size_t>(ch)] += b;
+    }
+  for (size_t k = 0; k < 2; ++k) {
+    if (!ctx.has_out(k)) continue;
+    ctx.expect_out(k, DType::kFloat32, {c});
+    float* out = ctx.out(k).as<float>();
+    for (int64_t ch = 0; ch < c; ++ch)
+      out[ch] = static_cast<float>((k == 0 ? ds : db)[static_cast<size_t>(ch)]);
+  }
+}
+
+void k_batch_norm_train_grad(const KernelContext& ctx) {
+  // (dY, X, scale, stats, dScale, dB) -> dX, with count the whole batch's elements per channel.
+  ctx.expect_arity(6, 1, "(dY, X, scale, stats, dScale, dB) -> dX");
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  check_channel(ctx, ctx.in(2), c, "scale");
+  const auto stats = read_stats(ctx, ctx.in(3), c, ctx.attr_float("epsilon", 1e-5));
+  check_channel(ctx, ctx.in(4), c, "dScale");
+  check_channel(ctx, ctx.in(5), c, "dB");
+  const double count = static_cast<double>(ctx.attr_int("count", 0));
+  if (count <= 0) ctx.fail("attribute count must be positive");
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const float *g = dy.as<float>(), *xp = x.as<float>(), *sc = ctx.in(2).as<float>(),
+              *dsc = ctx.in(4).as<float>(), *dbi = ctx.in(5).as<float>();
+  float* dx = ctx.out(0).as<float>();
+  const AxisView v = axis_view(x.shape, 1);
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t base = (o * c + ch) * v.inner;
+      const ChannelStats s = stats[static_cast<size_t>(ch)];
+      for (int64_t i = 0; i < v.inner; ++i)
+        dx[base + i] = batch_norm_train_grad_value(g[base + i], xp[base + i], s, sc[ch], dsc[ch],
+                                                   dbi[ch], count);
     }
 }
 

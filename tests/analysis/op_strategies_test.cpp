@@ -348,6 +348,64 @@ TEST_CASE("BatchNormalization (inference): splits along batch, channels and spac
   CHECK(region(s, c, "input_var", 1) == "[16..31]");
 }
 
+TEST_CASE("BatchNormalization in training mode: batch splits leave partial statistics") {
+  // The importer's form (importers/training_ops.h): statistics, then the normalisation.
+  ir::Graph g = GraphBuilder()
+                    .input("x", {16, 32, 8, 8})
+                    .param("scale", {32})
+                    .param("bias", {32})
+                    .op("stats", "BatchNormStats", {"x"}, {{"s", {2, 32}}},
+                        {{"count", attr(int64_t{1024})}}, "ai.planner")
+                    .op("bn", "BatchNormTrain", {"x", "scale", "bias", "s"},
+                        {{"y", {16, 32, 8, 8}}}, {}, "ai.planner")
+                    .build();
+  StrategyCache cache(library());
+  const OpStrategies& st = strategies_of(cache, g, "stats");
+  // The batch (and space) are reductions: each worker sums its half, the halves add up.
+  const Strategy* batch = nullptr;
+  for (const Strategy& s : st.analysis->strategies)
+    if (s.kind == Strategy::Kind::kReduction &&
+        region(st, s, "X", 1) == "[8..15, 0..31, 0..7, 0..7]")
+      batch = &s;
+  REQUIRE(batch != nullptr);
+  CHECK(batch->reduced_outputs[0]);
+  CHECK(batch->output_reduction.has_value());
+  const Strategy& c = strategy(st, st.analysis->output_vars[1]);
+  CHECK(region(st, c, "X", 1) == "[0..15, 16..31, 0..7, 0..7]");
+  // The normalisation splits along the batch reading only its rows and the whole statistics.
+  const OpStrategies& bn = strategies_of(cache, g, "bn");
+  const Strategy& n = strategy(bn, bn.analysis->output_vars[0]);
+  CHECK(region(bn, n, "X", 1) == "[8..15, 0..31, 0..7, 0..7]");
+  CHECK(region(bn, n, "Stats", 1) == "[0..1, 0..31]");
+}
+
+TEST_CASE(
+    "torch's batch-first attention reshapes pass a batch split as the merged dim's outer factor") {
+  // nn.MultiheadAttention(batch_first=True) in training mode: [S, B, E] -> [S, B*H, D] ->
+  // [B*H, S, D], and back [S, B*H, D] -> [S, B, E] (the output projection unflattened by the
+  // importer). B = 8, H = 4, S = 16, D = 6.
+  ir::Graph g = GraphBuilder()
+                    .input("x", {16, 8, 24})
+                    .constant("heads", {16, 32, 6})
+                    .constant("merged", {16, 8, 24})
+                    .op("split_heads", "Reshape", {"x", "heads"}, {{"h", {16, 32, 6}}})
+                    .op("to_batch", "Transpose", {"h"}, {{"t", {32, 16, 6}}},
+                        {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
+                    .op("from_batch", "Transpose", {"t"}, {{"u", {16, 32, 6}}},
+                        {{"perm", attr(std::vector<int64_t>{1, 0, 2})}})
+                    .op("merge_heads", "Reshape", {"u", "merged"}, {{"y", {16, 8, 24}}})
+                    .build();
+  StrategyCache cache(library());
+  // Splitting B*H in two splits B in two: each worker reads its 4 batch entries, all heads.
+  const OpStrategies& split = strategies_of(cache, g, "split_heads");
+  const Strategy& bh = strategy(split, split.analysis->output_vars[1]);
+  CHECK(region(split, bh, "data", 1) == "[0..15, 4..7, 0..23]");
+  // The inverse: splitting B reads B's heads of the merged dimension, contiguous.
+  const OpStrategies& merge = strategies_of(cache, g, "merge_heads");
+  const Strategy& b = strategy(merge, merge.analysis->output_vars[1]);
+  CHECK(region(merge, b, "data", 1) == "[0..15, 16..31, 0..5]");
+}
+
 TEST_CASE("Expand broadcasts to more dimensions; Clip with or without bounds reads its input") {
   ir::Graph g = GraphBuilder()
                     .input("x", {8, 1})

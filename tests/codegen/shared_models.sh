@@ -16,7 +16,9 @@ fi
 # model: the --shrink map (batch, sequence or image size, widths), then the plans
 # (search:gpus[:infer]). Widths are divided by 8 or more, batches cut to 2-4, sequences to 16;
 # the vocabularies and class counts shrink to 1000 and 10; the CNNs whose classifier expects
-# 7x7 or 6x6 features (vgg16, alexnet) keep their 224x224 images.
+# 7x7 or 6x6 features (vgg16, alexnet) keep their 224x224 images. Models with a symbolic batch
+# (the training-mode exports) set `batch`.
+batch=""
 case $model in
   mlp_8192x4) shrink=32=4,8192=256
     plans="megatron:4 frontier:8:infer" ;;
@@ -38,6 +40,11 @@ case $model in
     plans="model-parallel:2 dp:4" ;;
   lstm_lm_unrolled) shrink=32=2,1024=64,4096=256,8192=512,10000=1000
     plans="mcmc:2:infer" ;;
+  # Training-mode exports (../shared/models/train): a symbolic batch, bound to 4 with --batch.
+  resnet50_train) shrink=224=64,64=8,128=16,256=32,512=64,1024=128,2048=256,1000=10 batch=4
+    plans="data-parallel:4 dp:4 frontier:4" ;;
+  bert_base_train) shrink=128=16,768=96,3072=384,64=8,30522=1000 batch=4
+    plans="data-parallel:4 dp:4 frontier:4" ;;
   *) echo "no shrink map for $model"; exit 1 ;;
 esac
 
@@ -46,6 +53,6 @@ for plan in $plans; do
   IFS=: read -r search gpus mode <<< "$plan"
   echo "== $model --shrink $shrink --search $search --gpus $gpus --mode ${mode:-train}"
   "$planner" verify "$models/$model.onnx" --shrink "$shrink" --search "$search" --gpus "$gpus" \
-    --mode "${mode:-train}" || status=1
+    --mode "${mode:-train}" ${batch:+--batch "$batch"} || status=1
 done
 exit $status

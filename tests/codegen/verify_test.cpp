@@ -1,7 +1,8 @@
 // End-to-end tests of codegen: plans of the example models compiled, built, run partitioned
 // and whole, and compared (data-parallel, model-parallel, hand-mixed plans and the plans of
-// the dp, frontier and mcmc searches on 2, 4 and 8 ranks, training and inference); a plan missing an all-reduce is caught; rank models pass
-// the ONNX checker; a model with hostile names compiles and runs.
+// the dp, frontier and mcmc searches on 2, 4 and 8 ranks, training and inference; training-mode
+// batch norm, dropout and batch-first attention); a plan missing an all-reduce is caught; rank
+// models pass the ONNX checker; a model with hostile names compiles and runs.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -495,6 +496,103 @@ TEST_CASE("checks: golden launcher of a tiny data-parallel plan") {
   std::string expected((std::istreambuf_iterator<char>(f)), {});
   CHECK_MESSAGE(actual == expected, "generated launcher differs from ", golden.string(),
                 " (PLANNER_UPDATE_GOLDEN=1 refreshes it)\n", actual);
+}
+
+// ---- training-mode exports ------------------------------------------------------------------
+
+// BatchNormalization with batch statistics (opset 15's three outputs, the running mean read),
+// Dropout with training_mode, and the attention reshapes torch's batch-first
+// nn.MultiheadAttention exports: [S, B, E] -> [S, B*H, D] -> [B*H, S, D] and back, with the
+// output projection on rows [S*B] (B = 4, S = 5, E = 12, H = 2, D = 6).
+constexpr const char* kTrainingMode = R"ONNX(
+<ir_version: 8, opset_import: ["" : 15]>
+train_mode (float[4,3,6,6] img, float[4,5,12] x) => (float[4,2,6,6] y, float[2] running_mean, float[4,5,12] z)
+<float[2,3,3,3] w = {}, float[2] scale = {}, float[2] bias = {}, float[2] mean = {}, float[2] var = {},
+ float[12,12] w_in = {}, float[12,12] w_out = {}, float[12] b_out = {},
+ int64[3] heads = {5, 8, 6}, int64[2] rows = {20, 12}, int64[3] back = {5, 4, 12}>
+{
+  c = Conv<pads = [1, 1, 1, 1]>(img, w)
+  bn, running_mean, running_var = BatchNormalization<training_mode = 1, momentum = 0.8>(c, scale, bias, mean, var)
+  ratio = Constant<value = float {0.25}>()
+  train = Constant<value = bool {1}>()
+  r = Relu(bn)
+  y, y_mask = Dropout(r, ratio, train)
+  t = Transpose<perm = [1, 0, 2]>(x)
+  p = MatMul(t, w_in)
+  h = Reshape(p, heads)
+  q = Transpose<perm = [1, 0, 2]>(h)
+  k = Transpose<perm = [0, 2, 1]>(q)
+  sc = MatMul(q, k)
+  pr = Softmax<axis = -1>(sc)
+  d, d_mask = Dropout(pr, ratio, train)
+  o = MatMul(d, q)
+  u = Transpose<perm = [1, 0, 2]>(o)
+  flat = Reshape(u, rows)
+  g = Gemm<transB = 1>(flat, w_out, b_out)
+  s = Reshape(g, back)
+  z = Transpose<perm = [1, 0, 2]>(s)
+}
+)ONNX";
+
+TEST_CASE(
+    "training mode: batch norm, dropout and attention reshapes split the batch natively and "
+    "exactly") {
+  auto g = importers::import_model_text(kTrainingMode, "train_mode.onnxtxt");
+  REQUIRE_MESSAGE(g.has_value(), g.error().message());
+  std::set<std::string> types;
+  for (const ir::Op& op : g->ops()) types.insert(op.op_type);
+  CHECK(types.count("BatchNormStats"));
+  CHECK(types.count("BatchNormTrain"));
+  CHECK(types.count("BatchNormRunningStats"));
+  CHECK(types.count("DropoutTrain"));
+  CHECK_FALSE(types.count("Gemm"));  // the row-flattened projection is a MatMul on [S, B, E]
+  auto m = prepare(std::move(*g), true);
+  Programs dp = compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4);
+  std::set<std::string> seen;
+  for (const OpReport& r : dp.ops) {
+    INFO(r.name, " (", r.op_type, ") ", r.config, ": ", r.why);
+    CHECK(r.native);
+    seen.insert(r.op_type);
+  }
+  for (const char* t :
+       {"BatchNormStats", "BatchNormTrain", "BatchNormTrainParamGrad", "BatchNormTrainGrad",
+        "DropoutTrain", "DropoutGrad", "Reshape", "MatMulGradWeight"})
+    CHECK_MESSAGE(seen.count(t), t);
+  std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4),
+                                    compile(*m, searched(*m, "dp", 4), 4)};
+  auto results = verify_programs(reference(*m), programs, {});
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  for (const VerifyResult& r : *results) {
+    INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+    CHECK(r.comparison.ok);
+  }
+}
+
+// Opset 13's training form: five outputs, no training_mode; the saved batch mean is read.
+constexpr const char* kOpset13 = R"ONNX(
+<ir_version: 7, opset_import: ["" : 13]>
+bn13 (float[8,4] x) => (float[8,4] y, float[4] saved_mean)
+<float[4,4] w = {}, float[4] scale = {}, float[4] bias = {}, float[4] mean = {}, float[4] var = {}>
+{
+  h = MatMul(x, w)
+  b, m, v, saved_mean, saved_var = BatchNormalization<epsilon = 0.001>(h, scale, bias, mean, var)
+  y = Relu(b)
+}
+)ONNX";
+
+TEST_CASE("training mode: opset 13's five-output BatchNormalization") {
+  auto g = importers::import_model_text(kOpset13, "bn13.onnxtxt");
+  REQUIRE_MESSAGE(g.has_value(), g.error().message());
+  auto m = prepare(std::move(*g), true);
+  std::vector<Programs> programs = {
+      compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 4), 4),
+      compile(*m, mixed(*m, 2), 2)};
+  auto results = verify_programs(reference(*m), programs, {});
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  for (const VerifyResult& r : *results) {
+    INFO(r.comparison.problem, " worst ", r.comparison.worst, " rel ", r.comparison.max_rel);
+    CHECK(r.comparison.ok);
+  }
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ void c_zeros_like(const KernelContext&);
 void c_sgd(const KernelContext&);
 void c_momentum(const KernelContext&);
 void c_adam(const KernelContext&);
+void c_dropout_train(const KernelContext&);
+void c_dropout_grad(const KernelContext&);
 // norm_cuda.cpp
 void c_reduce(const KernelContext&);
 void c_reduce_grad(const KernelContext&);
@@ -45,9 +47,14 @@ void c_layer_norm_param_grad(const KernelContext&);
 void c_batch_norm(const KernelContext&);
 void c_batch_norm_grad(const KernelContext&);
 void c_batch_norm_param_grad(const KernelContext&);
+void c_batch_norm_stats(const KernelContext&);
+void c_batch_norm_train(const KernelContext&);
+void c_batch_norm_train_param_grad(const KernelContext&);
+void c_batch_norm_train_grad(const KernelContext&);
 // linalg_cuda.cpp (cuBLAS)
 void c_matmul(const KernelContext&);
 void c_gemm(const KernelContext&);
+void c_matmul_grad_weight(const KernelContext&);
 // conv_cuda.cpp (cuDNN)
 void c_conv(const KernelContext&);
 void c_conv_grad_data(const KernelContext&);

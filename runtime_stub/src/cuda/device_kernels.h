@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "../train_math.h"
 #include "../unary_math.h"
 
 namespace planner::rt::cuda {
@@ -143,5 +144,28 @@ void launch_batch_norm_grad(const float* dy, const float* scale, const float* va
 void launch_batch_norm_param_grad(const float* dy, const float* x, const float* mean,
                                   const float* var, float* dscale, float* dbias, int64_t outer,
                                   int64_t c, int64_t inner, double eps, cudaStream_t stream);
+
+/// BatchNormStats: stats[2, c] = (sum x, sum x^2) / count per channel, one block per channel.
+void launch_batch_norm_stats(const float* x, float* stats, int64_t outer, int64_t c, int64_t inner,
+                             double count, cudaStream_t stream);
+/// BatchNormTrain: y from x and the reduced stats [2, c].
+void launch_batch_norm_train(const float* x, const float* scale, const float* bias,
+                             const float* stats, float* y, int64_t outer, int64_t c, int64_t inner,
+                             double eps, cudaStream_t stream);
+/// BatchNormTrainParamGrad: dscale = sum dy * xhat, dbias = sum dy (each may be null).
+void launch_batch_norm_train_param_grad(const float* dy, const float* x, const float* stats,
+                                        float* dscale, float* dbias, int64_t outer, int64_t c,
+                                        int64_t inner, double eps, cudaStream_t stream);
+/// BatchNormTrainGrad: dx from dy, x, scale, stats and the reduced dscale, dbias.
+void launch_batch_norm_train_grad(const float* dy, const float* x, const float* scale,
+                                  const float* stats, const float* dscale, const float* dbias,
+                                  float* dx, int64_t outer, int64_t c, int64_t inner, double eps,
+                                  double count, cudaStream_t stream);
+/// DropoutTrain: y and mask (may be null) for the shard `layout` of n elements.
+void launch_dropout_train(const kernels::DropoutLayout& layout, uint64_t seed, float ratio,
+                          const float* x, float* y, bool* mask, int64_t n, cudaStream_t stream);
+/// DropoutGrad: dx = mask ? dy / (1 - ratio) : 0.
+void launch_dropout_grad(const float* dy, const bool* mask, float* dx, int64_t n, float ratio,
+                         cudaStream_t stream);
 
 }  // namespace planner::rt::cuda

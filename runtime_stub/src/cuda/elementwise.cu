@@ -245,7 +245,38 @@ __global__ void adam_kernel(const float* p, const float* g, const float* m, cons
   }
 }
 
+// DropoutTrain and its gradient: the mask comes from train_math.h's counter-based hash, the
+// very function the cpu kernel calls, so both backends draw the same elements.
+__global__ void dropout_train_kernel(kernels::DropoutLayout l, uint64_t seed, float ratio,
+                                     const float* x, float* y, bool* mask, int64_t n) {
+  GRID_STRIDE(i, n) {
+    kernels::dropout_train_element(l, seed, ratio, x, y, mask, i);
+  }
+}
+
+__global__ void dropout_grad_kernel(const float* dy, const bool* mask, float* dx, int64_t n,
+                                    float scale) {
+  GRID_STRIDE(i, n) {
+    dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  }
+}
+
 }  // namespace
+
+void launch_dropout_train(const kernels::DropoutLayout& layout, uint64_t seed, float ratio,
+                          const float* x, float* y, bool* mask, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  dropout_train_kernel<<<blocks_for(n), kThreads, 0, stream>>>(layout, seed, ratio, x, y, mask, n);
+  check_launch("dropout_train");
+}
+
+void launch_dropout_grad(const float* dy, const bool* mask, float* dx, int64_t n, float ratio,
+                         cudaStream_t stream) {
+  if (n == 0) return;
+  dropout_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, mask, dx, n,
+                                                              1.0f / (1.0f - ratio));
+  check_launch("dropout_grad");
+}
 
 void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y,
                   int64_t n, cudaStream_t stream) {

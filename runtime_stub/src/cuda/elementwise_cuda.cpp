@@ -360,4 +360,33 @@ void c_adam(const KernelContext& ctx) {
                     ctx.out(2).as<float>(), ctx.in(0).numel(), lr, b1, b2, eps, c1, c2, stream());
 }
 
+void c_dropout_train(const KernelContext& ctx) {
+  ctx.expect_arity(1, 2, "(X) -> (Y, mask)");
+  const Tensor& x = ctx.in(0);
+  ctx.expect_dtype(x, DType::kFloat32, "X");
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  bool* mask = nullptr;
+  if (ctx.has_out(1)) {
+    ctx.expect_out(1, DType::kBool, x.shape);
+    mask = ctx.out(1).as<bool>();
+  }
+  cuda::launch_dropout_train(dropout_layout(ctx, x.shape),
+                             static_cast<uint64_t>(ctx.attr_int("seed", 0)), dropout_ratio(ctx),
+                             x.as<float>(), ctx.out(0).as<float>(), mask, x.numel(), stream());
+}
+
+void c_dropout_grad(const KernelContext& ctx) {
+  ctx.expect_arity(2, 1, "(dY, mask) -> dX");
+  const Tensor& dy = ctx.in(0);
+  const Tensor& mask = ctx.in(1);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(mask, DType::kBool, "mask");
+  if (mask.shape != dy.shape)
+    ctx.fail("mask " + shape_to_string(mask.shape) + " and dY " + shape_to_string(dy.shape) +
+             " differ");
+  ctx.expect_out(0, DType::kFloat32, dy.shape);
+  cuda::launch_dropout_grad(dy.as<float>(), mask.as<bool>(), ctx.out(0).as<float>(), dy.numel(),
+                            dropout_ratio(ctx), stream());
+}
+
 }  // namespace planner::rt::kernels

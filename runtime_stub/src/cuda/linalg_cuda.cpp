@@ -116,4 +116,20 @@ void c_gemm(const KernelContext& ctx) {
           gemm_beta, y, n, 0, 1);
 }
 
+void c_matmul_grad_weight(const KernelContext& ctx) {
+  ctx.expect_arity(2, 1, "(A, dY) -> dW");
+  const Tensor& a = ctx.in(0);
+  const Tensor& dy = ctx.in(1);
+  ctx.expect_dtype(a, DType::kFloat32, "A");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (a.rank() < 2 || a.rank() != dy.rank() ||
+      !std::equal(a.shape.begin(), a.shape.end() - 1, dy.shape.begin()))
+    ctx.fail("A " + shape_to_string(a.shape) + " and dY " + shape_to_string(dy.shape) +
+             " must share their leading dimensions");
+  const int64_t k = a.shape.back(), n = dy.shape.back(), rows = k == 0 ? 0 : a.numel() / k;
+  ctx.expect_out(0, DType::kFloat32, {k, n});
+  gemm_rm(ctx, true, false, k, n, rows, 1.0f, a.as<float>(), k, 0, dy.as<float>(), n, 0, 0.0f,
+          ctx.out(0).as<float>(), n, 0, 1);
+}
+
 }  // namespace planner::rt::kernels

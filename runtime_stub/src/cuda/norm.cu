@@ -255,6 +255,72 @@ __global__ void batch_norm_param_grad_kernel(const float* dy, const float* x, co
   }
 }
 
+// Training-mode batch norm: the per-channel reductions fold in double like the cpu kernels.
+__global__ void batch_norm_stats_kernel(const float* x, float* stats, int64_t outer, int64_t c,
+                                        int64_t inner, double count) {
+  __shared__ double shared[kThreads];
+  BLOCK_STRIDE(ch, c) {
+    double s = 0, q = 0;
+    for (int64_t k = threadIdx.x; k < outer * inner; k += kThreads) {
+      const double v = x[((k / inner) * c + ch) * inner + k % inner];
+      s += v;
+      q += v * v;
+    }
+    s = block_reduce(Combine::kSum, s, shared);
+    q = block_reduce(Combine::kSum, q, shared);
+    if (threadIdx.x == 0) {
+      stats[ch] = static_cast<float>(s / count);
+      stats[c + ch] = static_cast<float>(q / count);
+    }
+  }
+}
+
+__global__ void batch_norm_train_kernel(const float* x, const float* scale, const float* bias,
+                                        const float* stats, float* y, int64_t n, int64_t c,
+                                        int64_t inner, double eps) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t ch = (i / inner) % c;
+    const kernels::ChannelStats s = kernels::channel_stats(stats[ch], stats[c + ch], eps);
+    y[i] = kernels::batch_norm_train_value(x[i], s, scale[ch], bias[ch]);
+  }
+}
+
+__global__ void batch_norm_train_param_grad_kernel(const float* dy, const float* x,
+                                                   const float* stats, float* dscale, float* dbias,
+                                                   int64_t outer, int64_t c, int64_t inner,
+                                                   double eps) {
+  __shared__ double shared[kThreads];
+  BLOCK_STRIDE(ch, c) {
+    const kernels::ChannelStats s = kernels::channel_stats(stats[ch], stats[c + ch], eps);
+    double ds = 0, db = 0;
+    for (int64_t k = threadIdx.x; k < outer * inner; k += kThreads) {
+      const int64_t i = ((k / inner) * c + ch) * inner + k % inner;
+      ds += static_cast<double>(dy[i]) * ((x[i] - s.mean) * s.inv_std);
+      db += dy[i];
+    }
+    ds = block_reduce(Combine::kSum, ds, shared);
+    db = block_reduce(Combine::kSum, db, shared);
+    if (threadIdx.x == 0) {
+      if (dscale) dscale[ch] = static_cast<float>(ds);
+      if (dbias) dbias[ch] = static_cast<float>(db);
+    }
+  }
+}
+
+__global__ void batch_norm_train_grad_kernel(const float* dy, const float* x, const float* scale,
+                                             const float* stats, const float* dscale,
+                                             const float* dbias, float* dx, int64_t n, int64_t c,
+                                             int64_t inner, double eps, double count) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t ch = (i / inner) % c;
+    const kernels::ChannelStats s = kernels::channel_stats(stats[ch], stats[c + ch], eps);
+    dx[i] = kernels::batch_norm_train_grad_value(dy[i], x[i], s, scale[ch], dscale[ch], dbias[ch],
+                                                 count);
+  }
+}
+
 unsigned elementwise_grid(int64_t n) {
   return grid_for((n + kThreads - 1) / kThreads);
 }
@@ -341,6 +407,43 @@ void launch_batch_norm_param_grad(const float* dy, const float* x, const float* 
   batch_norm_param_grad_kernel<<<grid_for(c), kThreads, 0, stream>>>(dy, x, mean, var, dscale,
                                                                      dbias, outer, c, inner, eps);
   check_launch("batch_norm_param_grad");
+}
+
+void launch_batch_norm_stats(const float* x, float* stats, int64_t outer, int64_t c, int64_t inner,
+                             double count, cudaStream_t stream) {
+  if (c == 0) return;
+  batch_norm_stats_kernel<<<grid_for(c), kThreads, 0, stream>>>(x, stats, outer, c, inner, count);
+  check_launch("batch_norm_stats");
+}
+
+void launch_batch_norm_train(const float* x, const float* scale, const float* bias,
+                             const float* stats, float* y, int64_t outer, int64_t c, int64_t inner,
+                             double eps, cudaStream_t stream) {
+  const int64_t n = outer * c * inner;
+  if (n == 0) return;
+  batch_norm_train_kernel<<<elementwise_grid(n), kThreads, 0, stream>>>(x, scale, bias, stats, y, n,
+                                                                        c, inner, eps);
+  check_launch("batch_norm_train");
+}
+
+void launch_batch_norm_train_param_grad(const float* dy, const float* x, const float* stats,
+                                        float* dscale, float* dbias, int64_t outer, int64_t c,
+                                        int64_t inner, double eps, cudaStream_t stream) {
+  if (c == 0) return;
+  batch_norm_train_param_grad_kernel<<<grid_for(c), kThreads, 0, stream>>>(
+      dy, x, stats, dscale, dbias, outer, c, inner, eps);
+  check_launch("batch_norm_train_param_grad");
+}
+
+void launch_batch_norm_train_grad(const float* dy, const float* x, const float* scale,
+                                  const float* stats, const float* dscale, const float* dbias,
+                                  float* dx, int64_t outer, int64_t c, int64_t inner, double eps,
+                                  double count, cudaStream_t stream) {
+  const int64_t n = outer * c * inner;
+  if (n == 0) return;
+  batch_norm_train_grad_kernel<<<elementwise_grid(n), kThreads, 0, stream>>>(
+      dy, x, scale, stats, dscale, dbias, dx, n, c, inner, eps, count);
+  check_launch("batch_norm_train_grad");
 }
 
 }  // namespace planner::rt::cuda

@@ -328,4 +328,93 @@ void c_batch_norm_param_grad(const KernelContext& ctx) {
                                      c, v.inner, ctx.attr_float("epsilon", 1e-5), stream());
 }
 
+// ---- training-mode batch norm: the cpu kernels' checks, then norm.cu's launchers -------------
+
+namespace {
+
+// X of rank >= 2, float; returns C.
+int64_t expect_nc(const KernelContext& ctx, const Tensor& x, const char* what) {
+  ctx.expect_dtype(x, DType::kFloat32, what);
+  if (x.rank() < 2) ctx.fail(std::string(what) + " must have rank >= 2");
+  return x.shape[1];
+}
+
+void check_stats(const KernelContext& ctx, const Tensor& stats, int64_t c) {
+  ctx.expect_dtype(stats, DType::kFloat32, "stats");
+  if (stats.shape != Shape{2, c})
+    ctx.fail("stats has shape " + shape_to_string(stats.shape) + ", expected [2, " +
+             std::to_string(c) + "]");
+}
+
+double positive_count(const KernelContext& ctx) {
+  const double count = static_cast<double>(ctx.attr_int("count", 0));
+  if (count <= 0) ctx.fail("attribute count must be positive");
+  return count;
+}
+
+}  // namespace
+
+void c_batch_norm_stats(const KernelContext& ctx) {
+  ctx.expect_arity(1, 1, "(X) -> stats");
+  const Tensor& x = ctx.in(0);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_out(0, DType::kFloat32, {2, c});
+  const AxisView v = axis_view(x.shape, 1);
+  cuda::launch_batch_norm_stats(x.as<float>(), ctx.out(0).as<float>(), v.outer, c, v.inner,
+                                positive_count(ctx), stream());
+}
+
+void c_batch_norm_train(const KernelContext& ctx) {
+  ctx.expect_arity(4, 1, "(X, scale, B, stats) -> Y");
+  const Tensor& x = ctx.in(0);
+  const int64_t c = expect_nc(ctx, x, "X");
+  check_channel(ctx, ctx.in(1), c, "scale");
+  check_channel(ctx, ctx.in(2), c, "B");
+  check_stats(ctx, ctx.in(3), c);
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const AxisView v = axis_view(x.shape, 1);
+  cuda::launch_batch_norm_train(x.as<float>(), ctx.in(1).as<float>(), ctx.in(2).as<float>(),
+                                ctx.in(3).as<float>(), ctx.out(0).as<float>(), v.outer, c, v.inner,
+                                ctx.attr_float("epsilon", 1e-5), stream());
+}
+
+void c_batch_norm_train_param_grad(const KernelContext& ctx) {
+  ctx.expect_arity(3, 2, "(dY, X, stats) -> (dScale, dB)");
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  check_stats(ctx, ctx.in(2), c);
+  for (size_t k = 0; k < 2; ++k)
+    if (ctx.has_out(k)) ctx.expect_out(k, DType::kFloat32, {c});
+  const AxisView v = axis_view(x.shape, 1);
+  cuda::launch_batch_norm_train_param_grad(dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(),
+                                           ctx.has_out(0) ? ctx.out(0).as<float>() : nullptr,
+                                           ctx.has_out(1) ? ctx.out(1).as<float>() : nullptr,
+                                           v.outer, c, v.inner, ctx.attr_float("epsilon", 1e-5),
+                                           stream());
+}
+
+void c_batch_norm_train_grad(const KernelContext& ctx) {
+  ctx.expect_arity(6, 1, "(dY, X, scale, stats, dScale, dB) -> dX");
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const int64_t c = expect_nc(ctx, x, "X");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  if (dy.shape != x.shape)
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and X " + shape_to_string(x.shape) + " differ");
+  check_channel(ctx, ctx.in(2), c, "scale");
+  check_stats(ctx, ctx.in(3), c);
+  check_channel(ctx, ctx.in(4), c, "dScale");
+  check_channel(ctx, ctx.in(5), c, "dB");
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const AxisView v = axis_view(x.shape, 1);
+  cuda::launch_batch_norm_train_grad(
+      dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(), ctx.in(3).as<float>(),
+      ctx.in(4).as<float>(), ctx.in(5).as<float>(), ctx.out(0).as<float>(), v.outer, c, v.inner,
+      ctx.attr_float("epsilon", 1e-5), positive_count(ctx), stream());
+}
+
 }  // namespace planner::rt::kernels
