@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,7 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "support/text.h"
+#include "support/input_file.h"
+#include "support/json_input.h"
 
 namespace planner::analysis {
 
@@ -101,76 +103,103 @@ std::string kind_key(std::string_view type, std::string_view domain, std::string
 }  // namespace
 
 Expected<MeasuredCosts> MeasuredCosts::load(const std::string& path) {
-  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "costs file"));
   return parse(text, path);
 }
 
+namespace {
+
+// An optional string field: absent gives `fallback`; anything but a string is an error.
+Expected<std::string> optional_string(const nlohmann::ordered_json& k, const std::string& path,
+                                      const char* key, const char* fallback) {
+  auto it = k.find(key);
+  if (it == k.end()) return std::string(fallback);
+  if (!it->is_string()) return make_error("{}.{}: expected a string", path, key);
+  return it->get<std::string>();
+}
+
+}  // namespace
+
 Expected<MeasuredCosts> MeasuredCosts::parse(const std::string& text, const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return make_error("{}: not valid JSON: {}", source, e.what());
-  }
-  auto fail = [&](const std::string& path, const std::string& what) -> Expected<MeasuredCosts> {
-    return make_error("{}: {}: {}", source, path, what);
-  };
-  if (!j.is_object()) return fail("$", "expected an object");
-  if (!j.contains("schema") || j["schema"] != "planner-costs/1")
-    return fail("$.schema", "expected \"planner-costs/1\"");
-  if (!j.contains("kernels") || !j["kernels"].is_array())
-    return fail("$.kernels", "expected an array");
-  MeasuredCosts costs;
-  if (j.contains("device") && j["device"].is_string()) costs.device_ = j["device"];
-  const auto& ks = j["kernels"];
-  for (size_t i = 0; i < ks.size(); ++i) {
-    std::string at = fmt::format("$.kernels[{}]", i);
-    const auto& k = ks[i];
-    if (!k.is_object()) return fail(at, "expected an object");
-    MeasuredKernel m;
-    if (!k.contains("op_type") || !k["op_type"].is_string())
-      return fail(at + ".op_type", "expected a string");
-    m.op_type = k["op_type"];
-    m.domain = k.value("domain", "");
-    m.attributes = k.value("attributes", "");
-    m.dtype = k.value("dtype", "f32");
-    if (!k.contains("seconds") || !k["seconds"].is_number() || k["seconds"].get<double>() <= 0)
-      return fail(at + ".seconds", "expected a positive number");
-    m.seconds = k["seconds"];
-    if (!k.contains("input_shapes") || !k["input_shapes"].is_array())
-      return fail(at + ".input_shapes", "expected an array of shapes");
-    for (size_t s = 0; s < k["input_shapes"].size(); ++s) {
-      const auto& shape = k["input_shapes"][s];
-      if (!shape.is_array())
-        return fail(fmt::format("{}.input_shapes[{}]", at, s), "expected an array");
-      std::vector<int64_t> dims;
-      for (const auto& d : shape) {
-        if (!d.is_number_integer() || d.get<int64_t>() < 0)
-          return fail(fmt::format("{}.input_shapes[{}]", at, s), "expected non-negative integers");
-        dims.push_back(d.get<int64_t>());
+  PLANNER_TRY_ASSIGN(nlohmann::ordered_json j, parse_json(text, source));
+  return with_json_errors(source, [&]() -> Expected<MeasuredCosts> {
+    auto fail = [&](const std::string& path, const std::string& what) -> Expected<MeasuredCosts> {
+      return make_error("{}: {}: {}", source, path, what);
+    };
+    if (!j.is_object()) return fail("$", "expected an object");
+    if (!j.contains("schema") || j["schema"] != "planner-costs/1")
+      return fail("$.schema", "expected \"planner-costs/1\"");
+    if (!j.contains("kernels") || !j["kernels"].is_array())
+      return fail("$.kernels", "expected an array");
+    MeasuredCosts costs;
+    auto device = optional_string(j, "$", "device", "");
+    if (!device) return device.error().with_context(source);
+    costs.device_ = *device;
+    const auto& ks = j["kernels"];
+    for (size_t i = 0; i < ks.size(); ++i) {
+      std::string at = fmt::format("$.kernels[{}]", i);
+      const auto& k = ks[i];
+      if (!k.is_object()) return fail(at, "expected an object");
+      MeasuredKernel m;
+      if (!k.contains("op_type") || !k["op_type"].is_string())
+        return fail(at + ".op_type", "expected a string");
+      m.op_type = k["op_type"].get<std::string>();
+      auto domain = optional_string(k, at, "domain", "");
+      if (!domain) return domain.error().with_context(source);
+      m.domain = *domain;
+      auto attributes = optional_string(k, at, "attributes", "");
+      if (!attributes) return attributes.error().with_context(source);
+      m.attributes = *attributes;
+      auto dtype = optional_string(k, at, "dtype", "f32");
+      if (!dtype) return dtype.error().with_context(source);
+      m.dtype = *dtype;
+      if (!k.contains("seconds") || !k["seconds"].is_number() ||
+          !(k["seconds"].get<double>() > 0) || !std::isfinite(k["seconds"].get<double>()))
+        return fail(at + ".seconds", "expected a positive number");
+      m.seconds = k["seconds"].get<double>();
+      if (!k.contains("input_shapes") || !k["input_shapes"].is_array())
+        return fail(at + ".input_shapes", "expected an array of shapes");
+      for (size_t s = 0; s < k["input_shapes"].size(); ++s) {
+        const auto& shape = k["input_shapes"][s];
+        if (!shape.is_array())
+          return fail(fmt::format("{}.input_shapes[{}]", at, s), "expected an array");
+        std::vector<int64_t> dims;
+        for (const auto& d : shape) {
+          if (!d.is_number_integer() ||
+              (d.is_number_unsigned() && d.get<uint64_t>() > uint64_t{INT64_MAX}) ||
+              d.get<int64_t>() < 0)
+            return fail(fmt::format("{}.input_shapes[{}]", at, s),
+                        "expected non-negative integers");
+          dims.push_back(d.get<int64_t>());
+        }
+        m.shapes.push_back(std::move(dims));
       }
-      m.shapes.push_back(std::move(dims));
+      // Sizes are compared by input element count: it grows with the work for every operator
+      // class and needs no knowledge of the operator beyond its shapes.
+      double elements = 0;
+      for (const auto& s : m.shapes) {
+        double n = 1;
+        for (int64_t d : s) n *= static_cast<double>(d);
+        elements += n;
+      }
+      // Huge sizes overflow to infinity (and times a zero size to NaN), which no lookup can
+      // interpolate against.
+      if (!std::isfinite(elements))
+        return fail(at + ".input_shapes",
+                    "sizes too large: the element count is not a finite number");
+      m.work = elements;
+      costs.kernels_.push_back(std::move(m));
     }
-    // Sizes are compared by input element count: it grows with the work for every operator
-    // class and needs no knowledge of the operator beyond its shapes.
-    double elements = 0;
-    for (const auto& s : m.shapes) {
-      double n = 1;
-      for (int64_t d : s) n *= static_cast<double>(d);
-      elements += n;
+    for (size_t i = 0; i < costs.kernels_.size(); ++i) {
+      const auto& m = costs.kernels_[i];
+      costs.by_kind_[kind_key(m.op_type, m.domain, m.attributes)].push_back(i);
     }
-    m.work = elements;
-    costs.kernels_.push_back(std::move(m));
-  }
-  for (size_t i = 0; i < costs.kernels_.size(); ++i) {
-    const auto& m = costs.kernels_[i];
-    costs.by_kind_[kind_key(m.op_type, m.domain, m.attributes)].push_back(i);
-  }
-  for (auto& [key, idx] : costs.by_kind_)
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-      return costs.kernels_[a].work < costs.kernels_[b].work;
-    });
-  return costs;
+    for (auto& [key, idx] : costs.by_kind_)
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+        return costs.kernels_[a].work < costs.kernels_[b].work;
+      });
+    return costs;
+  });
 }
 
 std::optional<double> MeasuredCosts::lookup(const ir::Op& op,
@@ -193,6 +222,8 @@ std::optional<double> MeasuredCosts::lookup(const ir::Op& op,
     double f = (work - lo->work) / (hi->work - lo->work);
     return lo->seconds + f * (hi->seconds - lo->seconds);
   }
+  // No measurement compares with `work` (NaN): the smallest one is as good as any.
+  if (!lo && !hi) return kernels_[idx.front()].seconds;
   const MeasuredKernel* near = lo ? lo : hi;
   return near->work > 0 ? near->seconds * work / near->work : near->seconds;
 }
@@ -284,12 +315,10 @@ std::optional<GemmShape> gemm_shape(const ir::Op& op,
 
 Expected<ComputeCostOptions> parse_calibration(const std::string& text, const std::string& source,
                                                ComputeCostOptions base) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error("{}: not valid JSON: {}", source, e.what());
-  }
+  // The one JSON reader (bounded depth and numbers, located errors), then the plain json type
+  // the reader below is written for.
+  PLANNER_TRY_ASSIGN(nlohmann::ordered_json parsed, parse_json(text, source));
+  const nlohmann::json j = parsed;
   auto fail = [&](const std::string& path,
                   const std::string& what) -> Expected<ComputeCostOptions> {
     return make_error("{}: {}: {}", source, path, what);
@@ -354,7 +383,7 @@ Expected<ComputeCostOptions> parse_calibration(const std::string& text, const st
 }
 
 Expected<ComputeCostOptions> load_calibration(const std::string& path, ComputeCostOptions base) {
-  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "calibration file"));
   return parse_calibration(text, path, base);
 }
 

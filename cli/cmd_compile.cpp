@@ -8,6 +8,7 @@
 #include "cli/plan_model.h"
 #include "codegen/compile.h"
 #include "search/plan.h"
+#include "support/output_file.h"
 
 namespace planner::cli {
 namespace {
@@ -22,6 +23,11 @@ struct CompileFlags {
 };
 
 int run_compile(const CompileFlags& flags) {
+  // Before the work: the folder must not be (or hold) an input, the working folder or a user's
+  // files.
+  auto usable = check_outputs({{flags.out, &codegen::compile_folder_kind()}},
+                              {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}});
+  if (!usable) return report(usable.error());
   auto plan = search::load_plan(flags.plan);
   if (!plan) return report(plan.error());
   auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
@@ -60,7 +66,9 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
   app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
   app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
   app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
-  app.add_option("-o,--output", flags->out, "folder to write (replaced atomically)")->required();
+  app.add_option("-o,--output", flags->out,
+                 "folder to write (new, empty, or an earlier compile output, which is replaced)")
+      ->required();
   app.add_option("--backend", flags->backend, "the launcher's runtime backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")

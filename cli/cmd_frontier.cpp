@@ -1,7 +1,6 @@
 // `planner frontier MODEL`: the memory/time frontier (TensorOpt) as a table, CSV and SVG, for
 // one GPU count or profiled across several (--gpus 1,2,4,8,16).
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "search/frontier.h"
 #include "search/frontier_chart.h"
 #include "search/plan_builder.h"
+#include "support/output_file.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -26,24 +26,6 @@ struct FrontierFlags {
   std::string svg;
 };
 
-Expected<void> write_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("{}: cannot write", path);
-    out << text;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      return make_error("{}: write failed", path);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error("{}: cannot write", path);
-  }
-  return ok();
-}
-
 int run_frontier(const FrontierFlags& flags) {
   std::vector<int> counts = flags.gpus;
   if (counts.empty() && flags.pipeline.topology.topology.empty()) {
@@ -51,6 +33,9 @@ int run_frontier(const FrontierFlags& flags) {
     return 1;
   }
   if (counts.empty()) counts.push_back(0);  // the whole topology
+  // Before the search: no output may replace an input or a user's file.
+  if (auto usable = check_outputs({{flags.csv}, {flags.svg}}, flags.pipeline.inputs()); !usable)
+    return report(usable.error());
   std::vector<search::FrontierSeries> series;
   std::string csv = "gpus,point,step_time_s,peak_memory_bytes,comm_bytes,fits,chosen\n";
   std::string model_name, topology_name;
@@ -117,13 +102,15 @@ int run_frontier(const FrontierFlags& flags) {
     }
   }
   if (!flags.csv.empty()) {
-    auto w = write_file(flags.csv, csv);
+    auto w = write_file_atomically(flags.csv, csv);
     if (!w) return report(w.error());
     std::printf("\nCSV written to %s\n", flags.csv.c_str());
   }
   if (!flags.svg.empty()) {
-    auto w = write_file(flags.svg, search::frontier_svg(model_name + " on " + topology_name + ": memory against time",
-                                                         series, limit));
+    auto w = write_file_atomically(
+        flags.svg,
+        search::frontier_svg(model_name + " on " + topology_name + ": memory against time", series,
+                             limit));
     if (!w) return report(w.error());
     std::printf("%sSVG written to %s\n", flags.csv.empty() ? "\n" : "", flags.svg.c_str());
   }

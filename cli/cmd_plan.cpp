@@ -1,7 +1,6 @@
 // `planner plan MODEL`: search for a plan, write the plan file, print a ten-second summary.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "report/report.h"
 #include "search/frontier.h"
 #include "search/plan_builder.h"
+#include "support/output_file.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -27,25 +27,6 @@ struct PlanFlags {
   std::string report;  ///< --report DIR
   Format format = Format::kTable;
 };
-
-// Writes `text` to `path` through a temporary file, so a failure leaves no partial file.
-Expected<void> write_text_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("{}: cannot write", path);
-    out << text;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      return make_error("{}: write failed", path);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error("{}: cannot write", path);
-  }
-  return ok();
-}
 
 std::string ratio(double ours, double theirs, const char* better, const char* worse) {
   if (ours <= 0 || theirs <= 0) return "";
@@ -108,10 +89,11 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
 }
 
 int run_plan(const PlanFlags& flags) {
-  if (!flags.report.empty()) {  // before the search, which may take a while
-    auto usable = report::check_report_folder(flags.report);
-    if (!usable) return report(usable.error());
-  }
+  // Before the search, which may take a while: no output may replace an input or a user's file.
+  auto usable =
+      check_outputs({{flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}},
+                    flags.pipeline.inputs());
+  if (!usable) return report(usable.error());
   bool dumped = false;
   auto session = open_session(flags.pipeline, dumped);
   if (!session) return report(session.error());
@@ -144,7 +126,8 @@ int run_plan(const PlanFlags& flags) {
     auto timeline = analysis::simulate(lowered->graph);
     if (!timeline) return report(timeline.error().with_context(m.source));
     if (!flags.trace.empty()) {
-      auto w = write_text_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+      auto w =
+          write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
       if (!w) return report(w.error());
     }
     if (!flags.report.empty()) {

@@ -1,7 +1,6 @@
 // `planner simulate MODEL`: a baseline strategy lowered to a task graph and simulated.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/pipeline.h"
+#include "support/output_file.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -25,26 +25,9 @@ struct SimulateFlags {
   Format format = Format::kTable;
 };
 
-// Writes `text` to `path` through a temporary file, so a failure leaves no partial file.
-Expected<void> write_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("{}: cannot write", path);
-    out << text;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      return make_error("{}: write failed", path);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error("{}: cannot write", path);
-  }
-  return ok();
-}
-
 int run_simulate(const SimulateFlags& flags) {
+  if (auto usable = check_outputs({{flags.trace}}, flags.pipeline.inputs()); !usable)
+    return report(usable.error());
   bool dumped = false;
   auto prepared = prepare_model(flags.pipeline, dumped);
   if (!prepared) return report(prepared.error());
@@ -61,7 +44,8 @@ int run_simulate(const SimulateFlags& flags) {
   auto timeline = analysis::simulate(lowered->graph);
   if (!timeline) return report(timeline.error().with_context(m.source));
   if (!flags.trace.empty()) {
-    auto written = write_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+    auto written =
+        write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
     if (!written) return report(written.error());
   }
   const int n = topology.num_devices();

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/tdl_flags.h"
+#include "support/input_file.h"
 #include "tdl/instantiate.h"
 #include "tdl/library.h"
 #include "tdl/parser.h"
@@ -354,11 +355,9 @@ struct CheckFlags {
 };
 
 int run_check(const CheckFlags& flags) {
-  std::ifstream in(flags.file, std::ios::binary);
-  if (!in) return report(make_error("{}: cannot read the file", flags.file));
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto file = tdl::parse_file(text.str(), flags.file);
+  auto text = read_file(flags.file, "TDL file");
+  if (!text) return report(text.error());
+  auto file = tdl::parse_file(*text, flags.file);
   if (!file) {
     std::fflush(stdout);
     // The diagnostic is already located and formatted (`file:line:col: error: ...`, caret).

@@ -10,6 +10,7 @@
 #include "cli/plan_model.h"
 #include "codegen/verify.h"
 #include "search/plan.h"
+#include "support/output_file.h"
 
 namespace planner::cli {
 namespace {
@@ -22,6 +23,10 @@ struct VerifyFlags {
 };
 
 int run_verify(VerifyFlags flags) {
+  std::vector<InputPath> inputs = flags.pipeline.inputs();
+  inputs.push_back({flags.plan, "the plan"});
+  auto usable = check_outputs({{flags.options.work_dir, &codegen::verify_folder_kind()}}, inputs);
+  if (!usable) return report(usable.error());
   std::unique_ptr<PreparedModel> model;
   std::vector<analysis::OpConfig> configs;
   int ranks = 0;

@@ -27,6 +27,15 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"import", "train"}));
 }
 
+std::vector<InputPath> PipelineFlags::inputs() const {
+  std::vector<InputPath> in = {{model.model_path, "the model"},
+                               {topology.topology, "the topology file"},
+                               {costs, "the costs file"},
+                               {calibration, "the calibration file"}};
+  for (const std::string& file : tdl.files) in.push_back({file, "a TDL file"});
+  return in;
+}
+
 analysis::LoweringOptions PreparedModel::lowering_options() const {
   analysis::LoweringOptions o;
   o.compute = compute;

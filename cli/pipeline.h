@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 #include "importers/topology.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
+#include "support/output_file.h"
 #include "tdl/library.h"
 
 namespace planner::cli {
@@ -36,6 +38,9 @@ struct PipelineFlags {
   std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
 
   void add_to(CLI::App& app);
+  /// The files these flags read (model, topology file, TDL files, costs, calibration), for the output
+  /// guard (support/output_file.h): no output may be one of them.
+  std::vector<InputPath> inputs() const;
 };
 
 /// What the front of the pipeline produces. Members reference each other: keep it whole.

@@ -1,6 +1,6 @@
 // Writing a compiled plan to a folder: rank_<i>.onnx, manifest.json, programs.txt, the
 // launcher sources and a copy of runtime_stub/ — atomically (a temporary folder renamed into
-// place), so a failure never leaves a half-written folder.
+// place), so a failure never leaves a half-written folder, and never over a user's folder.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 
 #include "codegen/program.h"
 #include "support/expected.h"
+#include "support/output_file.h"
 
 namespace planner::codegen {
 
@@ -24,9 +25,15 @@ struct CompileOptions {
 /// planner was built from.
 std::string runtime_stub_dir();
 
-/// Writes every file of `programs` into `dir` (replacing an existing folder only once the new
-/// one is complete). Errors: a rank model the ONNX checker refuses, a file that cannot be
-/// written, a missing runtime_stub.
+/// What a compile output folder is for the output guard (support/output_file.h): it holds a
+/// `.planner-compile` marker file, and only a folder with that marker (or an empty one) is
+/// replaced by the next compile. Missing parent folders are created.
+const OutputFolderKind& compile_folder_kind();
+
+/// Writes every file of `programs` into `dir` with write_folder_atomically (replacing an
+/// existing folder only once the new one is complete, and only an earlier compile output or an
+/// empty folder). Errors: a rank model the ONNX checker refuses, a file that cannot be written,
+/// a missing runtime_stub, a `dir` that holds anything else.
 Expected<void> compile_to_directory(const Programs& programs, const CompileOptions& options,
                                     const std::string& dir);
 

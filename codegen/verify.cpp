@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "codegen/compile.h"
+#include "support/output_file.h"
 #include "support/sha256.h"
 
 namespace planner::codegen {
@@ -264,6 +265,11 @@ double last_step_ms(const std::string& output) {
 
 }  // namespace
 
+const OutputFolderKind& verify_folder_kind() {
+  static const OutputFolderKind kind{"verify work folder", ".planner-verify", {}, true};
+  return kind;
+}
+
 Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, const std::vector<Programs>& partitioned,
                                                    const VerifyOptions& o) {
   std::string work = o.work_dir;
@@ -272,8 +278,17 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, c
     std::string templ = (fs::temp_directory_path() / "planner-verify-XXXXXX").string();
     if (!::mkdtemp(templ.data())) return make_error("cannot create a temporary folder");
     work = templ;
+  } else {
+    // A folder the user named: never one holding anything but an earlier verify's work.
+    PLANNER_TRY(check_output_folder(work, verify_folder_kind()));
   }
   fs::create_directories(work, ec);
+  if (!o.work_dir.empty()) {
+    const std::string marker =
+        "This folder is a planner verify work folder; the next verify --keep here reuses it.\n";
+    if (auto w = write_new_file(fs::path(work) / verify_folder_kind().marker, marker); !w)
+      return w.error().with_context(work);
+  }
   struct Cleanup {
     std::string dir;
     bool keep;

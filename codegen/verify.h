@@ -11,6 +11,7 @@
 #include "codegen/program.h"
 #include "ir/dtype.h"
 #include "support/expected.h"
+#include "support/output_file.h"
 
 namespace planner::codegen {
 
@@ -55,6 +56,10 @@ Expected<std::vector<std::string>> build_launchers(const std::vector<std::string
 
 /// Runs a command line, capturing stdout and stderr together; returns its exit status.
 int run_command(const std::string& command, std::string& output);
+
+/// What `verify --keep DIR` may write into: a folder holding a `.planner-verify` marker (an
+/// earlier verify's work), an empty folder or a new one.
+const OutputFolderKind& verify_folder_kind();
 
 /// Options of verify_programs.
 struct VerifyOptions {

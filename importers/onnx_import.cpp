@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -31,6 +32,7 @@
 #include "importers/shrink.h"
 #include "importers/training_ops.h"
 #include "importers/unflatten_linear.h"
+#include "support/input_file.h"
 
 namespace planner::importers {
 namespace {
@@ -58,21 +60,13 @@ std::string quoted_list(const std::vector<std::string>& names) {
 // ---------------------------------------------------------------------------------------------
 // Reading files
 
-// Checks that `path` names a non-empty regular file; returns its size.
+// Checks that `path` names a non-empty regular file (support's check every input file gets;
+// the size bound of binary models is protobuf's, below); returns its size.
 Expected<int64_t> check_model_file(const std::string& path) {
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) {
-    if (ec && ec != std::errc::no_such_file_or_directory)
-      return make_error("{}: cannot read: {}", path, ec.message());
-    return make_error("{}: no such file", path);
-  }
-  if (fs::is_directory(st)) return make_error("{}: is a directory, not a model file", path);
-  if (!fs::is_regular_file(st)) return make_error("{}: is not a regular file", path);
-  auto size = fs::file_size(path, ec);
-  if (ec) return make_error("{}: cannot read: {}", path, ec.message());
+  PLANNER_TRY_ASSIGN(int64_t size,
+                     check_input_file(path, "model file", std::numeric_limits<int64_t>::max()));
   if (size == 0) return make_error("{}: file is empty", path);
-  return static_cast<int64_t>(size);
+  return size;
 }
 
 // After a failed parse, walks the top-level fields to tell a truncated file from one that is not
@@ -821,9 +815,7 @@ Expected<ir::Graph> import_model(const std::string& path, const ImportOptions& o
     fs::path base = fs::path(path).parent_path();
     if (is_text_path(path)) {
       PLANNER_TRY(check_model_file(path));
-      std::ifstream in(path, std::ios::binary);
-      if (!in) return make_error("{}: cannot open: {}", path, std::strerror(errno));
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      PLANNER_TRY_ASSIGN(std::string text, read_file(path, "model file"));
       PLANNER_TRY_ASSIGN(onnx::ModelProto model, parse_text(text, path));
       return import_proto(model, path, base, options);
     }

@@ -20,6 +20,8 @@
 #include <fmt/format.h>
 
 #include "importers/topology_presets.h"
+#include "support/input_file.h"
+#include "support/json_input.h"
 #include "support/text.h"
 
 namespace planner::importers {
@@ -55,7 +57,10 @@ Error at(const std::string& path, const std::string& message) {
 
 // A short rendering of a JSON value for "got ..." in messages.
 std::string describe(const json& v) {
-  std::string text = v.dump();
+  // Arrays and objects are never rendered: they may be large or deep.
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
     case json::value_t::string:
@@ -64,10 +69,6 @@ std::string describe(const json& v) {
       return "boolean " + text;
     case json::value_t::null:
       return "null";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
     default:
       return text;
   }
@@ -1010,24 +1011,16 @@ void Topology::compute_levels() {
 // ---------------------------------------------------------------------------------------------
 
 Expected<Topology> parse_topology(const std::string& json_text, const std::string& source_name) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into the line and column an editor shows.
-    auto [line, column] = line_column(json_text, e.byte == 0 ? 0 : e.byte - 1);
-    std::string what = e.what();
-    auto colon = what.find(": ", what.find("parse error"));
-    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-    return make_error("{}:{}:{}: invalid JSON: {}", source_name, line, column, detail);
-  }
-  auto topo = build_topology(root);
-  if (!topo) return topo.error().with_context(source_name);
-  return topo;
+  PLANNER_TRY_ASSIGN(json root, parse_json(json_text, source_name));
+  return with_json_errors(source_name, [&]() -> Expected<Topology> {
+    auto topo = build_topology(root);
+    if (!topo) return topo.error().with_context(source_name);
+    return topo;
+  });
 }
 
 Expected<Topology> load_topology(const std::string& path) {
-  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "topology file"));
   return parse_topology(text, path);
 }
 

@@ -1,23 +1,16 @@
 // The report folder: its page, its pictures and writing it all or nothing.
 #include "report/report.h"
 
-#include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc)
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
-#include <fcntl.h>
 #include <fmt/format.h>
 
 #include "analysis/trace.h"
 #include "report/tensor_chart.h"
 #include "report/timeline_chart.h"
+#include "support/output_file.h"
 #include "support/text.h"
 #include "support/units.h"
 
@@ -216,40 +209,6 @@ std::string page(const ReportInputs& in) {
   return o;
 }
 
-// ---- writing the folder ----
-
-Expected<void> write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return make_error("cannot create {}: {}", path.filename().string(), std::strerror(errno));
-  out << text;
-  out.flush();
-  if (!out)
-    return make_error("cannot write {}: {}", path.filename().string(), std::strerror(errno));
-  return ok();
-}
-
-// Swaps two paths in one step where the file system can, else in two renames (undone when the
-// second fails).
-Expected<void> exchange(const fs::path& fresh, const fs::path& target, const fs::path& parent) {
-  if (renameat2(AT_FDCWD, fresh.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0)
-    return ok();
-  if (errno != EINVAL && errno != ENOSYS)
-    return make_error("cannot replace it: {}", std::strerror(errno));
-  fs::path old = parent / ("." + target.filename().string() + ".old");
-  std::error_code ec;
-  fs::remove_all(old, ec);
-  if (std::rename(target.c_str(), old.c_str()) != 0)
-    return make_error("cannot replace it: {}", std::strerror(errno));
-  if (std::rename(fresh.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    std::rename(old.c_str(), target.c_str());
-    return make_error("cannot replace it: {}", std::strerror(err));
-  }
-  std::rename(old.c_str(), fresh.c_str());  // the caller removes `fresh`, now the old report
-  return ok();
-}
-
 }  // namespace
 
 const std::vector<std::string>& report_file_names() {
@@ -280,89 +239,27 @@ std::vector<std::pair<std::string, std::string>> report_files(const ReportInputs
   return files;
 }
 
-namespace {
-
-// Where a report folder goes: `dir` made absolute ("out/" names "out"), its parent, and whether
-// it exists; errors as check_report_folder.
-struct Destination {
-  fs::path target, parent;
-  bool exists = false;
-};
-
-Expected<Destination> destination(const std::string& dir) {
-  auto fail = [&](const std::string& what) { return Error(fmt::format("{}: {}", dir, what)); };
-  if (dir.empty()) return Error("--report: give a folder");
-  std::error_code ec;
-  Destination d;
-  d.target = fs::absolute(fs::path(dir), ec).lexically_normal();
-  if (ec) return fail(ec.message());
-  if (!d.target.has_filename()) d.target = d.target.parent_path();
-  d.parent = d.target.parent_path();
-  if (d.target.filename().empty() || d.target.filename() == ".." ||
-      d.target == d.target.root_path())
-    return fail("cannot be a report folder; name a new folder");
-  if (!fs::is_directory(d.parent, ec))
-    return fail("cannot write the report: its parent folder does not exist");
-  const fs::file_status status = fs::symlink_status(d.target, ec);
-  d.exists = fs::exists(status);
-  if (!d.exists) return d;
-  if (!fs::is_directory(status))
-    return fail("exists and is not a folder; name a new folder for the report");
-  const std::vector<std::string>& names = report_file_names();
-  for (const auto& entry : fs::directory_iterator(d.target, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (std::find(names.begin(), names.end(), name) == names.end() || !entry.is_regular_file())
-      return fail(fmt::format(
-          "holds '{}', which is not a report file; name a new or empty folder (only an earlier "
-          "report is replaced)",
-          name));
-  }
-  if (ec) return fail(ec.message());
-  return d;
+const OutputFolderKind& report_folder_kind() {
+  static const OutputFolderKind kind{"report", "", report_file_names(), false};
+  return kind;
 }
 
-}  // namespace
-
 Expected<void> check_report_folder(const std::string& dir) {
-  PLANNER_TRY(destination(dir));
-  return ok();
+  return check_output_folder(dir, report_folder_kind());
 }
 
 Expected<void> write_report(const std::string& dir, const ReportInputs& inputs) {
-  auto fail = [&](const std::string& what) { return Error(fmt::format("{}: {}", dir, what)); };
-  PLANNER_TRY_ASSIGN(Destination d, destination(dir));
-  const fs::path& target = d.target;
-  const fs::path& parent = d.parent;
-  const bool exists = d.exists;
-  std::error_code ec;
-
+  PLANNER_TRY(check_report_folder(dir));
   // Compose everything first: a failure in a picture leaves the file system untouched.
   const auto files = report_files(inputs);
-  std::string pattern = (parent / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  if (!mkdtemp(pattern.data()))
-    return fail(fmt::format("cannot write the report: {}", std::strerror(errno)));
-  const fs::path fresh = pattern;
-  auto abandon = [&](const Error& e) {
-    fs::remove_all(fresh, ec);
-    return fail(e.message());
-  };
-  // mkdtemp makes the folder private; a report is as readable as any file the user writes.
-  const mode_t mask = umask(0);
-  umask(mask);
-  chmod(fresh.c_str(), 0777 & ~mask);
-  for (const auto& [name, text] : files) {
-    auto w = write_file(fresh / name, text);
-    if (!w) return abandon(w.error());
-  }
-  if (!exists) {
-    if (std::rename(fresh.c_str(), target.c_str()) != 0)
-      return abandon(Error(fmt::format("cannot write the report: {}", std::strerror(errno))));
-    return ok();
-  }
-  auto swapped = exchange(fresh, target, parent);
-  if (!swapped) return abandon(swapped.error());
-  fs::remove_all(fresh, ec);  // now the earlier report
-  return ok();
+  return write_folder_atomically(dir, report_folder_kind(),
+                                 [&](const fs::path& fresh) -> Expected<void> {
+                                   for (const auto& [name, text] : files) {
+                                     auto w = write_new_file(fresh / name, text);
+                                     if (!w) return w.error().with_context(dir);
+                                   }
+                                   return ok();
+                                 });
 }
 
 }  // namespace planner::report

@@ -12,6 +12,7 @@
 #include "search/frontier_chart.h"
 #include "search/plan.h"
 #include "support/expected.h"
+#include "support/output_file.h"
 
 namespace planner::report {
 
@@ -40,6 +41,10 @@ std::vector<std::pair<std::string, std::string>> report_files(const ReportInputs
 
 /// The names report_files gives, in its order.
 const std::vector<std::string>& report_file_names();
+
+/// What a report folder is for the output guard (support/output_file.h): one holding only
+/// report files is an earlier report, replaced by the next.
+const OutputFolderKind& report_folder_kind();
 
 /// Checks that `dir` can take a report, before the work of making one: its parent folder
 /// exists, and `dir` is absent, empty, or an earlier report (only report files). Errors are one

@@ -1,18 +1,9 @@
 // The plan file: validation, the deterministic JSON writer, the reader, atomic writes.
 #include "search/plan.h"
-#include "support/text.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -20,6 +11,11 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "support/input_file.h"
+#include "support/json_input.h"
+#include "support/output_file.h"
+#include "support/text.h"
 
 namespace planner::search {
 
@@ -219,6 +215,8 @@ json tensor_json(const PlanTensor& t) {
 
 // A short rendering of a JSON value for "got ..." in messages.
 std::string describe(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
   std::string text = scalar_text(v);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
@@ -228,10 +226,6 @@ std::string describe(const json& v) {
       return "boolean " + text;
     case json::value_t::null:
       return "null";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
     default:
       return text;
   }
@@ -602,24 +596,16 @@ std::string plan_to_json(const Plan& plan) {
 }
 
 Expected<Plan> parse_plan(std::string_view text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into the line and column an editor shows.
-    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
-    std::string what = e.what();
-    auto colon = what.find(": ", what.find("parse error"));
-    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-    return make_error("{}:{}:{}: invalid JSON: {}", source, line, column, detail);
-  }
-  auto plan = read_plan(root);
-  if (!plan) return plan.error().with_context(source);
-  return plan;
+  PLANNER_TRY_ASSIGN(json root, parse_json(text, source));
+  return with_json_errors(source, [&]() -> Expected<Plan> {
+    auto plan = read_plan(root);
+    if (!plan) return plan.error().with_context(source);
+    return plan;
+  });
 }
 
 Expected<Plan> load_plan(const std::string& path) {
-  PLANNER_TRY_ASSIGN(std::string text, read_file(path));
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "plan file"));
   return parse_plan(text, path);
 }
 
@@ -627,35 +613,7 @@ Expected<void> write_plan(const Plan& plan, const std::string& path) {
   auto valid = validate_plan(plan);
   if (!valid)
     return valid.error().with_context(fmt::format("{}: refusing to write an invalid plan", path));
-  const std::string text = plan_to_json(plan);
-
-  // The temporary file lives in the target's folder so that rename() stays within one file
-  // system and is atomic.
-  std::string temp = path + ".tmp-XXXXXX";
-  int fd = ::mkstemp(temp.data());
-  if (fd < 0)
-    return make_error("{}: cannot create a temporary file: {}", path, std::strerror(errno));
-  auto fail = [&](const char* what) -> Expected<void> {
-    Error error = make_error("{}: {}: {}", path, what, std::strerror(errno));
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    return error;
-  };
-  // mkstemp makes the file private (0600); a plan is an ordinary, shareable output.
-  if (::fchmod(fd, 0644) != 0) return fail("cannot set permissions");
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("cannot write");
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail("cannot flush");
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) return fail("cannot close");
-  if (::rename(temp.c_str(), path.c_str()) != 0) return fail("cannot replace");
-  return ok();
+  return write_file_atomically(path, plan_to_json(plan));
 }
 
 }  // namespace planner::search

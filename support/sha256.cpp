@@ -5,6 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+
+#include "support/input_file.h"
 
 namespace planner {
 namespace {
@@ -100,8 +103,8 @@ std::string sha256_hex(std::string_view data) {
 }
 
 Expected<std::string> sha256_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error("{}: is a directory", path);
+  // A FIFO would block the open below and a device never end: regular files only.
+  PLANNER_TRY(check_input_file(path, "file", std::numeric_limits<int64_t>::max()));
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("{}: cannot open file", path);
   Sha256 h;

@@ -38,7 +38,8 @@ class Sha256 {
 /// SHA-256 of `data` as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view data);
 
-/// SHA-256 of a file's bytes as 64 lowercase hex digits; errors name the file.
+/// SHA-256 of a file's bytes as 64 lowercase hex digits, streamed; errors name the file. Only
+/// a regular file is read (check_input_file): a FIFO or a device is refused at once.
 Expected<std::string> sha256_file(const std::string& path);
 
 }  // namespace planner

@@ -1,11 +1,8 @@
-// Text helpers: edit distance, file reading, line and column, UTF-8 and XML escaping.
+// Text helpers: edit distance, line and column, UTF-8 and XML escaping.
 #include "support/text.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 namespace planner {
 
@@ -30,17 +27,6 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
     if (d < best_distance) best = c, best_distance = d;
   }
   return best;
-}
-
-Expected<std::string> read_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error("{}: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("{}: cannot open file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("{}: read error", path);
-  return text.str();
 }
 
 std::pair<size_t, size_t> line_column(std::string_view text, size_t offset) {

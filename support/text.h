@@ -1,5 +1,5 @@
-// Small text helpers every front end needs: "did you mean" suggestions, reading a whole file,
-// the line and column of a byte offset for located errors, and text made safe for XML and HTML.
+// Small text helpers every front end needs: "did you mean" suggestions, the line and column of a
+// byte offset for located errors, and text made safe for XML and HTML.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +18,6 @@ size_t edit_distance(std::string_view a, std::string_view b);
 /// The candidate nearest to `word` within `max_distance` edits (ties: the first), or "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates,
                           size_t max_distance);
-
-/// The whole file at `path` as bytes. Errors: "PATH: is a directory", "PATH: cannot open
-/// file", "PATH: read error".
-Expected<std::string> read_file(const std::string& path);
 
 /// The 1-based line and column of byte `offset` in `text` (an offset past the end counts as
 /// the end).

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "support/input_file.h"
 #include "tdl/builtin_ops.h"
 #include "tdl/parser.h"
 
@@ -26,12 +27,8 @@ Expected<Library> Library::load(const std::vector<std::string>& user_files) {
 }
 
 Expected<void> Library::add_user_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("{}: cannot read the file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("{}: cannot read the file", path);
-  return add_source(text.str(), path, /*from_user=*/true);
+  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "TDL file"));
+  return add_source(text, path, /*from_user=*/true);
 }
 
 Expected<void> Library::add_source(std::string_view text, std::string source_name, bool from_user) {

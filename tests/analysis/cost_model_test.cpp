@@ -1,7 +1,11 @@
 // Tests for analysis/cost_model.cpp: roofline and measured kernel times.
 #include "analysis/cost_model.h"
 
+#include <cmath>
+#include <string>
+
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 namespace planner::analysis {
 namespace {
@@ -155,10 +159,61 @@ TEST_CASE("bad costs files name the JSON path") {
   CHECK(c.error().message() == "c.json: $.kernels[0].seconds: expected a positive number");
   c = MeasuredCosts::parse("{", "c.json");
   REQUIRE_FALSE(c);
-  CHECK(c.error().message().rfind("c.json: not valid JSON", 0) == 0);
+  CHECK(c.error().message().rfind("c.json:1:2: invalid JSON: ", 0) == 0);
   c = MeasuredCosts::parse(R"({"kernels": []})", "c.json");
   REQUIRE_FALSE(c);
   CHECK(c.error().message() == "c.json: $.schema: expected \"planner-costs/1\"");
+}
+
+TEST_CASE(
+    "costs files: numbers out of range, wrong types and sizes that overflow are user errors") {
+  // 1e400 reached users as "error: internal: [json.exception.out_of_range.406]".
+  auto c = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [{"op_type": "Relu",
+    "input_shapes": [[4]], "seconds": 1e400}]})",
+                                "c.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() == "c.json:2:39: invalid JSON: number 1e400 is out of range");
+  // A non-string domain, attributes or dtype was an internal error (nlohmann's type_error).
+  for (const char* key : {"domain", "attributes", "dtype", "device"}) {
+    CAPTURE(key);
+    const std::string text =
+        std::string(key) == "device"
+            ? R"({"schema": "planner-costs/1", "device": 7, "kernels": []})"
+            : fmt::format(
+                  R"({{"schema": "planner-costs/1", "kernels": [{{"op_type": "Relu", "{}": 7,
+    "input_shapes": [[4]], "seconds": 1}}]}})",
+                  key);
+    c = MeasuredCosts::parse(text, "c.json");
+    REQUIRE_FALSE(c);
+    CHECK(c.error().message() ==
+          (std::string(key) == "device"
+               ? std::string("c.json: $.device: expected a string")
+               : fmt::format("c.json: $.kernels[0].{}: expected a string", key)));
+  }
+  // Sizes whose element count overflows to infinity, and times a zero size to NaN: a NaN work
+  // made lookup dereference a null pointer.
+  std::string huge = "[";
+  for (int i = 0; i < 20; ++i) huge += "9223372036854775807, ";
+  huge += "0]";
+  c = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [{"op_type": "Relu",
+    "input_shapes": [)" + huge +
+                               R"(], "seconds": 1}]})",
+                           "c.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() ==
+        "c.json: $.kernels[0].input_shapes: sizes too large: the element count is not a finite "
+        "number");
+}
+
+TEST_CASE("lookup with a work that compares with nothing (NaN) gives a measurement, not a crash") {
+  auto costs = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [
+    {"op_type": "Relu", "input_shapes": [[100]], "seconds": 1e-5},
+    {"op_type": "Relu", "input_shapes": [[400]], "seconds": 4e-5}]})",
+                                    "c.json");
+  REQUIRE(costs);
+  auto t = costs->lookup(op_of("Relu"), {{7}}, std::nan(""));
+  REQUIRE(t);
+  CHECK(*t == doctest::Approx(1e-5));
 }
 
 }  // namespace

@@ -284,7 +284,7 @@ TEST_CASE("resolve_topology: --gpus, --topology, and both") {
         "h100-cluster-4x8, dgx-a100, pcie-4gpu, p2.8xlarge, flexflow-p100-4x4, flexflow-k80-16x4, "
         "tensoropt-v100-2x8)");
   CHECK(resolve_topology(std::nullopt, "no/such.json").error().message() ==
-        "no/such.json: cannot open file");
+        "no/such.json: no such file");
 
   // A file, by path, with --gpus.
   auto dir = std::filesystem::temp_directory_path() / "planner_topology_test";
@@ -408,8 +408,16 @@ TEST_CASE("errors name the file and the JSON path of the offending field") {
       "t.json:3:1: invalid JSON: syntax error while parsing object key - unexpected '}'; expected "
       "string literal");
   CHECK(error_of("[1, 2]") == "t.json: $: expected an object, got an array");
-  CHECK(load_topology("no/such/file.json").error().message() ==
-        "no/such/file.json: cannot open file");
+  CHECK(load_topology("no/such/file.json").error().message() == "no/such/file.json: no such file");
+
+  // Bounds: 65,536 nested levels crashed the error message's rendering; 1e400 was "internal".
+  CHECK(error_of("{\"name\": " + std::string(65536, '[')) ==
+        "t.json:1:137: invalid JSON: nested deeper than 128 levels");
+  CHECK(error_of(with(R"("count": 2, "gpus")", R"("count": 1e400, "gpus")"))
+            .find("invalid JSON: number 1e400 is out of range") != std::string::npos);
+  CHECK(error_of(R"({"name": [[[[1]]]]})") == "t.json: $.name: expected a string, got an array");
+  CHECK(load_topology("/dev/zero").error().message() ==
+        "/dev/zero: is a character device, not a regular file");
 }
 
 }  // namespace

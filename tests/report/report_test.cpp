@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "analysis/trace.h"
+#include "support/input_file.h"
 #include "support/text.h"
 #include "support/units.h"
 #include "tests/report/report_fixture.h"

@@ -280,6 +280,23 @@ TEST_CASE("invalid JSON names the file, line and column") {
   CHECK(empty.error().message().rfind("empty.json:1:1: invalid JSON: ", 0) == 0);
 }
 
+TEST_CASE("plan files: deep nesting, numbers out of range and special files are one-line errors") {
+  // 65,536 nested levels crashed the planner: the message rendered the value recursively.
+  auto deep =
+      parse_plan("{\"search\": {\"options\": " + std::string(65536, '[') + "}}", "plan.json");
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().message() == "plan.json:1:150: invalid JSON: nested deeper than 128 levels");
+  std::string text = plan_to_json(mlp_plan());
+  const std::string key = "\"step_time_s\": ";
+  text.replace(text.find(key) + key.size(), 1, "1e400");
+  auto huge = parse_plan(text, "plan.json");
+  REQUIRE_FALSE(huge);
+  CHECK(huge.error().message().find("invalid JSON: number 1e400") != std::string::npos);
+  CHECK(load_plan("/dev/zero").error().message() ==
+        "/dev/zero: is a character device, not a regular file");
+  CHECK(load_plan("/").error().message() == "/: is a directory, not a plan file");
+}
+
 TEST_CASE("validate_plan checks plans built in memory") {
   Plan plan = mlp_plan();
   CHECK(validate_plan(plan));
@@ -333,20 +350,23 @@ TEST_CASE("a failed write leaves no partial file and an existing plan untouched"
                                    "'train' or 'infer', got 'training'");
   CHECK(read_text(path) == before);
 
-  // The rename fails when the target is a folder: the temporary file must go.
+  // A folder at the target is refused before anything is written: no temporary file is left.
   auto target = dir / "a_folder";
   std::filesystem::create_directory(target);
   r = write_plan(mlp_plan(), target.string());
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == target.string() + ": cannot replace: Is a directory");
+  CHECK(
+      r.error().message() ==
+      target.string() +
+          ": is a directory, which the planner never replaces; name a new file or a regular file");
   CHECK(std::distance(std::filesystem::directory_iterator(dir),
                       std::filesystem::directory_iterator()) == 2);
   CHECK(read_text(path) == before);
 
   r = write_plan(mlp_plan(), (dir / "missing" / "plan.json").string());
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == (dir / "missing" / "plan.json").string() +
-                                   ": cannot create a temporary file: No such file or directory");
+  CHECK(r.error().message() ==
+        (dir / "missing" / "plan.json").string() + ": cannot write: No such file or directory");
   std::filesystem::remove_all(dir);
 }
 
@@ -381,11 +401,11 @@ TEST_CASE("a write that fails half-way (file size limit) leaves no partial file"
 TEST_CASE("load_plan: missing files and folders are errors") {
   auto missing = load_plan("/nonexistent/plan.json");
   REQUIRE_FALSE(missing);
-  CHECK(missing.error().message() == "/nonexistent/plan.json: cannot open file");
+  CHECK(missing.error().message() == "/nonexistent/plan.json: no such file");
   auto dir = fresh_dir("folder");
   auto folder = load_plan(dir.string());
   REQUIRE_FALSE(folder);
-  CHECK(folder.error().message() == dir.string() + ": is a directory");
+  CHECK(folder.error().message() == dir.string() + ": is a directory, not a plan file");
   std::filesystem::remove_all(dir);
 }
 

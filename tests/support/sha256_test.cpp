@@ -63,11 +63,15 @@ TEST_CASE("a file's digest is that of its bytes; a missing file is an error") {
   std::filesystem::remove(path);
   auto missing = sha256_file(path.string());
   REQUIRE_FALSE(missing);
-  CHECK(missing.error().message() == path.string() + ": cannot open file");
+  CHECK(missing.error().message() == path.string() + ": no such file");
   auto dir = sha256_file(std::filesystem::temp_directory_path().string());
   REQUIRE_FALSE(dir);
   CHECK(dir.error().message() ==
-        std::filesystem::temp_directory_path().string() + ": is a directory");
+        std::filesystem::temp_directory_path().string() + ": is a directory, not a file");
+  // A device would never end; a FIFO would block the open.
+  auto device = sha256_file("/dev/zero");
+  REQUIRE_FALSE(device);
+  CHECK(device.error().message() == "/dev/zero: is a character device, not a regular file");
 }
 
 }  // namespace

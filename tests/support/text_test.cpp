@@ -1,10 +1,6 @@
-// Tests for support/text.cpp: edit distance, suggestions, file reading, line and column, UTF-8
-// and XML escaping.
+// Tests for support/text.cpp: edit distance, suggestions, line and column, UTF-8 and XML
+// escaping.
 #include "support/text.h"
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include <doctest/doctest.h>
 
@@ -26,41 +22,26 @@ TEST_CASE("line and column of a byte offset") {
   CHECK(line_column("ab", 99) == std::pair<size_t, size_t>{1, 3});
 }
 
-TEST_CASE("reading files: contents, missing, directory") {
-  auto dir = std::filesystem::temp_directory_path();
-  auto path = (dir / "planner_text_test.txt").string();
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << "one\ntwo";
-  }
-  auto text = read_file(path);
-  REQUIRE(text.has_value());
-  CHECK(*text == "one\ntwo");
-  std::remove(path.c_str());
-  auto missing = read_file(path);
-  REQUIRE_FALSE(missing.has_value());
-  CHECK(missing.error().message() == path + ": cannot open file");
-  auto folder = read_file(dir.string());
-  REQUIRE_FALSE(folder.has_value());
-  CHECK(folder.error().message() == dir.string() + ": is a directory");
-}
-
 TEST_CASE("valid UTF-8: well-formed text kept, every bad byte replaced") {
   const std::string fffd = "\xEF\xBF\xBD";
   CHECK(valid_utf8("plain") == "plain");
-  CHECK(valid_utf8("caf\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x98\x80");
-  CHECK(valid_utf8("a\xFF" "b") == "a" + fffd + "b");            // never a UTF-8 byte
-  CHECK(valid_utf8("a\x80") == "a" + fffd);                   // stray continuation byte
-  CHECK(valid_utf8("\xC3") == fffd);                          // truncated at the end
-  CHECK(valid_utf8("\xC0\xAF") == fffd + fffd);              // overlong '/'
-  CHECK(valid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);  // a surrogate
+  CHECK(valid_utf8("caf\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x98\x80") ==
+        "caf\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x98\x80");
+  CHECK(valid_utf8("a\xFF"
+                   "b") == "a" + fffd + "b");                          // never a UTF-8 byte
+  CHECK(valid_utf8("a\x80") == "a" + fffd);                            // stray continuation byte
+  CHECK(valid_utf8("\xC3") == fffd);                                   // truncated at the end
+  CHECK(valid_utf8("\xC0\xAF") == fffd + fffd);                        // overlong '/'
+  CHECK(valid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);             // a surrogate
   CHECK(valid_utf8("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);  // above U+10FFFF
 }
 
 TEST_CASE("XML escaping: markup, quotes, line breaks and control characters") {
   CHECK(xml_escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
   CHECK(xml_escape("one\ntwo\tthree\r") == "one&#10;two&#9;three&#13;");
-  CHECK(xml_escape(std::string("nul\0bell\a del\x7F", 14)) == "nul\xEF\xBF\xBD" "bell\xEF\xBF\xBD del\xEF\xBF\xBD");
+  CHECK(xml_escape(std::string("nul\0bell\a del\x7F", 14)) ==
+        "nul\xEF\xBF\xBD"
+        "bell\xEF\xBF\xBD del\xEF\xBF\xBD");
   CHECK(xml_escape("\xFF<") == "\xEF\xBF\xBD&lt;");
   CHECK(xml_escape("\xC3\xA9") == "\xC3\xA9");
 }

@@ -186,7 +186,7 @@ TEST_CASE("a bad user file is a located error") {
 
   auto missing = library.add_user_file("/no/such/dir/ops.tdl");
   REQUIRE_FALSE(missing.has_value());
-  CHECK(missing.error().message() == "/no/such/dir/ops.tdl: cannot read the file");
+  CHECK(missing.error().message() == "/no/such/dir/ops.tdl: no such file");
 }
 
 TEST_CASE("truncated library files give located errors, never a crash") {
