@@ -388,6 +388,16 @@ class Builder {
 
     if (op.domain == kPlannerDomain && type == "BatchNormTrain")
       return batch_norm_train_grad(op, dy);
+    if (op.domain == kPlannerDomain && type == "MatMulTransB") {
+      // Y = A B^T: dA = dY B, dB = dY^T A over the rows.
+      if (wants(0))
+        add_part(in(0),
+                 emit1("MatMul", "", {dy, in(1)}, T(dy).dtype, T(in(0)).shape, {}, gname(0)));
+      if (wants(1))
+        add_part(in(1), emit1("MatMulGradWeight", kPlannerDomain, {dy, in(0)}, T(dy).dtype,
+                              T(in(1)).shape, {}, gname(1)));
+      return ok();
+    }
     if (op.domain == kPlannerDomain && type == "DropoutTrain") {
       if (wants(0))
         add_part(in(0),
@@ -408,7 +418,8 @@ class Builder {
         // (the batch, wherever it sits) passes: dA is a MatMul with the transposed weight,
         // dW one GEMM over the rows that reduces every leading dimension.
         if (wants(0))
-          add_part(a, emit1("MatMul", "", {dy, transpose_last2(b)}, T(dy).dtype, sa, {}, gname(0)));
+          add_part(a,
+                   emit1("MatMulTransB", kPlannerDomain, {dy, b}, T(dy).dtype, sa, {}, gname(0)));
         if (wants(1))
           add_part(b, emit1("MatMulGradWeight", kPlannerDomain, {a, dy}, T(dy).dtype, {k, n}, {},
                             gname(1)));

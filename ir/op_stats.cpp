@@ -89,6 +89,11 @@ double count_flops(const Graph& g, const Op& op) {
         dy.shape.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(1, dy.shape.back()));
     return 2.0 * static_cast<double>(dy.num_elements()) / n * static_cast<double>(out_elems);
   }
+  if (type == "MatMulTransB" && op.inputs.size() == 2) {  // A B^T: 2 * rows * K * N
+    const Tensor& b = g.tensor(op.inputs[1]);
+    return 2.0 * static_cast<double>(out_elems) *
+           static_cast<double>(b.shape.size() == 2 ? b.shape[1] : 1);
+  }
   if (type == "BatchNormTrainGrad") return 8.0 * static_cast<double>(out_elems);
   if (in(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
                 "Split", "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant",
