@@ -19,6 +19,7 @@
 #include "tdl/instantiate.h"
 #include "tdl/library.h"
 #include "tdl/parser.h"
+#include "support/text.h"
 
 namespace planner::cli {
 namespace {
@@ -362,7 +363,7 @@ int run_check(const CheckFlags& flags) {
   if (!file) {
     std::fflush(stdout);
     // The diagnostic is already located and formatted (`file:line:col: error: ...`, caret).
-    std::fprintf(stderr, "%s\n", file.error().message().c_str());
+    std::fprintf(stderr, "%s\n", terminal_safe(file.error().message(), /*keep_newlines=*/true).c_str());
     return 1;
   }
   std::printf("%s: %zu definition%s\n", flags.file.c_str(), file->ops.size(),
@@ -402,7 +403,7 @@ int run_check(const CheckFlags& flags) {
       } else {
         std::fflush(stdout);
         std::fprintf(stderr, "%s:%d: error: %s\n", flags.file.c_str(), def.loc.line,
-                     retry.error().message().c_str());
+                     terminal_safe(retry.error().message(), /*keep_newlines=*/true).c_str());
         return 1;
       }
     }

@@ -132,7 +132,9 @@ class Generator {
         "Tile",      "Pad",           "Slice",     "Transpose",   "Expand",  "Trilu",
         "ShapeMath", "Gather",        "Split",     "Flatten",     "Squeeze", "Unsqueeze",
         "ReduceSum", "Softmax",       "Resize",    "DepthToSpace", "CumSum", "Concat",
-        "MatMul",    "Gemm",          "TopK",      "ConstantOfShape"};
+        "MatMul",    "Gemm",          "TopK",      "ConstantOfShape", "SpaceToDepth", "MaxUnpool",
+        "GatherND",  "OneHot",        "Einsum",    "GridSample",  "Range",   "Compress",
+        "DFT",       "LayerNormalization", "ReverseSequence", "RoiAlign", "Col2Im", "LRN"};
     const std::string op = kOps[below(std::size(kOps))];
     onnx::NodeProto* n = g_->add_node();
     std::string out = fresh();
@@ -214,6 +216,59 @@ class Generator {
     } else if (op == "MatMul" || op == "Gemm") {
       n->add_input(weight(below(4)));
       if (op == "Gemm" && maybe()) int_attr(n, "transB", odd());
+    } else if (op == "SpaceToDepth") {
+      int_attr(n, "blocksize", odd());
+    } else if (op == "MaxUnpool") {
+      n->add_input(ints(odd_list(rank)));
+      if (maybe()) ints_attr(n, "kernel_shape", odd_list(spatial));
+      if (maybe()) ints_attr(n, "strides", odd_list(spatial));
+      if (maybe()) ints_attr(n, "pads", odd_list(2 * spatial));
+      if (!maybe()) n->add_input(ints(odd_list(rank)));
+    } else if (op == "GatherND") {
+      n->add_input(ints(odd_list(2)));
+      if (maybe()) int_attr(n, "batch_dims", odd());
+    } else if (op == "OneHot") {
+      n->set_input(0, ints(odd_list(2)));
+      n->add_input(ints({odd()}));
+      n->add_input(ints({0, 1}));
+      if (maybe()) int_attr(n, "axis", odd());
+    } else if (op == "Einsum") {
+      auto* a = n->add_attribute();
+      a->set_name("equation");
+      a->set_type(onnx::AttributeProto::STRING);
+      static const char* const kEquations[] = {"ij->ji", "i...->...", "...,...->", "ab,bc->ac",
+                                               "ii->i", "->", "i,i", "abc->cba...", ",->"};
+      a->set_s(kEquations[below(std::size(kEquations))]);
+      if (maybe()) n->add_input(in);
+    } else if (op == "GridSample") {
+      n->add_input(weight(below(5)));
+    } else if (op == "Range") {
+      n->set_input(0, ints({odd()}));
+      n->add_input(ints({odd()}));
+      n->add_input(ints({odd()}));
+    } else if (op == "Compress") {
+      n->add_input(ints(odd_list(2)));
+      if (maybe()) int_attr(n, "axis", odd());
+    } else if (op == "DFT") {
+      if (maybe()) n->add_input(ints({odd()}));
+      if (maybe()) int_attr(n, "axis", odd());
+      if (maybe()) int_attr(n, "onesided", odd());
+    } else if (op == "LayerNormalization") {
+      n->add_input(weight(below(3)));
+      if (maybe()) int_attr(n, "axis", odd());
+    } else if (op == "ReverseSequence") {
+      n->add_input(ints(odd_list(2)));
+      if (maybe()) int_attr(n, "batch_axis", odd());
+      if (maybe()) int_attr(n, "time_axis", odd());
+    } else if (op == "RoiAlign") {
+      n->add_input(weight(2));
+      n->add_input(ints(odd_list(2)));
+      if (maybe()) int_attr(n, "output_height", odd());
+    } else if (op == "Col2Im") {
+      n->add_input(ints(odd_list(2)));
+      n->add_input(ints(odd_list(2)));
+    } else if (op == "LRN") {
+      int_attr(n, "size", odd());
     } else if (op == "TopK") {
       n->add_input(ints({odd()}));
       n->add_output(fresh());
