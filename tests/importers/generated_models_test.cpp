@@ -127,14 +127,48 @@ class Generator {
   bool maybe() { return below(3) != 0; }
 
   std::string node(const std::string& in, int rank) {
-    static const char* const kOps[] = {
-        "Conv",      "ConvTranspose", "MaxPool",   "AveragePool", "LpPool",  "Reshape",
-        "Tile",      "Pad",           "Slice",     "Transpose",   "Expand",  "Trilu",
-        "ShapeMath", "Gather",        "Split",     "Flatten",     "Squeeze", "Unsqueeze",
-        "ReduceSum", "Softmax",       "Resize",    "DepthToSpace", "CumSum", "Concat",
-        "MatMul",    "Gemm",          "TopK",      "ConstantOfShape", "SpaceToDepth", "MaxUnpool",
-        "GatherND",  "OneHot",        "Einsum",    "GridSample",  "Range",   "Compress",
-        "DFT",       "LayerNormalization", "ReverseSequence", "RoiAlign", "Col2Im", "LRN"};
+    static const char* const kOps[] = {"Conv",
+                                       "ConvTranspose",
+                                       "MaxPool",
+                                       "AveragePool",
+                                       "LpPool",
+                                       "Reshape",
+                                       "Tile",
+                                       "Pad",
+                                       "Slice",
+                                       "Transpose",
+                                       "Expand",
+                                       "Trilu",
+                                       "ShapeMath",
+                                       "Gather",
+                                       "Split",
+                                       "Flatten",
+                                       "Squeeze",
+                                       "Unsqueeze",
+                                       "ReduceSum",
+                                       "Softmax",
+                                       "Resize",
+                                       "DepthToSpace",
+                                       "CumSum",
+                                       "Concat",
+                                       "MatMul",
+                                       "Gemm",
+                                       "TopK",
+                                       "ConstantOfShape",
+                                       "SpaceToDepth",
+                                       "MaxUnpool",
+                                       "GatherND",
+                                       "OneHot",
+                                       "Einsum",
+                                       "GridSample",
+                                       "Range",
+                                       "Compress",
+                                       "DFT",
+                                       "LayerNormalization",
+                                       "ReverseSequence",
+                                       "RoiAlign",
+                                       "Col2Im",
+                                       "LRN"};
     const std::string op = kOps[below(std::size(kOps))];
     onnx::NodeProto* n = g_->add_node();
     std::string out = fresh();
@@ -180,8 +214,10 @@ class Generator {
       if (!maybe()) int_attr(n, "ceil_mode", 1);
       if (!maybe()) string_attr(n, "auto_pad", below(2) ? "SAME_LOWER" : "VALID");
     } else if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "ConstantOfShape") {
-      if (op == "ConstantOfShape") n->set_input(0, ints(odd_list(rank)));
-      else n->add_input(ints(odd_list(rank)));
+      if (op == "ConstantOfShape")
+        n->set_input(0, ints(odd_list(rank)));
+      else
+        n->add_input(ints(odd_list(rank)));
     } else if (op == "Pad") {
       n->add_input(ints(odd_list(2 * rank)));
     } else if (op == "Slice") {
@@ -236,8 +272,9 @@ class Generator {
       auto* a = n->add_attribute();
       a->set_name("equation");
       a->set_type(onnx::AttributeProto::STRING);
-      static const char* const kEquations[] = {"ij->ji", "i...->...", "...,...->", "ab,bc->ac",
-                                               "ii->i", "->", "i,i", "abc->cba...", ",->"};
+      static const char* const kEquations[] = {"ij->ji",    "i...->...",   "...,...->",
+                                               "ab,bc->ac", "ii->i",       "->",
+                                               "i,i",       "abc->cba...", ",->"};
       a->set_s(kEquations[below(std::size(kEquations))]);
       if (maybe()) n->add_input(in);
     } else if (op == "GridSample") {

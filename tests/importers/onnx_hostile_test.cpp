@@ -94,8 +94,8 @@ TEST_CASE("conv and pool attributes are checked before ONNX's shape inference di
               .find("attribute 'kernel_shape' has 1 values") != std::string::npos);
   }
   // Valid attributes still import.
-  auto ok = import_model_text(kHeader + conv + "Conv<strides = [2, 2], pads = [1, 1, 1, 1]>(x, w) }",
-                              "m.onnxtxt");
+  auto ok = import_model_text(
+      kHeader + conv + "Conv<strides = [2, 2], pads = [1, 1, 1, 1]>(x, w) }", "m.onnxtxt");
   REQUIRE_MESSAGE(ok, error_of(ok));
   CHECK(ok->tensor(*ok->find_tensor("y")).shape == std::vector<int64_t>{1, 4, 4, 4});
 }
@@ -113,15 +113,16 @@ TEST_CASE("sizes near INT64_MAX are errors, not wrapped shapes") {
 }
 
 TEST_CASE("the byte totals of op_stats saturate instead of wrapping") {
-  auto g = import_model_text(kHeader + std::string("g (float[1024,1024] x) => (y) <float[1024,1024] "
-                                                   "w1 = {}, float[1024,1024] w2 = {}, float[1024,1024] "
-                                                   "w3 = {}> { a = MatMul(x, w1)\n b = MatMul(a, w2)\n "
-                                                   "y = MatMul(b, w3) }"),
-                             "m.onnxtxt", [] {
-                               ImportOptions o;
-                               o.shrink[1024] = int64_t{1} << 30;
-                               return o;
-                             }());
+  auto g =
+      import_model_text(kHeader + std::string("g (float[1024,1024] x) => (y) <float[1024,1024] "
+                                              "w1 = {}, float[1024,1024] w2 = {}, float[1024,1024] "
+                                              "w3 = {}> { a = MatMul(x, w1)\n b = MatMul(a, w2)\n "
+                                              "y = MatMul(b, w3) }"),
+                        "m.onnxtxt", [] {
+                          ImportOptions o;
+                          o.shrink[1024] = int64_t{1} << 30;
+                          return o;
+                        }());
   REQUIRE_MESSAGE(g, error_of(g));
   ir::GraphStats s = ir::graph_stats(*g);
   CHECK(s.parameter_bytes == INT64_MAX);
@@ -218,7 +219,7 @@ TEST_CASE("an external-data location that is a FIFO is refused at once, never wa
     alarm(20);
     auto g = import_model(model, weights);
     _exit(!g && g.error().message() ==
-                    model + ": tensor 'w': external data file 'w.bin' is not a regular file"
+                      model + ": tensor 'w': external data file 'w.bin' is not a regular file"
               ? 0
               : 1);
   }
@@ -244,8 +245,9 @@ TEST_CASE("external-data offsets near INT64_MAX are errors, not overflows") {
   const std::string model =
       write_model(dir.path / "model.onnx", external_model("w.bin", "9223372036854775800"));
   CHECK(error_of(import_model(model, weights)) ==
-        model + ": tensor 'w': external data file 'w.bin' is too short (48 bytes; needs 48 at "
-                "offset 9223372036854775800)");
+        model +
+            ": tensor 'w': external data file 'w.bin' is too short (48 bytes; needs 48 at "
+            "offset 9223372036854775800)");
   const std::string fine = write_model(dir.path / "fine.onnx", external_model("w.bin"));
   auto g = import_model(fine, weights);
   CHECK_MESSAGE(g.has_value(), error_of(g));

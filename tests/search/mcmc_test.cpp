@@ -149,10 +149,12 @@ TEST_CASE("mcmc: the notes say whether the budget or a stall ended the run") {
   };
   const auto started = std::chrono::steady_clock::now();
   SearchResult r = run(*p, o);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   REQUIRE(r.notes.size() == 1);
   const bool budget = r.notes[0].find("stopped by the time budget") == 0;
-  const bool stalled = r.notes[0].find("no better plan for half the time budget") != std::string::npos;
+  const bool stalled =
+      r.notes[0].find("no better plan for half the time budget") != std::string::npos;
   CHECK(budget != stalled);
   if (budget) CHECK(took >= 0.4);
   // A cap the budget cuts short is the budget's doing, never a stall.

@@ -73,7 +73,8 @@ TEST_CASE("terminal-safe text: control characters and broken UTF-8 escaped") {
   CHECK(terminal_safe("a\nb", /*keep_newlines=*/true) == "a\nb");
   CHECK(terminal_safe("a\x7f") == "a\\x7f");
   CHECK(terminal_safe(std::string("nul\0byte", 8)) == "nul\\x00byte");
-  CHECK(terminal_safe("\xc2\x9b" "31m") == "\\xc2\\x9b31m");  // C1 CSI
+  CHECK(terminal_safe("\xc2\x9b"
+                      "31m") == "\\xc2\\x9b31m");                                  // C1 CSI
   CHECK(terminal_safe("caf\xc3\xa9 \xe2\x86\x92") == "caf\xc3\xa9 \xe2\x86\x92");  // kept
   CHECK(terminal_safe("bad\xff\xfe") == "bad\\xff\\xfe");
   CHECK(terminal_safe("back\\slash") == "back\\slash");
