@@ -74,8 +74,8 @@ Expected<GraphStrategies> analyze_graph(StrategyCache& cache, const ir::Graph& g
   }
   for (const auto& [type, n] : out.undescribed)
     spdlog::warn("{}{}{} operator{} of type '{}' {} no TDL description: kept whole (replicated)",
-                 terminal_safe(source), source.empty() ? "" : ": ", n, n == 1 ? "" : "s", terminal_safe(type),
-                 n == 1 ? "has" : "have");
+                 terminal_safe(source), source.empty() ? "" : ": ", n, n == 1 ? "" : "s",
+                 terminal_safe(type), n == 1 ? "has" : "have");
   out.milliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

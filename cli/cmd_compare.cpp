@@ -17,8 +17,8 @@
 #include "cli/pipeline.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
-#include "support/units.h"
 #include "support/text.h"
+#include "support/units.h"
 
 namespace planner::cli {
 namespace {
@@ -124,7 +124,8 @@ int run_compare(const CompareFlags& flags) {
     return 0;
   }
 
-  std::printf("model     %s (%s, %d operators)\n", terminal_safe(m.source).c_str(), flags.pipeline.mode.c_str(), m.graph.num_ops());
+  std::printf("model     %s (%s, %d operators)\n", terminal_safe(m.source).c_str(),
+              flags.pipeline.mode.c_str(), m.graph.num_ops());
   std::printf("topology  %s (%d GPUs, %d nodes)\n", topology.name().c_str(), topology.num_devices(),
               topology.num_nodes());
   std::printf("memory    %s per device\n\n", format_bytes(static_cast<double>(options.memory_limit)).c_str());

@@ -48,7 +48,8 @@ int run_compile(const CompileFlags& flags) {
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)
         std::printf("  runs whole: %s (%s) %s: %s\n", terminal_safe(op.name).c_str(),
-                    terminal_safe(op.op_type).c_str(), op.config.c_str(), terminal_safe(op.why).c_str());
+                    terminal_safe(op.op_type).c_str(), op.config.c_str(),
+                    terminal_safe(op.why).c_str());
   std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n", flags.out.c_str());
   return 0;
 }

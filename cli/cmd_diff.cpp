@@ -13,8 +13,8 @@
 #include "cli/options.h"
 #include "search/plan.h"
 #include "search/plan_diff.h"
-#include "support/units.h"
 #include "support/text.h"
+#include "support/units.h"
 
 namespace planner::cli {
 namespace {

@@ -93,7 +93,8 @@ int run_explain(const ExplainFlags& flags) {
   if (!e) return report(e.error().with_context(m.source));
   std::printf("\noperator  %s (%s)", terminal_safe(m.graph.op(op).name).c_str(),
               terminal_safe(m.graph.op(op).op_type).c_str());
-  if (leader != op) std::printf(", in the group of %s", terminal_safe(m.graph.op(leader).name).c_str());
+  if (leader != op)
+    std::printf(", in the group of %s", terminal_safe(m.graph.op(leader).name).c_str());
   std::printf("\nchosen    %s\n", configs[static_cast<size_t>(leader)].to_string().c_str());
   std::printf("\n%d options, each with the rest of the plan as it is (step time and peak memory simulated):\n",
               static_cast<int>(e->options.size()));

@@ -1,8 +1,8 @@
 // `planner inspect MODEL`: what a model is made of, before any planning.
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <optional>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "cli/tdl_flags.h"
 #include "analysis/coarsen.h"
 #include "analysis/op_strategies.h"
 #include "analysis/training_graph.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/tdl_flags.h"
 #include "importers/onnx_import.h"
 #include "ir/op_stats.h"
 #include "support/text.h"
@@ -121,7 +121,9 @@ int print_strategies(const ir::Graph& graph, const tdl::Library& library, const 
   // Names and types come from the model: printed escaped (terminal_safe), widths measured so.
   for (const ir::Op& op : graph.ops()) {
     name_width = std::max(name_width, terminal_safe(op.name).size());
-    type_width = std::max(type_width, terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type).size());
+    type_width = std::max(
+        type_width,
+        terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type).size());
   }
   std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), "op", static_cast<int>(type_width), "type",
               "strategies");
@@ -193,15 +195,19 @@ int run_inspect(const InspectFlags& flags) {
   for (const auto& [type, n] : counts) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
   std::printf("model        %s (graph '%s')\n", terminal_safe(flags.model.model_path).c_str(),
               terminal_safe(graph->name).c_str());
-  std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops), terminal_safe(ops).c_str());
+  std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops),
+              terminal_safe(ops).c_str());
   std::string missing;
   for (const auto& [type, n] : undescribed) missing += fmt::format("{}{} {}", missing.empty() ? "" : ", ", type, n);
   std::printf("undescribed  %s\n",
-              missing.empty() ? "none" : terminal_safe(missing + " (no TDL description: kept whole)").c_str());
+              missing.empty()
+                  ? "none"
+                  : terminal_safe(missing + " (no TDL description: kept whole)").c_str());
   // The totals saturate at INT64_MAX bytes (ir/op_stats.h).
   auto total_bytes = [](int64_t bytes) {
-    return bytes == std::numeric_limits<int64_t>::max() ? "more than " + format_bytes(static_cast<double>(bytes))
-                                                        : format_bytes(static_cast<double>(bytes));
+    return bytes == std::numeric_limits<int64_t>::max()
+               ? "more than " + format_bytes(static_cast<double>(bytes))
+               : format_bytes(static_cast<double>(bytes));
   };
   std::printf("parameters   %s (%s)\n", format_count(stats.parameter_count).c_str(),
               total_bytes(stats.parameter_bytes).c_str());
@@ -211,7 +217,8 @@ int run_inspect(const InspectFlags& flags) {
     std::printf("%s\n", title);
     for (ir::TensorId id : ids) {
       const ir::Tensor& t = graph->tensor(id);
-      std::printf("  %-24s %s%s\n", terminal_safe(t.name).c_str(), std::string(ir::dtype_name(t.dtype)).c_str(),
+      std::printf("  %-24s %s%s\n", terminal_safe(t.name).c_str(),
+                  std::string(ir::dtype_name(t.dtype)).c_str(),
                   ir::shape_to_string(t.shape).c_str());
     }
   };

@@ -14,8 +14,8 @@
 #include "report/report.h"
 #include "search/frontier.h"
 #include "search/plan_builder.h"
-#include "support/units.h"
 #include "support/text.h"
+#include "support/units.h"
 
 namespace planner::cli {
 namespace {
@@ -191,7 +191,8 @@ int run_plan(const PlanFlags& flags) {
               format_bytes(static_cast<double>(dp.comm_bytes)).c_str(),
               ratio(static_cast<double>(plan.predicted.comm_bytes), static_cast<double>(dp.comm_bytes), "less", "more")
                   .c_str());
-  for (const std::string& note : outcome->notes) std::printf("\nnote: %s\n", terminal_safe(note).c_str());
+  for (const std::string& note : outcome->notes)
+    std::printf("\nnote: %s\n", terminal_safe(note).c_str());
   std::printf("\nplan written to %s\n", flags.output.c_str());
   if (!flags.trace.empty()) std::printf("trace written to %s\n", flags.trace.c_str());
   if (!flags.report.empty()) std::printf("report written to %s (open index.html)\n", flags.report.c_str());

@@ -16,10 +16,10 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/tdl_flags.h"
+#include "support/text.h"
 #include "tdl/instantiate.h"
 #include "tdl/library.h"
 #include "tdl/parser.h"
-#include "support/text.h"
 
 namespace planner::cli {
 namespace {
@@ -363,7 +363,8 @@ int run_check(const CheckFlags& flags) {
   if (!file) {
     std::fflush(stdout);
     // The diagnostic is already located and formatted (`file:line:col: error: ...`, caret).
-    std::fprintf(stderr, "%s\n", terminal_safe(file.error().message(), /*keep_newlines=*/true).c_str());
+    std::fprintf(stderr, "%s\n",
+                 terminal_safe(file.error().message(), /*keep_newlines=*/true).c_str());
     return 1;
   }
   std::printf("%s: %zu definition%s\n", flags.file.c_str(), file->ops.size(),

@@ -8,8 +8,8 @@
 #include <CLI/CLI.hpp>
 
 #include "support/expected.h"
-#include "tdl/library.h"
 #include "support/text.h"
+#include "tdl/library.h"
 
 namespace planner::cli {
 

@@ -26,7 +26,8 @@ Expected<void> check_model_text(std::string_view text, const std::string& source
       line_start = i + 1;
     } else if (c == '#') {  // a comment runs to the end of the line
       while (i + 1 < text.size() && text[i + 1] != '\n') {
-        if (text[i + 1] == '\0') return make_error("{}: the model text holds a NUL byte", where(i + 1));
+        if (text[i + 1] == '\0')
+          return make_error("{}: the model text holds a NUL byte", where(i + 1));
         ++i;
       }
     } else if (c == '"') {  // brackets inside a string are not structure
@@ -144,15 +145,55 @@ void check_conv_pool(const InferenceContext& ctx, Kind kind, size_t x_input, siz
       kernel = std::vector<int64_t>(w->begin() + 2, w->end());
   }
   for (size_t i = 0; i < *spatial; ++i) {
-    __int128 padded = static_cast<__int128>((*x)[i + 2] < 0 ? 0 : (*x)[i + 2]) + pads[i] +
-                      pads[i + *spatial];
-    __int128 reach = kernel && (*kernel)[i] > 0
-                         ? static_cast<__int128>(dil[i]) * ((*kernel)[i] - 1) + 1
-                         : 1;
+    __int128 padded =
+        static_cast<__int128>((*x)[i + 2] < 0 ? 0 : (*x)[i + 2]) + pads[i] + pads[i + *spatial];
+    __int128 reach =
+        kernel && (*kernel)[i] > 0 ? static_cast<__int128>(dil[i]) * ((*kernel)[i] - 1) + 1 : 1;
     if (padded > INT64_MAX || reach > INT64_MAX)
       fail_shape_inference("spatial axis ", i, ": the padded input or the dilated kernel is too ",
                            "large (over 2^63)");
   }
+}
+
+// MaxUnpool's rule reads the indices' axis 1 whatever their rank (without output_shape).
+void check_max_unpool(const InferenceContext& ctx) {
+  const auto x = input_dims(ctx, 0);
+  check_list(ctx, "kernel_shape", 1,
+             x ? std::optional<size_t>(x->size() - std::min<size_t>(2, x->size())) : std::nullopt);
+  check_list(ctx, "strides", 1, std::nullopt);
+  check_list(ctx, "pads", 0, std::nullopt);
+  if (ctx.getNumInputs() == 3 || !x) return;
+  const auto indices = input_dims(ctx, 1);
+  if (!indices) fail_shape_inference("the indices (input 1) need a known shape");
+  if (indices->size() != x->size())
+    fail_shape_inference("the indices have rank ", indices->size(), " but the input has rank ",
+                         x->size());
+}
+
+// MaxRoiPool's rule writes two pooled dimensions whatever the input's rank.
+void check_max_roi_pool(const InferenceContext& ctx) {
+  if (const auto x = input_dims(ctx, 0); x && x->size() != 4)
+    fail_shape_inference("input has rank ", x->size(), "; it needs 4 (N, C, H, W)");
+  check_list(ctx, "pooled_shape", 1, std::optional<size_t>(2));
+}
+
+// GatherND's rule indexes both shapes by batch_dims and by the indices' last dimension.
+void check_gather_nd(const InferenceContext& ctx) {
+  int64_t batch_dims = 0;
+  if (const AttributeProto* b = ctx.getAttribute("batch_dims")) batch_dims = b->i();
+  if (batch_dims < 0)
+    fail_shape_inference("attribute 'batch_dims' must not be negative, got ", batch_dims);
+  const auto data = input_dims(ctx, 0);
+  const auto indices = input_dims(ctx, 1);
+  if (!data || !indices) return;
+  if (indices->empty()) fail_shape_inference("the indices must have rank 1 or more");
+  if (batch_dims >= static_cast<int64_t>(std::min(data->size(), indices->size())))
+    fail_shape_inference("attribute 'batch_dims' ", batch_dims, " must be less than both ranks, ",
+                         data->size(), " and ", indices->size());
+  const int64_t last = indices->back();
+  if (last >= 0 && (last < 1 || last > static_cast<int64_t>(data->size()) - batch_dims))
+    fail_shape_inference("the indices' last dimension ", last, " must be 1 to ",
+                         static_cast<int64_t>(data->size()) - batch_dims);
 }
 
 // Wraps the inference function of every version of `op` (default domain) with `check`.
@@ -188,6 +229,9 @@ void guard_shape_inference() {
          [](InferenceContext& ctx) { check_conv_pool(ctx, Kind::kConvTranspose, 0, 1); });
     auto pool = [](InferenceContext& ctx) { check_conv_pool(ctx, Kind::kPool, 0, 0); };
     for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) wrap(op, pool);
+    wrap("MaxUnpool", check_max_unpool);
+    wrap("MaxRoiPool", check_max_roi_pool);
+    wrap("GatherND", check_gather_nd);
   });
 }
 

@@ -314,13 +314,14 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
   }
   // Reported after the per-input errors, which say more about a dimension left unbound.
   if (!batch_binds)
-    return make_error("{}: --batch {}: the model's inputs have no dynamic batch dimension to "
-                        "bind ({})",
-                        source, *options.batch,
-                        dynamic.empty() ? "its inputs are static"
-                                        : "its dynamic dimensions, " + quoted_list(dynamic) +
-                                              ", are not named like a batch: bind them with "
-                                              "--dim NAME=VALUE");
+    return make_error(
+        "{}: --batch {}: the model's inputs have no dynamic batch dimension to "
+        "bind ({})",
+        source, *options.batch,
+        dynamic.empty() ? "its inputs are static"
+                        : "its dynamic dimensions, " + quoted_list(dynamic) +
+                              ", are not named like a batch: bind them with "
+                              "--dim NAME=VALUE");
 
   auto substitute = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
@@ -430,9 +431,10 @@ Expected<std::vector<uint8_t>> read_external(const fs::path& base, const ir::Ext
                       expected);
   int64_t end = 0;
   if (__builtin_add_overflow(ext.offset, length, &end) || end > file_size)
-    return make_error("tensor '{}': external data file '{}' is too short ({} bytes; needs {} at "
-                      "offset {})",
-                      name, ext.location, file_size, length, ext.offset);
+    return make_error(
+        "tensor '{}': external data file '{}' is too short ({} bytes; needs {} at "
+        "offset {})",
+        name, ext.location, file_size, length, ext.offset);
   std::vector<uint8_t> data(static_cast<size_t>(length));
   for (size_t done = 0; done < data.size();) {
     ssize_t n = ::pread(fd, data.data() + done, data.size() - done,

@@ -258,8 +258,8 @@ Expected<void> rule_conv_or_pool(Ctx& c, bool is_conv) {
   bool ceil_mode = c.op.int_attr("ceil_mode", 0) != 0;
   Dims out = {(*x)[0], channels};
   for (size_t i = 0; i < n; ++i) {
-    PLANNER_TRY_ASSIGN(int64_t extent, window_out((*x)[i + 2], kernel[i], strides[i], dil[i], pads[i],
-                                                  pads[i + n], auto_pad, ceil_mode));
+    PLANNER_TRY_ASSIGN(int64_t extent, window_out((*x)[i + 2], kernel[i], strides[i], dil[i],
+                                                  pads[i], pads[i + n], auto_pad, ceil_mode));
     out.push_back(extent);
   }
   c.set(0, c.dtype(0), out);
@@ -309,9 +309,10 @@ Expected<void> rule_conv_transpose(Ctx& c) {
     const Wide extent = static_cast<Wide>(strides[i]) * (in - 1) + outpad[i] +
                         static_cast<Wide>(kernel[i] - 1) * dil[i] + 1 - pads[i] - pads[i + n];
     if (extent > INT64_MAX || extent < 0)
-      return make_error("spatial axis {}: the output extent is out of range (stride {}, input {}, "
-                        "kernel {}, dilation {}, pads {} and {})",
-                        i, strides[i], in, kernel[i], dil[i], pads[i], pads[i + n]);
+      return make_error(
+          "spatial axis {}: the output extent is out of range (stride {}, input {}, "
+          "kernel {}, dilation {}, pads {} and {})",
+          i, strides[i], in, kernel[i], dil[i], pads[i], pads[i + n]);
     out.push_back(static_cast<int64_t>(extent));
   }
   c.set(0, c.dtype(0), out);
@@ -608,10 +609,11 @@ Expected<void> rule_tile(Ctx& c) {
   Dims out = *x;
   for (size_t i = 0; i < out.size(); ++i) {
     const int64_t r = (*repeats)[i];
-    if (r < 0) return make_error("repeats {} holds a negative count", ir::shape_to_string(*repeats));
+    if (r < 0)
+      return make_error("repeats {} holds a negative count", ir::shape_to_string(*repeats));
     if (known(out[i]) && __builtin_mul_overflow(out[i], r, &out[i]))
-      return make_error("repeats {} make axis {} of {} overflow int64", ir::shape_to_string(*repeats),
-                        i, ir::shape_to_string(*x));
+      return make_error("repeats {} make axis {} of {} overflow int64",
+                        ir::shape_to_string(*repeats), i, ir::shape_to_string(*x));
     if (!known((*x)[i])) out[i] = kUnknownDim;
   }
   c.set(0, c.dtype(0), out);

@@ -55,9 +55,11 @@ double count_flops(const Graph& g, const Op& op) {
     // same work per input element.
     // In doubles: the products of large dimensions overflow int64.
     double per = static_cast<double>(w->shape[1]);
-    for (int i = 2; i < w->rank(); ++i) per *= static_cast<double>(w->shape[static_cast<size_t>(i)]);
-    double n = type == "Conv" ? static_cast<double>(out_elems)
-                              : static_cast<double>(x->num_elements()) * static_cast<double>(w->shape[1]);
+    for (int i = 2; i < w->rank(); ++i)
+      per *= static_cast<double>(w->shape[static_cast<size_t>(i)]);
+    double n = type == "Conv"
+                   ? static_cast<double>(out_elems)
+                   : static_cast<double>(x->num_elements()) * static_cast<double>(w->shape[1]);
     if (type == "ConvTranspose") per /= static_cast<double>(std::max<int64_t>(1, w->shape[1]));
     double f = 2.0 * n * per;
     if (in_t(2)) f += static_cast<double>(out_elems);
@@ -104,7 +106,8 @@ OpStats op_stats(const Graph& graph, OpId id) {
   for (TensorId t : op.inputs)
     if (t != kNoTensor) s.bytes_read = saturating_add(s.bytes_read, graph.tensor(t).num_bytes());
   for (TensorId t : op.outputs)
-    if (t != kNoTensor) s.bytes_written = saturating_add(s.bytes_written, graph.tensor(t).num_bytes());
+    if (t != kNoTensor)
+      s.bytes_written = saturating_add(s.bytes_written, graph.tensor(t).num_bytes());
   return s;
 }
 
@@ -117,13 +120,15 @@ GraphStats graph_stats(const Graph& graph) {
       s.parameter_bytes = saturating_add(s.parameter_bytes, t.num_bytes());
     }
   }
-  for (TensorId t : graph.inputs) s.input_bytes = saturating_add(s.input_bytes, graph.tensor(t).num_bytes());
+  for (TensorId t : graph.inputs)
+    s.input_bytes = saturating_add(s.input_bytes, graph.tensor(t).num_bytes());
   for (OpId id = 0; id < graph.num_ops(); ++id) {
     const Op& op = graph.op(id);
     s.forward_flops += op_stats(graph, id).flops;
     s.op_counts[op.domain.empty() ? op.op_type : op.domain + "." + op.op_type]++;
     for (TensorId t : op.outputs)
-      if (t != kNoTensor) s.activation_bytes = saturating_add(s.activation_bytes, graph.tensor(t).num_bytes());
+      if (t != kNoTensor)
+        s.activation_bytes = saturating_add(s.activation_bytes, graph.tensor(t).num_bytes());
   }
   return s;
 }

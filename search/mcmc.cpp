@@ -200,7 +200,8 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
         stop = Stop::kBudget;
         break;
       }
-      const double since_improved = std::chrono::duration<double>(Clock::now() - last_improved).count();
+      const double since_improved =
+          std::chrono::duration<double>(Clock::now() - last_improved).count();
       if (options.max_proposals <= 0 && since_improved > options.budget_s / 2) {
         stop = Stop::kStalled;
         break;
@@ -263,9 +264,10 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
                                        "same seed reproduces this plan",
                                        proposals, proposals));
   if (stop == Stop::kStalled)
-    result.notes.push_back(fmt::format("stopped after {} proposals: no better plan for half the time budget; "
-                                       "max_proposals {} with the same seed reproduces this plan",
-                                       proposals, proposals));
+    result.notes.push_back(
+        fmt::format("stopped after {} proposals: no better plan for half the time budget; "
+                    "max_proposals {} with the same seed reproduces this plan",
+                    proposals, proposals));
   if (!best_fits) result.notes.push_back("no plan seen fits the memory limit");
   return result;
 }

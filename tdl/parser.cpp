@@ -379,7 +379,8 @@ class Parser {
   }
 
   Error nested_too_deeply() const {
-    return error_here(fmt::format("expression is nested too deeply (more than {} levels)", kMaxDepth));
+    return error_here(
+        fmt::format("expression is nested too deeply (more than {} levels)", kMaxDepth));
   }
 
   // The tree itself must stay shallow too: `X + X + ...` parses in a loop, yet each term adds a

@@ -122,21 +122,26 @@ TEST_CASE("mcmc: a cap of zero proposals with no budget still stops (default cap
 
 TEST_CASE("mcmc: with a cap, a slow machine still reaches it and gets the seed's plan") {
   auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
-  SearchResult fast = run(*p, capped(5, 3200));
-  // A loaded machine: every 64 proposals take 50 ms more, so the 3200 proposals take about
-  // 2.5 s, longer than half the budget without any improvement (the stall rule's window) but
-  // within the budget. The stall rule must not end a capped run.
-  SearchOptions slow_options = capped(5, 3200);
-  slow_options.budget_s = 4;
-  slow_options.progress = [](double, std::string_view) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  SearchResult fast = run(*p, capped(5, 320));
+  // A machine that stalls: after the first 64 proposals it pauses for 55% of the budget, longer
+  // than the stall rule's window (half the budget without a better plan) but well within the
+  // budget. The stall rule used to end the run right there; with a cap it must not.
+  SearchOptions slow_options = capped(5, 320);
+  slow_options.budget_s = 8;
+  bool paused = false;
+  slow_options.progress = [&paused](double, std::string_view) {
+    if (paused) return;
+    paused = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(4400));
   };
   SearchResult slow = run(*p, slow_options);
-  CHECK(slow.options["proposals"] == 3200);
+  CHECK(paused);
+  CHECK(slow.options["proposals"] == 320);
   CHECK(slow.notes.empty());
   REQUIRE(slow.configs.size() == fast.configs.size());
   for (size_t i = 0; i < fast.configs.size(); ++i)
-    CHECK_MESSAGE(slow.configs[i] == fast.configs[i], p->graph().op(static_cast<ir::OpId>(i)).name);
+    CHECK_MESSAGE(slow.configs[i] == fast.configs[i],
+                  p->graph().op(static_cast<ir::OpId>(i)).name);
 }
 
 TEST_CASE("mcmc: the notes say whether the budget or a stall ended the run") {
