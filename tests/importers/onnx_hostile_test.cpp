@@ -100,6 +100,23 @@ TEST_CASE("conv and pool attributes are checked before ONNX's shape inference di
   CHECK(ok->tensor(*ok->find_tensor("y")).shape == std::vector<int64_t>{1, 4, 4, 4});
 }
 
+TEST_CASE("MaxUnpool, MaxRoiPool and GatherND are checked before their ONNX rules index shapes") {
+  // Indices of rank 1: ONNX read their axis 1 (SIGSEGV).
+  CHECK(import_error("g (float[1,3,3,3] x) => (y) <int64[4] i = {0, 1, 2, 3}> { y = "
+                     "MaxUnpool<kernel_shape = [2, 3], strides = [3, 1]>(x, i) }") ==
+        "m.onnxtxt: node 'MaxUnpool_0' (MaxUnpool): shape inference failed: the indices have "
+        "rank 1 but the input has rank 4");
+  CHECK(import_error("g (float[1,3,4,4] x, float[2,5] r) => (y) { y = MaxRoiPool<pooled_shape = "
+                     "[2]>(x, r) }")
+            .find("attribute 'pooled_shape' has 1 values") != std::string::npos);
+  CHECK(import_error("g (float[4,8,3] x) => (y) <int64[2] i = {0, 1}> { y = GatherND<batch_dims "
+                     "= -7>(x, i) }") ==
+        "m.onnxtxt: node 'GatherND_0' (GatherND): shape inference failed: attribute 'batch_dims' "
+        "must not be negative, got -7");
+  CHECK(import_error("g (float[4,8,3] x) => (y) <int64[4,5] i = {}> { y = GatherND(x, i) }")
+            .find("the indices' last dimension 5 must be 1 to 3") != std::string::npos);
+}
+
 TEST_CASE("sizes near INT64_MAX are errors, not wrapped shapes") {
   // Pads of 2^62 on both sides: the padded extent overflows int64.
   CHECK(import_error("g (float[1,3,8,8] x) => (y) <float[4,3,3,3] w = {}> { y = Conv<pads = "
