@@ -195,6 +195,12 @@ class Generator {
     n->set_op_type(op);
     n->add_input(in);
     n->add_output(out);
+    if (!conv_or_pool(n, op, rank)) other_inputs(n, op, in, rank);
+    return out;
+  }
+
+  // Inputs and attributes of the convolutions and poolings; false for any other operator.
+  bool conv_or_pool(onnx::NodeProto* n, const std::string& op, int rank) {
     const int spatial = std::max(0, rank - 2);
     if (op == "Conv" || op == "ConvTranspose") {
       n->add_input(weight(below(4) == 0 ? below(6) : rank));
@@ -213,7 +219,16 @@ class Generator {
       if (maybe()) ints_attr(n, "pads", odd_list(2 * spatial));
       if (!maybe()) int_attr(n, "ceil_mode", 1);
       if (!maybe()) string_attr(n, "auto_pad", below(2) ? "SAME_LOWER" : "VALID");
-    } else if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "ConstantOfShape") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Inputs and attributes of the operators other than convolutions and poolings.
+  void other_inputs(onnx::NodeProto* n, const std::string& op, const std::string& in, int rank) {
+    const int spatial = std::max(0, rank - 2);
+    if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "ConstantOfShape") {
       if (op == "ConstantOfShape")
         n->set_input(0, ints(odd_list(rank)));
       else
@@ -311,7 +326,6 @@ class Generator {
       n->add_output(fresh());
       if (maybe()) int_attr(n, "axis", odd());
     }
-    return out;
   }
 
   std::mt19937_64 rng_;
