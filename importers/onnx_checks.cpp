@@ -32,8 +32,8 @@ Expected<void> check_model_text(std::string_view text, const std::string& source
       }
     } else if (c == '"') {  // brackets inside a string are not structure
       for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;  // an escaped character
         if (text[i] == '\0') return make_error("{}: the model text holds a NUL byte", where(i));
-        if (text[i] == '\\' && i + 1 < text.size()) ++i;
         if (text[i] == '\n') {
           ++line;
           line_start = i + 1;

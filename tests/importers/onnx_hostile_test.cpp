@@ -175,6 +175,7 @@ TEST_CASE("model text: NUL bytes and deep nesting are refused before ONNX's pars
   for (int i = 0; i < 30000; ++i) nested += "y = If(c) <then_branch = t () => (float[2] y) {\n";
   CHECK(error_of(import_model_text(nested, "m.onnxtxt")) ==
         "m.onnxtxt:65:40: the model text is nested more than 64 levels deep");
+  CHECK(!check_model_text(std::string("g <s = \"a\\\0\"> () => () {}", 21), "m").has_value());
   // Brackets in strings and comments are not structure.
   CHECK(check_model_text("# {{{{{{{{\ng <s = \"((((((\"> () => () {}", "m").has_value());
 }
