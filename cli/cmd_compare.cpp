@@ -120,7 +120,7 @@ int run_compare(const CompareFlags& flags) {
       if (!flags.no_timings) s["search_time_s"] = r.seconds;
       j["searches"].push_back(std::move(s));
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 

@@ -114,7 +114,7 @@ int print_strategies(const ir::Graph& graph, const tdl::Library& library, const 
                           {"strategies", s->num_strategies()}});
     }
     j["undescribed_ops"] = all->undescribed;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   size_t name_width = 4, type_width = 4;
@@ -187,7 +187,7 @@ int run_inspect(const InspectFlags& flags) {
     for (ir::TensorId t : graph->inputs) j["inputs"].push_back(tensor_json(graph->tensor(t)));
     j["outputs"] = nlohmann::ordered_json::array();
     for (ir::TensorId t : graph->outputs) j["outputs"].push_back(tensor_json(graph->tensor(t)));
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 

@@ -170,7 +170,7 @@ int run_plan(const PlanFlags& flags) {
                           {"comm_bytes", dp.comm_bytes}};
     if (!flags.report.empty()) j["report"] = flags.report;
     j["notes"] = outcome->notes;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(), plan.mode.c_str(),

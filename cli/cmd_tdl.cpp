@@ -29,7 +29,7 @@ using nlohmann::ordered_json;
 // JSON indented two spaces, with arrays of scalars on one line (`[2, 6]`): regions stay
 // readable instead of taking one line per bound.
 std::string dump_compact(const ordered_json& j) {
-  std::string text = j.dump(2);
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -83,7 +83,7 @@ int run_list(const ListFlags& flags) {
                    {"source", fmt::format("{}:{}", e->source_name, e->line)},
                    {"variants", e->variants.size()},
                    {"user", e->from_user}});
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%-22s %-12s %-8s %s\n", "op", "domain", "variants", "defined at");

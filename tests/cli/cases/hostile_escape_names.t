@@ -17,3 +17,8 @@ $PLANNER inspect $TMP/evil.onnx --mode infer
 $PLANNER inspect $TMP/evil.onnx --strategies
 model $'Bad\e[2J' > $TMP/bad.onnx
 $PLANNER inspect $TMP/bad.onnx
+# Bytes that are not UTF-8 in a name: escaped in tables, replaced (U+FFFD) in JSON, never an
+# internal error.
+model Relu | sed 's/evil/bad\xff/' > $TMP/ff.onnx
+$PLANNER inspect $TMP/ff.onnx --strategies
+$PLANNER inspect $TMP/ff.onnx --strategies --format json
