@@ -68,6 +68,11 @@ int run_verify(VerifyFlags flags) {
   std::printf("largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n", c.max_abs,
               c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol, c.worst.empty() ? "" : " in ",
               c.worst.empty() ? "" : ("'" + c.worst + "'").c_str());
+  if (!c.reference_finite) {
+    std::fprintf(stderr, "error: %s: %s at %s (the step leaves the format's range: try a smaller --shrink, or bf16)\n",
+                 model->source.c_str(), c.problem.c_str(), std::string(ir::precision_name(model->precision)).c_str());
+    return 1;
+  }
   if (!c.ok) {
     std::fprintf(stderr, "error: %s: the partitioned step differs from the unpartitioned one%s%s\n",
                  model->source.c_str(), c.problem.empty() ? "" : ": ", c.problem.c_str());

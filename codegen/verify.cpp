@@ -169,8 +169,21 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
     int64_t n = static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
     covered[name].assign(static_cast<size_t>(n), false);
     double m = 0;
-    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(element(*r, i)));
+    int64_t non_finite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = element(*r, i);
+      if (std::isfinite(v))
+        m = std::max(m, std::fabs(v));
+      else
+        ++non_finite;
+    }
     scale[name] = m;
+    if (non_finite && c.reference_finite) {
+      c.ok = c.reference_finite = false;
+      c.problem = fmt::format(
+          "the unpartitioned step itself is not finite: '{}' holds {} NaN or infinite values{}", name, non_finite,
+          r->dtype == ir::DType::kFloat16 ? " (f16 overflows past 65504)" : "");
+    }
   }
   for (const DumpedSlice& s : part) {
     auto it = by_name.find(s.name);
@@ -190,8 +203,9 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       double diff = std::fabs(a - b);
       if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
       const double rel = diff / std::max(scale[s.name], 1e-30);
-      const double allowed = tol.atol * scale[s.name] + tol.rtol * std::fabs(b);
-      const double ratio = diff == 0 ? 0 : diff / std::max(allowed, 1e-300);
+      const double allowed = tol.atol * scale[s.name] + tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0);
+      // A NaN or infinity on either side is never within tolerance.
+      const double ratio = diff == 0 ? 0 : std::isfinite(diff) ? diff / std::max(allowed, 1e-300) : INFINITY;
       if (diff > c.max_abs) c.max_abs = diff;
       c.max_rel = std::max(c.max_rel, rel);
       if (ratio > c.max_ratio || (std::isinf(ratio) && c.worst.empty())) {

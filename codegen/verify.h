@@ -54,6 +54,7 @@ struct Comparison {
   double max_ratio = 0;       ///< largest |difference| / what the tolerance allows there
   std::string worst;          ///< the tensor with the largest difference against its allowance
   std::string problem;        ///< why not ok, when it is something else than the tolerance
+  bool reference_finite = true;  ///< false: the reference itself holds NaN or infinity
 };
 
 /// Compares every slice of `partitioned` with the same region of the (whole) tensors of
