@@ -74,12 +74,21 @@ const char* reducer_text(analysis::Reducer r) {
 
 bool is_half(ir::DType d) { return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16; }
 
-// The type an ONNX operator of a mixed-precision program computes in, when its floating
-// tensors do not all have it: tensor-core operators (MatMul, Gemm, Conv) in the 16-bit type, as
-// AMP casts their operands; any other operator mixing types in f32 (the runtime's boundary
-// widens, computes and rounds the result). Nothing for operators of other domains (no schema
-// constrains them), Cast, and operators whose floating tensors share one type.
-std::optional<ir::DType> compute_type(const Programs& p, const Step& s) {
+// How an ONNX operator of a mixed-precision program computes, when its floating tensors do not
+// all have one type: `type` is what its inputs are cast to and its outputs computed in; `via`,
+// when set, is the 16-bit type f32 operands are rounded through first.
+struct ComputeType {
+  ir::DType type = ir::DType::kFloat32;
+  std::optional<ir::DType> via;
+};
+
+// Tensor-core operators (MatMul, Gemm, Conv) touching 16-bit data compute in the 16-bit type
+// when their results are 16-bit, as AMP casts their operands; with an f32 result (a parameter
+// gradient, kept in f32 by the runtime) they compute in f32 on operands rounded to 16 bit.
+// Any other operator mixing types computes in f32 (the runtime's boundary widens, computes and
+// rounds the result). Nothing for operators of other domains (no schema constrains them),
+// Cast, and operators whose floating tensors share one type.
+std::optional<ComputeType> compute_type(const Programs& p, const Step& s) {
   if (s.kind != StepKind::kKernel || !s.domain.empty() || s.op_type == "Cast") return std::nullopt;
   std::optional<ir::DType> half;
   std::vector<ir::DType> floats;
@@ -90,10 +99,13 @@ std::optional<ir::DType> compute_type(const Programs& p, const Step& s) {
       if (is_half(d)) half = d;
       if (ir::is_floating(d) && std::find(floats.begin(), floats.end(), d) == floats.end()) floats.push_back(d);
     }
+  if (floats.size() < 2) return std::nullopt;
   const bool tensor_core = s.op_type == "MatMul" || s.op_type == "Gemm" || s.op_type == "Conv";
-  if (half && tensor_core && floats.size() > 1) return *half;
-  if (floats.size() > 1) return ir::DType::kFloat32;
-  return std::nullopt;
+  if (!half || !tensor_core) return ComputeType{};
+  bool f32_result = false;
+  for (int b : s.outputs) f32_result |= b >= 0 && p.buffers[static_cast<size_t>(b)].dtype == ir::DType::kFloat32;
+  if (f32_result) return ComputeType{ir::DType::kFloat32, *half};
+  return ComputeType{*half, std::nullopt};
 }
 
 void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& from, const std::string& to,
@@ -195,19 +207,27 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
     for (int b : s.outputs) outs_of_node.push_back(name(b));
     // Mixed-precision operators get explicit Casts, so each rank model is typed as ONNX wants.
     std::vector<std::pair<size_t, ir::DType>> cast_back;  // output index, its stored type
-    if (std::optional<ir::DType> c = compute_type(p, s)) {
-      const std::string suffix = fmt::format(":{}@{}", ir::dtype_name(*c), step_name);
+    if (std::optional<ComputeType> c = compute_type(p, s)) {
+      const std::string suffix = fmt::format(":{}@{}", ir::dtype_name(c->type), step_name);
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         if (s.inputs[i] < 0) continue;
         const ir::DType d = p.buffers[static_cast<size_t>(s.inputs[i])].dtype;
-        if (!ir::is_floating(d) || d == *c) continue;
-        add_cast(*g, fmt::format("{}.cast_in{}", step_name, i), ins[i], ins[i] + suffix, *c);
+        if (!ir::is_floating(d)) continue;
+        if (c->via && d == ir::DType::kFloat32) {  // an f32 operand rounded to 16 bit, then widened
+          const std::string rounded = ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
+          add_cast(*g, fmt::format("{}.cast_in{}_round", step_name, i), ins[i], rounded, *c->via);
+          add_cast(*g, fmt::format("{}.cast_in{}", step_name, i), rounded, ins[i] + suffix, c->type);
+          ins[i] += suffix;
+          continue;
+        }
+        if (d == c->type) continue;
+        add_cast(*g, fmt::format("{}.cast_in{}", step_name, i), ins[i], ins[i] + suffix, c->type);
         ins[i] += suffix;
       }
       for (size_t i = 0; i < s.outputs.size(); ++i) {
         if (s.outputs[i] < 0) continue;
         const ir::DType d = p.buffers[static_cast<size_t>(s.outputs[i])].dtype;
-        if (!ir::is_floating(d) || d == *c) continue;
+        if (!ir::is_floating(d) || d == c->type) continue;
         outs_of_node[i] += suffix;
         cast_back.push_back({i, d});
       }

@@ -130,7 +130,10 @@ int rounding_depth(const Programs& p, int steps) {
           }
         for (int b : step.outputs)
           if (b >= 0) half_out |= is_half(p.buffers[static_cast<size_t>(b)].dtype);
-        if (step.kind == StepKind::kKernel && (half_out || (half_in && tensor_core_op(step.op_type)))) ++d;
+        const bool tensor_core = step.kind == StepKind::kKernel && tensor_core_op(step.op_type);
+        if (p.precision == ir::Precision::kTf32 ? tensor_core
+                                                : step.kind == StepKind::kKernel && (half_out || (half_in && tensor_core)))
+          ++d;
         for (int b : step.outputs)
           if (b >= 0) depth[static_cast<size_t>(b)] = d;
         deepest = std::max(deepest, d);
@@ -146,11 +149,10 @@ Tolerance default_tolerance(ir::Precision precision, int depth) {
     case ir::Precision::kFp32:
       return t;
     case ir::Precision::kTf32:
-      t.atol = 3e-3;
-      return t;
     case ir::Precision::kFp16:
     case ir::Precision::kBf16: {
-      const double u = std::ldexp(1.0, precision == ir::Precision::kFp16 ? -11 : -8);
+      // TF32 operands carry f16's 10-bit mantissa: the same u, fewer roundings (rounding_depth).
+      const double u = std::ldexp(1.0, precision == ir::Precision::kBf16 ? -8 : -11);
       t.atol = t.rtol = 4 * u * std::sqrt(static_cast<double>(std::max(depth, 1)));
       return t;
     }

@@ -35,14 +35,15 @@ struct Tolerance {
 };
 
 /// The longest chain of roundings in `program`: kernel steps whose results are rounded to a
-/// 16-bit type (a 16-bit output, or a tensor-core operator under mixed precision), counted
+/// 16-bit type (a 16-bit output, or a tensor-core operator under mixed precision) or, in a tf32
+/// program, whose operands are rounded to TF32 (MatMul, Gemm, Conv and its gradients), counted
 /// along the data flow of one step and through the carried parameters over `steps` steps.
 int rounding_depth(const Programs& program, int steps);
 
-/// The default tolerance of a verify at `precision` (docs/codegen.md derives it): fp32 and
-/// tf32 atol 1e-4 (tf32 3e-3, its operands carry 2^-11 relative error), rtol 0; fp16 and bf16
-/// atol = rtol = 4 u sqrt(depth) with u the unit roundoff (2^-11, 2^-8) and `depth` the
-/// rounding_depth of the reference program.
+/// The default tolerance of a verify at `precision` (docs/codegen.md derives it): fp32 atol
+/// 1e-4, rtol 0; tf32, fp16 and bf16 atol = rtol = 4 u sqrt(depth) with u the unit roundoff
+/// (2^-11 for TF32 operands and f16, 2^-8 for bf16) and `depth` the rounding_depth of the
+/// reference program.
 Tolerance default_tolerance(ir::Precision precision, int depth);
 
 /// How two runs compare.

@@ -128,10 +128,7 @@ void run_host_boundary(const KernelContext& ctx, const BoundaryPlan& plan,
   for (size_t i = 0; i < outs.size(); ++i) {
     const Tensor& real = ctx.outputs[i];
     if (!real.present() || outs[i].dtype != DType::kFloat32) continue;
-    auto* values = static_cast<float*>(outs[i].data);
-    // A tensor-core operator's result is 16-bit even where it is stored in f32 (AMP casts it).
-    if (plan.round_to_half && !real.is_half()) round_values(values, real.numel(), plan.half);
-    if (real.is_half()) narrow(values, real);
+    if (real.is_half()) narrow(static_cast<const float*>(outs[i].data), real);
   }
 }
 

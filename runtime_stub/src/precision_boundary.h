@@ -12,9 +12,11 @@ namespace planner::rt::kernels {
 struct BoundaryPlan {
   /// The 16-bit float type among the call's tensors (f16 or bf16), kUndefined when none.
   DType half = DType::kUndefined;
-  /// A tensor-core operator under mixed precision: its floating operands are rounded to
-  /// `half` and so is its result, even where the tensor is stored in f32 (as AMP computes the
-  /// op in 16 bit and casts the result).
+  /// A tensor-core operator under mixed precision: its f32 operands are rounded to `half` (AMP
+  /// casts them); products are exact and accumulate in f32. A 16-bit result is rounded once; an
+  /// f32 one (a parameter gradient) is kept in f32, as cuBLAS's 16-bit-in / f32-out GEMMs and
+  /// Megatron-LM's fused f32 weight-gradient accumulation keep it (a sum over the whole batch
+  /// would overflow f16).
   bool round_to_half = false;
   /// A tensor-core operator with TF32 on: its two matrix operands are rounded to TF32.
   bool round_to_tf32 = false;

@@ -62,16 +62,26 @@ TEST_CASE("element-wise kernels on mixed f16 / f32 inputs compute in f32 and rou
   CHECK(values(r) == std::vector<float>{0.0f, 3.25f});
 }
 
-TEST_CASE("a tensor-core operator rounds its f32 operands and result to the 16-bit type") {
+TEST_CASE("a tensor-core operator rounds its f32 operands to the 16-bit type, not an f32 result") {
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
-    Buf x = H(d, {1, 2}, {1.0f, 1.0f});
-    Buf w = F({2, 1}, {1.0f + kTiny, 1.0f + kTiny});
+    const float small = d == DType::kFloat16 ? std::ldexp(1.0f, -11) : std::ldexp(1.0f, -8);
+    Buf x = H(d, {1, 2}, {1.0f, small});
+    Buf w = F({2, 1}, {1.0f + kTiny, 1.0f});
     Buf y = Z({1, 1});  // an f32 result (a parameter gradient) of 16-bit operands
     run("MatMul", {}, {x.t, w.t}, {y.t});
+    // The weight is cast (1 + 2^-12 -> 1); the f32 sum 1 + u keeps what a 16-bit result
+    // would round away (a tie, to even: 1).
+    CHECK(y.f()[0] == 1.0f + small);
+    Buf yh(d, {1, 1});
+    run("MatMul", {}, {x.t, w.t}, {yh.t});
+    CHECK(values(yh)[0] == 1.0f);
+    Buf w1 = F({2, 1}, {1.0f + kTiny, 1.0f + kTiny});
+    x = H(d, {1, 2}, {1.0f, 1.0f});
+    run("MatMul", {}, {x.t, w1.t}, {y.t});
     CHECK(y.f()[0] == 2.0f);  // without the operand cast: 2 + 2^-11
     // The same operator on f32 operands alone is plain f32.
     Buf x32 = F({1, 2}, {1.0f, 1.0f});
-    run("MatMul", {}, {x32.t, w.t}, {y.t});
+    run("MatMul", {}, {x32.t, w1.t}, {y.t});
     CHECK(y.f()[0] == 2.0f + 2 * kTiny);
   }
 }

@@ -51,14 +51,27 @@ Tensor narrowed(const Tensor& t, DType half, CallScratch& scratch, cudaStream_t 
   return Tensor(half, t.shape, y);
 }
 
-// Every kernel but the tensor-core ones: f32 copies in, f32 scratch out, rounded back.
+// Every kernel but the tensor-core ones (and convolutions with an f32 result): f32 copies in,
+// f32 scratch out, rounded back.
 void run_widened(const KernelContext& ctx, const BoundaryPlan& plan, KernelFn cuda_fn,
                  KernelFn cpu) {
   const cudaStream_t stream = cuda::context().stream;
   CallScratch scratch(stream);
   std::vector<Tensor> ins, outs;
-  for (const Tensor& t : ctx.inputs)
-    ins.push_back(t.present() && t.is_half() ? widened(t, scratch, stream) : t);
+  for (const Tensor& t : ctx.inputs) {
+    if (t.present() && t.is_half()) {
+      ins.push_back(widened(t, scratch, stream));
+    } else if (t.present() && t.dtype == DType::kFloat32 && plan.round_to_half) {
+      // A tensor-core operator's f32 operand, cast to 16 bit as AMP does (kept in f32).
+      auto* copy = static_cast<float*>(scratch.get(t.bytes()));
+      PLANNER_CUDA_CHECK(
+          cudaMemcpyAsync(copy, t.data, t.bytes(), cudaMemcpyDeviceToDevice, stream));
+      cuda::launch_round_f32(code(plan.half), copy, t.numel(), stream);
+      ins.push_back(Tensor(DType::kFloat32, t.shape, copy));
+    } else {
+      ins.push_back(t);
+    }
+  }
   for (const Tensor& t : ctx.outputs)
     outs.push_back(t.present() && t.is_half() ? widened(t, scratch, stream) : t);
   const Attributes attrs = boundary_attributes(ctx, plan);
@@ -74,9 +87,10 @@ void run_widened(const KernelContext& ctx, const BoundaryPlan& plan, KernelFn cu
 }
 
 // MatMul, Gemm, Conv and its gradients under mixed precision, as AMP runs them: every floating
-// operand in the 16-bit type (f32 weights cast), f32 accumulation on tensor cores, the result
-// rounded to 16 bit and stored in the output's type. cuBLAS writes an f32 result (rounded
-// here); cuDNN takes one type for all its tensors, so convolutions write 16 bit directly.
+// operand in the 16-bit type (f32 weights cast), f32 accumulation on tensor cores. cuBLAS
+// writes an f32 result, rounded here where the output is 16-bit and kept where it is f32 (a
+// parameter gradient); cuDNN takes one type for all its tensors, so convolutions with a
+// 16-bit result write it directly (those with an f32 result run widened, see run_on_device).
 void run_tensor_core(const KernelContext& ctx, const BoundaryPlan& plan, KernelFn cuda_fn) {
   const cudaStream_t stream = cuda::context().stream;
   CallScratch scratch(stream);
@@ -125,17 +139,11 @@ void run_tensor_core(const KernelContext& ctx, const BoundaryPlan& plan, KernelF
     if (!real.present() || outs[i].data == real.data) continue;
     if (gemm) {
       auto* v = static_cast<float*>(outs[i].data);
-      if (real.is_half()) {
+      if (real.is_half())
         cuda::launch_narrow(code(real.dtype), v, real.data, real.numel(), stream);
-      } else {
-        cuda::launch_round_f32(code(plan.half), v, real.numel(), stream);
+      else  // an f32 result (a parameter gradient) stays f32
         PLANNER_CUDA_CHECK(
             cudaMemcpyAsync(real.data, v, real.bytes(), cudaMemcpyDeviceToDevice, stream));
-      }
-    } else {
-      // A 16-bit convolution result stored in f32 (the filter gradient of an f32 weight).
-      cuda::launch_widen(code(plan.half), outs[i].data, static_cast<float*>(real.data),
-                         real.numel(), stream);
     }
   }
 }
@@ -152,7 +160,13 @@ void run_on_device(const KernelContext& ctx, KernelFn cuda_fn, KernelFn cpu) {
       host_fallback(ctx, cpu);
     return;
   }
-  if (plan.round_to_half && cuda_fn) return run_tensor_core(ctx, plan, cuda_fn);
+  // A convolution with an f32 result (a filter gradient) cannot be one cuDNN type: it runs on
+  // f32 copies that hold 16-bit values, so its products are as exact as on tensor cores.
+  bool f32_result = false;
+  for (const Tensor& t : ctx.outputs) f32_result |= t.present() && t.dtype == DType::kFloat32;
+  const bool gemm = ctx.op_type == "MatMul" || ctx.op_type == "Gemm";
+  if (plan.round_to_half && cuda_fn && (gemm || !f32_result))
+    return run_tensor_core(ctx, plan, cuda_fn);
   run_widened(ctx, plan, cuda_fn, cpu);
 }
 
