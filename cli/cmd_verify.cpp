@@ -69,7 +69,7 @@ int run_verify(VerifyFlags flags) {
               c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol, c.worst.empty() ? "" : " in ",
               c.worst.empty() ? "" : ("'" + c.worst + "'").c_str());
   if (!c.reference_finite) {
-    std::fprintf(stderr, "error: %s: %s at %s (the step leaves the format's range: try a smaller --shrink, or bf16)\n",
+    std::fprintf(stderr, "error: %s: %s at %s (the verify step's summed loss and update leave the format's range: try --steps 1, or bf16)\n",
                  model->source.c_str(), c.problem.c_str(), std::string(ir::precision_name(model->precision)).c_str());
     return 1;
   }

@@ -153,7 +153,7 @@ Tolerance default_tolerance(ir::Precision precision, int depth) {
     case ir::Precision::kBf16: {
       // TF32 operands carry f16's 10-bit mantissa: the same u, fewer roundings (rounding_depth).
       const double u = std::ldexp(1.0, precision == ir::Precision::kBf16 ? -8 : -11);
-      t.atol = t.rtol = 4 * u * std::sqrt(static_cast<double>(std::max(depth, 1)));
+      t.atol = t.rtol = 8 * u * std::sqrt(static_cast<double>(std::max(depth, 1)));
       return t;
     }
   }

@@ -41,7 +41,7 @@ struct Tolerance {
 int rounding_depth(const Programs& program, int steps);
 
 /// The default tolerance of a verify at `precision` (docs/codegen.md derives it): fp32 atol
-/// 1e-4, rtol 0; tf32, fp16 and bf16 atol = rtol = 4 u sqrt(depth) with u the unit roundoff
+/// 1e-4, rtol 0; tf32, fp16 and bf16 atol = rtol = 8 u sqrt(depth) with u the unit roundoff
 /// (2^-11 for TF32 operands and f16, 2^-8 for bf16) and `depth` the rounding_depth of the
 /// reference program.
 Tolerance default_tolerance(ir::Precision precision, int depth);
