@@ -118,6 +118,41 @@ void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& f
   int_attr(*cast, "to", static_cast<int64_t>(dtype));
 }
 
+// Adds the Casts step `s` (named `step_name`) needs before it (compute_type) and renames its
+// input and output values `ins` / `outs` to the cast ones; returns the outputs to cast back
+// after it (output index, stored type).
+std::vector<std::pair<size_t, ir::DType>> add_input_casts(onnx::GraphProto& g, const Programs& p, const Step& s,
+                                                          const std::string& step_name, std::vector<std::string>& ins,
+                                                          std::vector<std::string>& outs) {
+  std::vector<std::pair<size_t, ir::DType>> cast_back;
+  const std::optional<ComputeType> c = compute_type(p, s);
+  if (!c) return cast_back;
+  const std::string suffix = fmt::format(":{}@{}", ir::dtype_name(c->type), step_name);
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    if (s.inputs[i] < 0) continue;
+    const ir::DType d = p.buffers[static_cast<size_t>(s.inputs[i])].dtype;
+    if (!ir::is_floating(d)) continue;
+    if (c->via && d == ir::DType::kFloat32) {  // an f32 operand rounded to 16 bit, then widened
+      const std::string rounded = ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
+      add_cast(g, fmt::format("{}.cast_in{}_round", step_name, i), ins[i], rounded, *c->via);
+      add_cast(g, fmt::format("{}.cast_in{}", step_name, i), rounded, ins[i] + suffix, c->type);
+      ins[i] += suffix;
+      continue;
+    }
+    if (d == c->type) continue;
+    add_cast(g, fmt::format("{}.cast_in{}", step_name, i), ins[i], ins[i] + suffix, c->type);
+    ins[i] += suffix;
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    if (s.outputs[i] < 0) continue;
+    const ir::DType d = p.buffers[static_cast<size_t>(s.outputs[i])].dtype;
+    if (!ir::is_floating(d) || d == c->type) continue;
+    outs[i] += suffix;
+    cast_back.push_back({i, d});
+  }
+  return cast_back;
+}
+
 }  // namespace
 
 std::vector<std::string> value_names(const Programs& p) {
@@ -206,32 +241,7 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
     for (int b : s.inputs) ins.push_back(name(b));
     for (int b : s.outputs) outs_of_node.push_back(name(b));
     // Mixed-precision operators get explicit Casts, so each rank model is typed as ONNX wants.
-    std::vector<std::pair<size_t, ir::DType>> cast_back;  // output index, its stored type
-    if (std::optional<ComputeType> c = compute_type(p, s)) {
-      const std::string suffix = fmt::format(":{}@{}", ir::dtype_name(c->type), step_name);
-      for (size_t i = 0; i < s.inputs.size(); ++i) {
-        if (s.inputs[i] < 0) continue;
-        const ir::DType d = p.buffers[static_cast<size_t>(s.inputs[i])].dtype;
-        if (!ir::is_floating(d)) continue;
-        if (c->via && d == ir::DType::kFloat32) {  // an f32 operand rounded to 16 bit, then widened
-          const std::string rounded = ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
-          add_cast(*g, fmt::format("{}.cast_in{}_round", step_name, i), ins[i], rounded, *c->via);
-          add_cast(*g, fmt::format("{}.cast_in{}", step_name, i), rounded, ins[i] + suffix, c->type);
-          ins[i] += suffix;
-          continue;
-        }
-        if (d == c->type) continue;
-        add_cast(*g, fmt::format("{}.cast_in{}", step_name, i), ins[i], ins[i] + suffix, c->type);
-        ins[i] += suffix;
-      }
-      for (size_t i = 0; i < s.outputs.size(); ++i) {
-        if (s.outputs[i] < 0) continue;
-        const ir::DType d = p.buffers[static_cast<size_t>(s.outputs[i])].dtype;
-        if (!ir::is_floating(d) || d == c->type) continue;
-        outs_of_node[i] += suffix;
-        cast_back.push_back({i, d});
-      }
-    }
+    const std::vector<std::pair<size_t, ir::DType>> cast_back = add_input_casts(*g, p, s, step_name, ins, outs_of_node);
     onnx::NodeProto* node = g->add_node();
     node->set_name(step_name);
     for (const std::string& n : ins) node->add_input(n);
