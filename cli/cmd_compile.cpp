@@ -20,6 +20,7 @@ struct CompileFlags {
   std::string out;
   std::string backend = "cpu";
   std::string optimizer = "sgd";
+  std::string precision;  ///< --precision: must agree with the plan's ("" when not given)
   bool list_fallbacks = false;
 };
 
@@ -31,6 +32,7 @@ int run_compile(const CompileFlags& flags) {
   if (!usable) return report(usable.error());
   auto plan = search::load_plan(flags.plan);
   if (!plan) return report(plan.error());
+  if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed) return report(agreed.error());
   auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
   if (!model) return report(model.error());
   auto programs = compile_programs(**model, plan_configs(*plan), plan->topology.num_devices);
@@ -47,9 +49,10 @@ int run_compile(const CompileFlags& flags) {
       else if (s.kind == codegen::StepKind::kSend) ++sends;
       else if (s.kind != codegen::StepKind::kRecv) ++collectives;
     }
-  std::printf("compiled %s for %d ranks (%s backend): %d kernel calls (%d of whole operators), "
+  std::printf("compiled %s for %d ranks (%s backend, %s): %d kernel calls (%d of whole operators), "
               "%d collective calls, %d sends\n",
-              flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(), kernels, whole, collectives, sends);
+              flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(),
+              std::string(ir::precision_name(programs->precision)).c_str(), kernels, whole, collectives, sends);
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)
@@ -75,6 +78,9 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--precision", flags->precision,
+                 "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
   app.add_flag("--list-whole", flags->list_fallbacks, "list the operators that run whole (not sharded natively)");
   run = [flags] { return run_compile(*flags); };
 }

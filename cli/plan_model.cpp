@@ -65,6 +65,20 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
   return prepared;
 }
 
+std::string plan_precision(const search::Plan& plan) {
+  const auto& o = plan.search.options;
+  if (o.is_object() && o.contains("precision") && o["precision"].is_string()) return o["precision"].get<std::string>();
+  return "fp32";
+}
+
+Expected<void> check_plan_precision(const search::Plan& plan, const std::string& plan_path,
+                                    const std::string& requested) {
+  const std::string recorded = plan_precision(plan);
+  if (requested.empty() || requested == recorded) return ok();
+  return make_error("{}: the plan was made for --precision {}, not {} (plan again with --precision {})", plan_path,
+                    recorded, requested, requested);
+}
+
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
   std::vector<analysis::OpConfig> out;
   for (const search::PlanOp& op : plan.ops) out.push_back(op.config);
@@ -94,6 +108,7 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m, const std::
                                              int num_ranks) {
   auto p = codegen::partition(m.graph, m.strategies, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
+  p->precision = m.precision;
   return p;
 }
 

@@ -23,6 +23,14 @@ namespace planner::cli {
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan, const ModelFlags& model,
                                                           const std::string& optimizer);
 
+/// The precision recorded in `plan` (search.options.precision; absent means fp32).
+std::string plan_precision(const search::Plan& plan);
+
+/// Checks that a --precision given on the command line (`requested`, empty when not given)
+/// agrees with the plan's: one error naming the plan file and both precisions otherwise.
+Expected<void> check_plan_precision(const search::Plan& plan, const std::string& plan_path,
+                                    const std::string& requested);
+
 /// The plan's configs, in graph order.
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 

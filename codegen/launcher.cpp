@@ -133,7 +133,13 @@ const char* kProgramHeader =
 std::string launcher_program_source(const Programs& p) {
   Encoder e;
   e.i(0x504c4e52);
-  e.i(1);
+  // Format 1: an fp32 program; format 2 adds the precision (ir::Precision's value) after it.
+  if (p.precision == ir::Precision::kFp32) {
+    e.i(1);
+  } else {
+    e.i(2);
+    e.i(static_cast<int64_t>(p.precision));
+  }
   e.i(p.num_ranks);
   e.i(static_cast<int64_t>(p.buffers.size()));
   for (const Buffer& b : p.buffers) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,87 @@ const char* reducer_text(analysis::Reducer r) {
     case analysis::Reducer::kProd: return "prod";
   }
   return "sum";
+}
+
+bool is_half(ir::DType d) { return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16; }
+
+// How an ONNX operator of a mixed-precision program computes, when its floating tensors do not
+// all have one type: `type` is what its inputs are cast to and its outputs computed in; `via`,
+// when set, is the 16-bit type f32 operands are rounded through first.
+struct ComputeType {
+  ir::DType type = ir::DType::kFloat32;
+  std::optional<ir::DType> via;
+};
+
+// Tensor-core operators (MatMul, Gemm, Conv) touching 16-bit data compute in the 16-bit type
+// when their results are 16-bit, as AMP casts their operands; with an f32 result (a parameter
+// gradient, kept in f32 by the runtime) they compute in f32 on operands rounded to 16 bit.
+// Any other operator mixing types computes in f32 (the runtime's boundary widens, computes and
+// rounds the result). Nothing for operators of other domains (no schema constrains them),
+// Cast, and operators whose floating tensors share one type.
+std::optional<ComputeType> compute_type(const Programs& p, const Step& s) {
+  if (s.kind != StepKind::kKernel || !s.domain.empty() || s.op_type == "Cast") return std::nullopt;
+  std::optional<ir::DType> half;
+  std::vector<ir::DType> floats;
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (int b : *list) {
+      if (b < 0) continue;
+      const ir::DType d = p.buffers[static_cast<size_t>(b)].dtype;
+      if (is_half(d)) half = d;
+      if (ir::is_floating(d) && std::find(floats.begin(), floats.end(), d) == floats.end()) floats.push_back(d);
+    }
+  if (floats.size() < 2) return std::nullopt;
+  const bool tensor_core = s.op_type == "MatMul" || s.op_type == "Gemm" || s.op_type == "Conv";
+  if (!half || !tensor_core) return ComputeType{};
+  bool f32_result = false;
+  for (int b : s.outputs) f32_result |= b >= 0 && p.buffers[static_cast<size_t>(b)].dtype == ir::DType::kFloat32;
+  if (f32_result) return ComputeType{ir::DType::kFloat32, *half};
+  return ComputeType{*half, std::nullopt};
+}
+
+void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& from, const std::string& to,
+              ir::DType dtype) {
+  onnx::NodeProto* cast = g.add_node();
+  cast->set_name(node);
+  cast->set_op_type("Cast");
+  cast->add_input(from);
+  cast->add_output(to);
+  int_attr(*cast, "to", static_cast<int64_t>(dtype));
+}
+
+// Adds the Casts step `s` (named `step_name`) needs before it (compute_type) and renames its
+// input and output values `ins` / `outs` to the cast ones; returns the outputs to cast back
+// after it (output index, stored type).
+std::vector<std::pair<size_t, ir::DType>> add_input_casts(onnx::GraphProto& g, const Programs& p, const Step& s,
+                                                          const std::string& step_name, std::vector<std::string>& ins,
+                                                          std::vector<std::string>& outs) {
+  std::vector<std::pair<size_t, ir::DType>> cast_back;
+  const std::optional<ComputeType> c = compute_type(p, s);
+  if (!c) return cast_back;
+  const std::string suffix = fmt::format(":{}@{}", ir::dtype_name(c->type), step_name);
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    if (s.inputs[i] < 0) continue;
+    const ir::DType d = p.buffers[static_cast<size_t>(s.inputs[i])].dtype;
+    if (!ir::is_floating(d)) continue;
+    if (c->via && d == ir::DType::kFloat32) {  // an f32 operand rounded to 16 bit, then widened
+      const std::string rounded = ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
+      add_cast(g, fmt::format("{}.cast_in{}_round", step_name, i), ins[i], rounded, *c->via);
+      add_cast(g, fmt::format("{}.cast_in{}", step_name, i), rounded, ins[i] + suffix, c->type);
+      ins[i] += suffix;
+      continue;
+    }
+    if (d == c->type) continue;
+    add_cast(g, fmt::format("{}.cast_in{}", step_name, i), ins[i], ins[i] + suffix, c->type);
+    ins[i] += suffix;
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    if (s.outputs[i] < 0) continue;
+    const ir::DType d = p.buffers[static_cast<size_t>(s.outputs[i])].dtype;
+    if (!ir::is_floating(d) || d == c->type) continue;
+    outs[i] += suffix;
+    cast_back.push_back({i, d});
+  }
+  return cast_back;
 }
 
 }  // namespace
@@ -154,10 +236,16 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
   const bool all = p.num_ranks > 1;
   int index = 0;
   for (const Step& s : p.ranks[static_cast<size_t>(rank)].steps) {
+    const std::string step_name = fmt::format("step{}", index++);
+    std::vector<std::string> ins, outs_of_node;
+    for (int b : s.inputs) ins.push_back(name(b));
+    for (int b : s.outputs) outs_of_node.push_back(name(b));
+    // Mixed-precision operators get explicit Casts, so each rank model is typed as ONNX wants.
+    const std::vector<std::pair<size_t, ir::DType>> cast_back = add_input_casts(*g, p, s, step_name, ins, outs_of_node);
     onnx::NodeProto* node = g->add_node();
-    node->set_name(fmt::format("step{}", index++));
-    for (int b : s.inputs) node->add_input(name(b));
-    for (int b : s.outputs) node->add_output(name(b));
+    node->set_name(step_name);
+    for (const std::string& n : ins) node->add_input(n);
+    for (const std::string& n : outs_of_node) node->add_output(n);
     std::vector<int> everyone(static_cast<size_t>(p.num_ranks));
     for (int r = 0; r < p.num_ranks; ++r) everyone[static_cast<size_t>(r)] = r;
     const bool whole_world = all && s.group == everyone;
@@ -222,6 +310,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
         break;
       }
     }
+    for (auto [i, dtype] : cast_back)
+      add_cast(*g, fmt::format("{}.cast_out{}", step_name, i), outs_of_node[i], name(s.outputs[i]), dtype);
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return make_error("rank {}: cannot serialise the ONNX model", rank);
@@ -236,6 +326,7 @@ std::string manifest_json(const Programs& p, const std::string& model_name) {
   j["model"] = model_name;
   j["num_ranks"] = p.num_ranks;
   j["mode"] = p.train ? "train" : "infer";
+  j["precision"] = std::string(ir::precision_name(p.precision));
   j["ranks"] = nlohmann::ordered_json::array();
   for (int r = 0; r < p.num_ranks; ++r)
     j["ranks"].push_back({{"rank", r}, {"device", r}, {"file", fmt::format("rank_{}.onnx", r)},

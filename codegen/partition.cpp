@@ -393,8 +393,7 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
       b.hi = b.lo + 1;
     }
   }
-  if (ir::dtype_size(tensor.dtype) > 0 && tensor.dtype != ir::DType::kFloat32 &&
-      tensor.dtype != ir::DType::kFloat16 && b.lo == -1) {
+  if (ir::dtype_size(tensor.dtype) > 0 && !ir::is_floating(tensor.dtype) && b.lo == -1) {
     b.lo = 0;
     b.hi = 2;
   }

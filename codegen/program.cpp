@@ -29,7 +29,10 @@ std::string Programs::buffer_label(int id) const {
   const Buffer& b = buffers[static_cast<size_t>(id)];
   std::vector<std::string> dims;
   for (const analysis::Range& r : b.region) dims.push_back(fmt::format("{}:{}", r.begin, r.end));
-  return fmt::format("b{} {}[{}]", id, b.tensor_name, fmt::join(dims, ","));
+  // 16-bit buffers of a mixed-precision program say so; f32 and integers are the usual case.
+  const bool half = b.dtype == ir::DType::kFloat16 || b.dtype == ir::DType::kBFloat16;
+  return fmt::format("b{} {}[{}]{}{}", id, b.tensor_name, fmt::join(dims, ","), half ? " " : "",
+                     half ? ir::dtype_name(b.dtype) : "");
 }
 
 std::string Programs::to_text() const {

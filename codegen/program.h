@@ -18,6 +18,7 @@
 #include "analysis/strategies.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 
 namespace planner::codegen {
 
@@ -101,6 +102,9 @@ struct OpReport {
 struct Programs {
   int num_ranks = 0;
   bool train = false;
+  /// The step's precision (docs/runtime.md): buffers of 16-bit activations say so by their
+  /// dtype; the launcher switches TF32 on from it, and verify picks its tolerance from it.
+  ir::Precision precision = ir::Precision::kFp32;
   std::vector<Buffer> buffers;
   std::vector<RankProgram> ranks;
   /// Buffers whose values are graph outputs (model outputs, updated parameters and state), in
@@ -113,7 +117,7 @@ struct Programs {
 
   /// A readable listing: per rank, one line per step.
   std::string to_text() const;
-  /// A buffer's display name: "tensor[0:32,0:64]@r1".
+  /// A buffer's display name: "b7 tensor[0:32,0:64]", with " f16" / " bf16" for 16-bit ones.
   std::string buffer_label(int id) const;
 };
 

@@ -63,8 +63,29 @@ Expected<std::vector<DumpedSlice>> read_dump(const std::string& path) {
 
 namespace {
 
+// The value of an f16 / bf16 element (the runtime's planner_rt/half.h does the same).
+double half_value(uint16_t h, bool bf16) {
+  if (bf16) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = exp == 0    ? std::ldexp(mant, -24)
+             : exp == 31 ? (mant ? NAN : INFINITY)
+                         : std::ldexp(mant | 0x400, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
 double element(const DumpedSlice& s, int64_t i) {
   switch (s.dtype) {
+    case ir::DType::kFloat16:
+    case ir::DType::kBFloat16: {
+      uint16_t v;
+      std::memcpy(&v, s.bytes.data() + i * 2, 2);
+      return half_value(v, s.dtype == ir::DType::kBFloat16);
+    }
     case ir::DType::kFloat32: {
       float v;
       std::memcpy(&v, s.bytes.data() + i * 4, 4);
@@ -85,9 +106,63 @@ double element(const DumpedSlice& s, int64_t i) {
   }
 }
 
+bool is_half(ir::DType d) { return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16; }
+
+// The operators AMP runs on tensor cores (planner_rt::is_tensor_core_op): their results are
+// rounded to 16 bit under mixed precision even where they are stored in f32.
+bool tensor_core_op(const std::string& op) {
+  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvGradData" || op == "ConvGradFilter";
+}
+
 }  // namespace
 
-Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector<DumpedSlice>& ref, double tol) {
+int rounding_depth(const Programs& p, int steps) {
+  std::vector<int> depth(p.buffers.size(), 0);
+  int deepest = 0;
+  for (int s = 0; s < std::max(steps, 1); ++s) {
+    for (const RankProgram& r : p.ranks)
+      for (const Step& step : r.steps) {
+        int d = 0;
+        bool half_in = false, half_out = false;
+        for (int b : step.inputs)
+          if (b >= 0) {
+            d = std::max(d, depth[static_cast<size_t>(b)]);
+            half_in |= is_half(p.buffers[static_cast<size_t>(b)].dtype);
+          }
+        for (int b : step.outputs)
+          if (b >= 0) half_out |= is_half(p.buffers[static_cast<size_t>(b)].dtype);
+        const bool tensor_core = step.kind == StepKind::kKernel && tensor_core_op(step.op_type);
+        if (p.precision == ir::Precision::kTf32 ? tensor_core
+                                                : step.kind == StepKind::kKernel && (half_out || (half_in && tensor_core)))
+          ++d;
+        for (int b : step.outputs)
+          if (b >= 0) depth[static_cast<size_t>(b)] = d;
+        deepest = std::max(deepest, d);
+      }
+    for (auto [updated, home] : p.carries) depth[static_cast<size_t>(home)] = depth[static_cast<size_t>(updated)];
+  }
+  return deepest;
+}
+
+Tolerance default_tolerance(ir::Precision precision, int depth) {
+  Tolerance t;
+  switch (precision) {
+    case ir::Precision::kFp32:
+      return t;
+    case ir::Precision::kTf32:
+    case ir::Precision::kFp16:
+    case ir::Precision::kBf16: {
+      // TF32 operands carry f16's 10-bit mantissa: the same u, fewer roundings (rounding_depth).
+      const double u = std::ldexp(1.0, precision == ir::Precision::kBf16 ? -8 : -11);
+      t.atol = t.rtol = 8 * u * std::sqrt(static_cast<double>(std::max(depth, 1)));
+      return t;
+    }
+  }
+  return t;
+}
+
+Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector<DumpedSlice>& ref,
+                         const Tolerance& tol) {
   Comparison c;
   std::map<std::string, const DumpedSlice*> by_name;
   for (const DumpedSlice& r : ref) by_name[r.name] = &r;
@@ -97,8 +172,21 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
     int64_t n = static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
     covered[name].assign(static_cast<size_t>(n), false);
     double m = 0;
-    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(element(*r, i)));
+    int64_t non_finite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = element(*r, i);
+      if (std::isfinite(v))
+        m = std::max(m, std::fabs(v));
+      else
+        ++non_finite;
+    }
     scale[name] = m;
+    if (non_finite && c.reference_finite) {
+      c.ok = c.reference_finite = false;
+      c.problem = fmt::format(
+          "the unpartitioned step itself is not finite: '{}' holds {} NaN or infinite values{}", name, non_finite,
+          r->dtype == ir::DType::kFloat16 ? " (f16 overflows past 65504)" : "");
+    }
   }
   for (const DumpedSlice& s : part) {
     auto it = by_name.find(s.name);
@@ -117,10 +205,14 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       double a = element(s, e), b = element(r, g);
       double diff = std::fabs(a - b);
       if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
-      double rel = diff / std::max(scale[s.name], 1e-30);
+      const double rel = diff / std::max(scale[s.name], 1e-30);
+      const double allowed = tol.atol * scale[s.name] + tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0);
+      // A NaN or infinity on either side is never within tolerance.
+      const double ratio = diff == 0 ? 0 : std::isfinite(diff) ? diff / std::max(allowed, 1e-300) : INFINITY;
       if (diff > c.max_abs) c.max_abs = diff;
-      if (rel > c.max_rel || (std::isinf(rel) && c.worst.empty())) {
-        c.max_rel = rel;
+      c.max_rel = std::max(c.max_rel, rel);
+      if (ratio > c.max_ratio || (std::isinf(ratio) && c.worst.empty())) {
+        c.max_ratio = ratio;
         c.worst = s.name;
       }
       covered[s.name][static_cast<size_t>(g)] = true;
@@ -137,7 +229,7 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       if (c.problem.empty()) c.problem = fmt::format("the partitioned run does not produce all of '{}'", name);
     }
   }
-  if (!(c.max_rel <= tol)) c.ok = false;
+  if (!(c.max_ratio <= 1)) c.ok = false;
   return c;
 }
 
@@ -319,11 +411,15 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, c
   };
   std::string ref_out;
   PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> ref, run(0, ref_out));
+  Tolerance tolerance = default_tolerance(reference.precision, rounding_depth(reference, o.steps));
+  if (o.atol >= 0) tolerance.atol = o.atol;
+  if (o.rtol >= 0) tolerance.rtol = o.rtol;
   std::vector<VerifyResult> results;
   for (size_t i = 1; i < exes.size(); ++i) {
     VerifyResult r;
     PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> got, run(i, r.output));
-    r.comparison = compare_dumps(got, ref, o.tolerance);
+    r.tolerance = tolerance;
+    r.comparison = compare_dumps(got, ref, tolerance);
     r.step_ms = last_step_ms(r.output);
     results.push_back(std::move(r));
   }

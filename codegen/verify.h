@@ -27,21 +27,43 @@ struct DumpedSlice {
 /// Reads a launcher's --dump file.
 Expected<std::vector<DumpedSlice>> read_dump(const std::string& path);
 
+/// How close two runs must be, per element: |partitioned - reference| <= atol * scale +
+/// rtol * |reference|, where scale is the largest |reference| of the element's tensor (so atol
+/// is relative to the tensor's magnitude, and rtol to the element's).
+struct Tolerance {
+  double atol = 1e-4;  ///< error allowed relative to the tensor's largest magnitude
+  double rtol = 0;     ///< error allowed relative to the element's own magnitude
+};
+
+/// The longest chain of roundings in `program`: kernel steps whose results are rounded to a
+/// 16-bit type (a 16-bit output, or a tensor-core operator under mixed precision) or, in a tf32
+/// program, whose operands are rounded to TF32 (MatMul, Gemm, Conv and its gradients), counted
+/// along the data flow of one step and through the carried parameters over `steps` steps.
+int rounding_depth(const Programs& program, int steps);
+
+/// The default tolerance of a verify at `precision` (docs/codegen.md derives it): fp32 atol
+/// 1e-4, rtol 0; tf32, fp16 and bf16 atol = rtol = 8 u sqrt(depth) with u the unit roundoff
+/// (2^-11 for TF32 operands and f16, 2^-8 for bf16) and `depth` the rounding_depth of the
+/// reference program.
+Tolerance default_tolerance(ir::Precision precision, int depth);
+
 /// How two runs compare.
 struct Comparison {
   bool ok = true;
   int tensors = 0;            ///< reference tensors compared
   double max_abs = 0;         ///< largest |partitioned - reference|
   double max_rel = 0;         ///< largest |difference| / max |reference| of its tensor
-  std::string worst;          ///< the tensor with the largest relative error
+  double max_ratio = 0;       ///< largest |difference| / what the tolerance allows there
+  std::string worst;          ///< the tensor with the largest difference against its allowance
   std::string problem;        ///< why not ok, when it is something else than the tolerance
+  bool reference_finite = true;  ///< false: the reference itself holds NaN or infinity
 };
 
 /// Compares every slice of `partitioned` with the same region of the (whole) tensors of
-/// `reference`: ok when every reference tensor is covered and every relative error (scaled by
-/// the tensor's largest magnitude) is at most `tolerance`.
+/// `reference`: ok when every reference tensor is covered and every element is within
+/// `tolerance`. f16 and bf16 slices are read exactly (as f32).
 Comparison compare_dumps(const std::vector<DumpedSlice>& partitioned, const std::vector<DumpedSlice>& reference,
-                         double tolerance);
+                         const Tolerance& tolerance);
 
 /// Where verify keeps its runtime builds: $PLANNER_CACHE_DIR, else $XDG_CACHE_HOME/planner or
 /// ~/.cache/planner.
@@ -65,7 +87,8 @@ const OutputFolderKind& verify_folder_kind();
 struct VerifyOptions {
   int steps = 2;              ///< training steps run (parameters carried between them)
   uint64_t seed = 1;          ///< initialisation seed of both runs
-  double tolerance = 1e-4;    ///< largest relative error accepted (see compare_dumps)
+  /// Overrides of the precision's default_tolerance (negative: the default).
+  double atol = -1, rtol = -1;
   std::string work_dir;       ///< where to compile and build; empty: a fresh temporary folder
   bool keep = false;          ///< keep work_dir afterwards
   bool verbose = false;
@@ -74,6 +97,7 @@ struct VerifyOptions {
 /// What one partitioned program did against the reference.
 struct VerifyResult {
   Comparison comparison;
+  Tolerance tolerance;       ///< what the comparison allowed
   double step_ms = 0;        ///< the last step's time, slowest rank
   std::string output;        ///< the launcher's output
 };

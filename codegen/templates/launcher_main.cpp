@@ -27,6 +27,7 @@
 #include "launcher.h"
 #include "planner_rt/collectives.h"
 #include "planner_rt/kernels.h"
+#include "planner_rt/precision.h"
 #include "planner_rt/profiler.h"
 #include "planner_rt/random.h"
 #include "planner_rt/tensor.h"
@@ -60,7 +61,20 @@ struct StepSpec {
   rt::ReduceOp reduce = rt::ReduceOp::kSum;
 };
 
+// The step's precision, as the planner's ir::Precision numbers it.
+enum class Precision { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3 };
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kTf32: return "tf32";
+    case Precision::kFp16: return "fp16 (f16 activations, f32 parameters)";
+    case Precision::kBf16: return "bf16 (bf16 activations, f32 parameters)";
+    default: return "fp32";
+  }
+}
+
 struct Program {
+  Precision precision = Precision::kFp32;
   int num_ranks = 0;
   std::vector<BufferSpec> buffers;
   std::vector<int> outputs;
@@ -97,8 +111,11 @@ class Reader {
 
 Program load(const launcher::ProgramTable& t) {
   Reader r(t);
-  if (r.i() != 0x504c4e52 || r.i() != 1) throw rt::Error("program table has the wrong format");
+  if (r.i() != 0x504c4e52) throw rt::Error("program table has the wrong format");
+  const int64_t format = r.i();
+  if (format != 1 && format != 2) throw rt::Error("program table has the wrong format");
   Program p;
+  if (format == 2) p.precision = static_cast<Precision>(r.i());
   p.num_ranks = r.n();
   p.buffers.resize(static_cast<size_t>(r.i()));
   for (BufferSpec& b : p.buffers) {
@@ -576,6 +593,9 @@ int run_main(int argc, char** argv) {
   if (o.timeout_s > 0) world_options.timeout = std::chrono::seconds(o.timeout_s);
   rt::World world(world_options);
   std::printf("%s\n", world.description().c_str());
+  // 16-bit tensors say so by their dtype; TF32 matmuls and convolutions are a switch.
+  rt::set_tf32(p.precision == Precision::kTf32);
+  if (p.precision != Precision::kFp32) std::printf("precision: %s\n", precision_name(p.precision));
   const std::vector<int>& local = world.local_ranks();
   const bool reports_here = std::find(local.begin(), local.end(), 0) != local.end();
 

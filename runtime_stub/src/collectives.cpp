@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "collectives_internal.h"
+#include "planner_rt/half.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -100,6 +101,18 @@ void fold(T* acc, const T* v, int64_t n, ReduceOp op) {
   }
 }
 
+// 16-bit floats reduce as NCCL reduces them: each pair combined in f32, the result rounded to
+// nearest even into the 16-bit type.
+void fold_half(DType d, uint16_t* acc, const uint16_t* v, int64_t n, ReduceOp op) {
+  const bool bf16 = d == DType::kBFloat16;
+  for (int64_t i = 0; i < n; ++i) {
+    float a = bf16 ? bf16_to_f32(acc[i]) : f16_to_f32(acc[i]);
+    float b = bf16 ? bf16_to_f32(v[i]) : f16_to_f32(v[i]);
+    fold(&a, &b, 1, op);
+    acc[i] = bf16 ? f32_to_bf16(a) : f32_to_f16(a);
+  }
+}
+
 // acc = acc op v, element-wise, for the numeric types a reduction accepts.
 void fold_bytes(DType d, uint8_t* acc, const uint8_t* v, int64_t n, ReduceOp op) {
   switch (d) {
@@ -111,6 +124,9 @@ void fold_bytes(DType d, uint8_t* acc, const uint8_t* v, int64_t n, ReduceOp op)
       return fold(reinterpret_cast<int32_t*>(acc), reinterpret_cast<const int32_t*>(v), n, op);
     case DType::kUInt8:
       return fold(reinterpret_cast<uint8_t*>(acc), reinterpret_cast<const uint8_t*>(v), n, op);
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return fold_half(d, reinterpret_cast<uint16_t*>(acc), reinterpret_cast<const uint16_t*>(v), n, op);
     default:
       throw Error("cannot reduce tensors of type " + std::string(dtype_name(d)));
   }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernel_util.h"
+#include "planner_rt/half.h"
 
 namespace planner::rt::kernels {
 
@@ -394,40 +395,7 @@ void k_clip(const KernelContext& ctx) {
 
 namespace {
 
-// IEEE half <-> float, round to nearest even; no platform half type needed.
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31)
-    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  uint32_t exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
-  if (exp == 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 31) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    int shift = 14 - e;
-    uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return sign | static_cast<uint16_t>(half);
-  }
-  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: fine
-  return sign | static_cast<uint16_t>(half);
-}
+// f16 <-> f32 conversions: planner_rt/half.h (shared with the cuda backend).
 
 // float -> integer without undefined behaviour: NaN gives 0, out-of-range values saturate.
 template <typename I>
@@ -460,7 +428,7 @@ void k_cast(const KernelContext& ctx) {
     double dv = 0;
     int64_t iv = 0;
     if (x.dtype == DType::kFloat16)
-      dv = half_to_float(static_cast<const uint16_t*>(x.data)[i]);
+      dv = f16_to_f32(static_cast<const uint16_t*>(x.data)[i]);
     else if (x.dtype == DType::kInt64)
       iv = static_cast<const int64_t*>(x.data)[i];
     else if (from_int)
@@ -473,7 +441,7 @@ void k_cast(const KernelContext& ctx) {
         static_cast<float*>(y.data)[i] = static_cast<float>(dv);
         break;
       case DType::kFloat16:
-        static_cast<uint16_t*>(y.data)[i] = float_to_half(static_cast<float>(dv));
+        static_cast<uint16_t*>(y.data)[i] = f32_to_f16(static_cast<float>(dv));
         break;
       case DType::kBool:
         static_cast<bool*>(y.data)[i] = from_int ? iv != 0 : dv != 0;

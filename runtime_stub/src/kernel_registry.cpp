@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "kernel_util.h"
+#include "precision_boundary.h"
 #if PLANNER_RT_CUDA
 #include "cuda/cuda_kernels.h"
 #endif
@@ -270,12 +271,9 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
   if (!e) fail_unknown(ctx, domain, op_type);
 #if PLANNER_RT_CUDA
-  if (e->cuda)
-    e->cuda(ctx);
-  else
-    host_fallback(ctx, e->cpu);
+  run_on_device(ctx, e->cuda, e->cpu);
 #else
-  e->cpu(ctx);
+  run_on_host(ctx, e->cpu);
 #endif
 }
 
@@ -286,7 +284,7 @@ void run_cpu_kernel(std::string_view domain, std::string_view op_type, const Att
   const Entry* e = find(domain, op_type);
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
   if (!e) fail_unknown(ctx, domain, op_type);
-  e->cpu(ctx);
+  run_on_host(ctx, e->cpu);
 }
 
 }  // namespace planner::rt

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "planner_rt/half.h"
+
 namespace planner::rt {
 
 namespace {
@@ -68,6 +70,12 @@ void fill_uniform(const Tensor& region, uint64_t seed, std::string_view name,
     switch (region.dtype) {
       case DType::kFloat32:
         static_cast<float*>(region.data)[i] = static_cast<float>(v);
+        break;
+      case DType::kFloat16:
+        static_cast<uint16_t*>(region.data)[i] = f32_to_f16(static_cast<float>(v));
+        break;
+      case DType::kBFloat16:
+        static_cast<uint16_t*>(region.data)[i] = f32_to_bf16(static_cast<float>(v));
         break;
       case DType::kInt64:
         static_cast<int64_t*>(region.data)[i] = static_cast<int64_t>(std::floor(v));

@@ -24,6 +24,7 @@ size_t dtype_size(DType dtype) {
     case DType::kBool:
       return 1;
     case DType::kFloat16:
+    case DType::kBFloat16:
       return 2;
   }
   return 0;
@@ -45,13 +46,15 @@ std::string_view dtype_name(DType dtype) {
       return "bool";
     case DType::kFloat16:
       return "f16";
+    case DType::kBFloat16:
+      return "bf16";
   }
   return "?";
 }
 
 DType dtype_from_name(std::string_view name) {
   for (DType d : {DType::kFloat32, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kBool,
-                  DType::kFloat16})
+                  DType::kFloat16, DType::kBFloat16})
     if (dtype_name(d) == name) return d;
   throw Error("unknown element type '" + std::string(name) + "'");
 }

@@ -24,6 +24,13 @@ for m in "${models[@]}"; do
   echo "set(PLANNER_LAUNCHER_TARGET launcher_$m)" >> "$tmp/CMakeLists.txt"
   echo "add_subdirectory(\${CMAKE_CURRENT_SOURCE_DIR}/$m/launcher \${CMAKE_CURRENT_BINARY_DIR}/$m)" >> "$tmp/CMakeLists.txt"
 done
+# A mixed-precision program too (format-2 program table, bf16 buffers).
+"$planner" plan "$source_dir/examples/small_cnn.onnxtxt" --gpus 4 --search dp --precision bf16 --no-progress \
+  -o "$tmp/small_cnn_bf16.json" > /dev/null
+"$planner" compile "$tmp/small_cnn_bf16.json" --model "$source_dir/examples/small_cnn.onnxtxt" -o "$tmp/small_cnn_bf16" \
+  --backend cuda --precision bf16 > /dev/null
+echo "set(PLANNER_LAUNCHER_TARGET launcher_small_cnn_bf16)" >> "$tmp/CMakeLists.txt"
+echo "add_subdirectory(\${CMAKE_CURRENT_SOURCE_DIR}/small_cnn_bf16/launcher \${CMAKE_CURRENT_BINARY_DIR}/small_cnn_bf16)" >> "$tmp/CMakeLists.txt"
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR=$tmp  # paths hashed relative to the temporary folder: later runs hit
@@ -34,4 +41,4 @@ cmake -S "$tmp" -B "$tmp/build" -G Ninja "${launcher[@]}" "${mpi[@]}" > "$tmp/lo
 if [ -n "$with" ] && ! grep -q 'PLANNER_RT_MPI=1' "$tmp/build/build.ninja"; then
   echo "mpicxx is installed but the runtime was built without MPI:"; grep -i mpi "$tmp/log" | tail -5; exit 1
 fi
-echo "built the cuda launchers of ${models[*]}$with"
+echo "built the cuda launchers of ${models[*]} and small_cnn (bf16)$with"

@@ -5,6 +5,7 @@
 //   gpu_compare [--verbose]
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,9 @@
 #include <vector>
 
 #include "planner_rt/collectives.h"
+#include "planner_rt/half.h"
 #include "planner_rt/kernels.h"
+#include "planner_rt/precision.h"
 #include "planner_rt/profiler.h"
 #include "planner_rt/tensor.h"
 
@@ -79,11 +82,30 @@ std::vector<uint8_t> random_bytes(const In& in, std::mt19937& rng) {
         std::memcpy(b.data() + i * 4, &v, 4);
         break;
       }
+      case DType::kFloat16:
+      case DType::kBFloat16: {
+        const float f = in.fill == Fill::kPositive ? pos(rng) : u(rng);
+        const uint16_t h = in.dtype == DType::kFloat16 ? rt::f32_to_f16(f) : rt::f32_to_bf16(f);
+        std::memcpy(b.data() + i * 2, &h, 2);
+        break;
+      }
       default:
         break;
     }
   }
   return b;
+}
+
+// The f32 value of element e of a host f32 / f16 / bf16 array.
+float float_at(DType d, const uint8_t* p, int64_t e) {
+  if (d == DType::kFloat32) {
+    float v;
+    std::memcpy(&v, p + e * 4, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + e * 2, 2);
+  return d == DType::kFloat16 ? rt::f16_to_f32(h) : rt::bf16_to_f32(h);
 }
 
 // Runs one case on the cpu (reference) and the gpu and compares every output.
@@ -136,10 +158,10 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
       double worst = 0;
       int64_t bad = -1;
       for (int64_t e = 0; e < n && bad < 0; ++e) {
-        if (outs[k].dtype == DType::kFloat32) {
-          float a, b;
-          std::memcpy(&a, host_out[k].data() + e * 4, 4);
-          std::memcpy(&b, got.data() + e * 4, 4);
+        if (outs[k].dtype == DType::kFloat32 || outs[k].dtype == DType::kFloat16 ||
+            outs[k].dtype == DType::kBFloat16) {
+          const float a = float_at(outs[k].dtype, host_out[k].data(), e);
+          const float b = float_at(outs[k].dtype, got.data(), e);
           const double err = std::fabs(static_cast<double>(a) - b);
           worst = std::max(worst, err);
           if (!(err <= atol + rtol * std::fabs(a)) && !(std::isnan(a) && std::isnan(b))) bad = e;
@@ -417,6 +439,75 @@ void collective_cases(rt::WorldOptions opts) {
   if (!ok) ++failures;
 }
 
+// Mixed precision and TF32: the cuda kernels (cuBLAS/cuDNN on 16-bit operands, the widening
+// boundary elsewhere) against the cpu boundary's emulation. The two accumulate in different
+// orders, so results may differ by a rounding of the 16-bit type: tolerances of a few ulps.
+void precision_cases() {
+  for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+    const double ulp = h == DType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    auto H = [h](Shape s) { return In{h, std::move(s)}; };
+    auto OH = [h](Shape s) { return Out{h, std::move(s)}; };
+    check("", "MatMul", {}, {H({7, 9}), F({9, 5})}, {OH({7, 5})}, 4 * ulp, 4 * ulp);
+    check("", "MatMul", {}, {H({2, 7, 9}), H({2, 9, 5})}, {O({2, 7, 5})}, 4 * ulp, 4 * ulp);
+    check("", "Gemm", {{"transB", int64_t{1}}}, {H({6, 8}), F({5, 8}), F({5})}, {OH({6, 5})}, 4 * ulp, 4 * ulp);
+    check("", "Conv", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, {H({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})},
+          {OH({2, 6, 9, 8})}, 8 * ulp, 8 * ulp);
+    check("ai.planner", "ConvGradFilter", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+          {H({2, 4, 9, 8}), H({2, 6, 9, 8})}, {O({6, 4, 3, 3})}, 16 * ulp, 8 * ulp);
+    check("", "Relu", {}, {H({3, 5, 7})}, {OH({3, 5, 7})}, 0, 0);
+    check("", "Add", {}, {H({2, 3, 4}), F({4})}, {OH({2, 3, 4})}, 0, ulp);
+    check("", "LayerNormalization", {{"axis", int64_t{-1}}}, {H({4, 3, 64}), F({64}), F({64})},
+          {OH({4, 3, 64})}, 2 * ulp, 2 * ulp);
+    check("", "Softmax", {{"axis", int64_t{-1}}}, {H({4, 33})}, {OH({4, 33})}, ulp, ulp);
+  }
+  rt::set_tf32(true);
+  const double tf32 = std::ldexp(1.0, -10);
+  check("", "MatMul", {}, {F({7, 9}), F({9, 5})}, {O({7, 5})}, 4 * tf32, 4 * tf32);
+  check("", "Conv", {}, {F({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})}, {O({2, 6, 7, 6})}, 8 * tf32, 8 * tf32);
+  rt::set_tf32(false);
+}
+
+// all_reduce of 16-bit buffers (sum in f32, rounded) on ranks of `options`.
+void half_collective_cases(const rt::WorldOptions& options) {
+  rt::World world(options);
+  const int n = world.size();
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int r : world.local_ranks())
+    threads.emplace_back([&, r] {
+      try {
+        rt::Communicator c(world, r);
+        rt::Allocator a;
+        for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+          rt::TensorBuffer t(a, h, {64});
+          std::vector<uint16_t> v(64);
+          for (int i = 0; i < 64; ++i) {
+            const float f = static_cast<float>(r + 1) * 0.25f + static_cast<float>(i) / 64.0f;
+            v[static_cast<size_t>(i)] = h == DType::kFloat16 ? rt::f32_to_f16(f) : rt::f32_to_bf16(f);
+          }
+          rt::copy_from_host(t.view(), v.data());
+          c.all_reduce(t.view(), t.view(), rt::ReduceOp::kSum);
+          rt::copy_to_host(t.view(), v.data());
+          const double ulp = h == DType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+          for (int i = 0; i < 64; ++i) {
+            double want = 0;
+            for (int q = 0; q < n; ++q) want += (q + 1) * 0.25 + i / 64.0;
+            const float got = float_at(h, reinterpret_cast<const uint8_t*>(v.data()), i);
+            if (std::fabs(got - want) > n * ulp * std::fabs(want)) ++bad;
+          }
+        }
+      } catch (const std::exception& e) {
+        std::printf("FAIL 16-bit all_reduce: %s\n", e.what());
+        ++bad;
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (bad) {
+    std::printf("FAIL 16-bit all_reduce: %d element(s) off\n", bad.load());
+    ++failures;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -428,6 +519,7 @@ int main(int argc, char** argv) {
   }
   std::printf("gpu_compare on %s (%d GPU(s))\n", rt::device_name().c_str(), gpus);
   kernel_cases();
+  precision_cases();
   for (const std::string& name : rt::kernel_names())
     if (!covered.count(name) && rt::kernel_implementation(name.substr(0, name.find('.', 3)),
                                                           name.substr(name.find('.', 3) + 1)) != "host")
@@ -437,11 +529,13 @@ int main(int argc, char** argv) {
   shared.ranks_per_gpu = 8;
   shared.timeout = std::chrono::seconds(60);
   collective_cases(shared);
+  half_collective_cases(shared);
   if (gpus >= 2) {
     rt::WorldOptions nccl;
     nccl.size = std::min(gpus, 4);
     nccl.ranks_per_gpu = 1;
     collective_cases(nccl);
+    half_collective_cases(nccl);
   } else {
     std::printf("collectives over NCCL: skipped (needs 2 GPUs)\n");
   }

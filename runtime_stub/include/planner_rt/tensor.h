@@ -34,11 +34,13 @@ enum class DType : int32_t {
   kInt64 = 7,
   kBool = 9,
   kFloat16 = 10,
+  kBFloat16 = 16,
 };
 
 /// Bytes per element (0 for kUndefined).
 size_t dtype_size(DType dtype);
-/// Short name as in plan and costs files: f32, u8, i32, i64, bool, f16 ("none" for kUndefined).
+/// Short name as in plan and costs files: f32, u8, i32, i64, bool, f16, bf16 ("none" for
+/// kUndefined).
 std::string_view dtype_name(DType dtype);
 /// Parses a short name; throws Error for an unknown one.
 DType dtype_from_name(std::string_view name);
@@ -65,6 +67,8 @@ struct Tensor {
 
   /// False for an omitted optional tensor.
   bool present() const { return dtype != DType::kUndefined; }
+  /// Whether the elements are 16-bit floats (f16 or bf16), stored as raw bits.
+  bool is_half() const { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
   /// Number of dimensions.
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   /// Number of elements.

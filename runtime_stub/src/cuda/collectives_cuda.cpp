@@ -21,6 +21,7 @@
 #include "../kernel_util.h"
 #include "cuda_util.h"
 #include "device_kernels.h"
+#include "precision_kernels.h"
 
 namespace planner::rt {
 
@@ -93,6 +94,9 @@ class DeviceMemory : public detail::Memory {
   }
 
   void fold(DType d, void* acc, const void* v, int64_t n, ReduceOp op) override {
+    if (d == DType::kFloat16 || d == DType::kBFloat16)
+      return cuda::launch_fold_half(static_cast<int>(d), acc, v, n, static_cast<int>(op),
+                                    cuda::context().stream);
     if (d != DType::kFloat32 && d != DType::kUInt8 && d != DType::kInt32 && d != DType::kInt64)
       throw Error("cannot reduce tensors of type " + std::string(dtype_name(d)));
     cuda::launch_fold(static_cast<int>(d), acc, v, n, static_cast<int>(op),
@@ -210,6 +214,12 @@ ncclDataType_t nccl_type(DType d) {
       return ncclInt64;
     case DType::kUInt8:
       return ncclUint8;
+    case DType::kFloat16:
+      return ncclHalf;  // NCCL reduces 16-bit floats pairwise in f32 and rounds, as fold_half
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    case DType::kBFloat16:
+      return ncclBfloat16;
+#endif
     default:
       throw Error("cannot reduce tensors of type " + std::string(dtype_name(d)));
   }

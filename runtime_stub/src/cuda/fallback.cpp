@@ -1,6 +1,7 @@
 // The host fallback of the cuda backend: the cpu kernel on host copies of the device tensors.
 #include <map>
 
+#include "../precision_boundary.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 
@@ -26,7 +27,8 @@ void host_fallback(const KernelContext& ctx, KernelFn fn, bool copy_inputs) {
   // Outputs are copied too: a kernel may update in place or leave parts untouched.
   for (const Tensor& t : ctx.outputs) outs.push_back(stage(t, true));
   KernelContext host_ctx{ctx.op_type, ctx.node, ctx.attrs, ins, outs};
-  fn(host_ctx);
+  // 16-bit tensors (and TF32 operands) are handled as on the cpu backend.
+  run_on_host(host_ctx, fn);
   for (size_t i = 0; i < outs.size(); ++i)
     if (outs[i].present()) copy_from_host(ctx.outputs[i], outs[i].data);
 }

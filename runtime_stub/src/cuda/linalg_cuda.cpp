@@ -1,7 +1,10 @@
-// MatMul (batched, broadcasting) and Gemm on cuBLAS, with the cpu kernels' shape rules.
+// MatMul (batched, broadcasting) and Gemm on cuBLAS, with the cpu kernels' shape rules. The
+// operands are f32, or both f16 or both bf16 (the precision boundary casts mixed-precision
+// operands); the result is always f32, accumulated in f32 (CUBLAS_COMPUTE_32F).
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "device_kernels.h"
+#include "planner_rt/precision.h"
 
 namespace planner::rt::kernels {
 
@@ -12,11 +15,38 @@ int to_int(const KernelContext& ctx, int64_t v) {
   return static_cast<int>(std::max<int64_t>(v, 1));
 }
 
+// The cuBLAS type of the operands: f32, f16 or bf16 (both operands the same).
+cudaDataType_t operand_type(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype)
+    ctx.fail("A is " + std::string(dtype_name(a.dtype)) + ", B " + std::string(dtype_name(b.dtype)) +
+             ": cuBLAS takes operands of one type");
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return CUDA_R_32F;
+    case DType::kFloat16:
+      return CUDA_R_16F;
+    case DType::kBFloat16:
+      return CUDA_R_16BF;
+    default:
+      ctx.fail("unsupported operand type " + std::string(dtype_name(a.dtype)));
+  }
+}
+
+// The math mode of a call: plain f32 FMA (comparable with the cpu backend) unless TF32 is on;
+// 16-bit operands on tensor cores with f32 reductions.
+cublasMath_t math_mode(cudaDataType_t type) {
+  if (type != CUDA_R_32F)
+    return static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+  return tf32_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH;
+}
+
 // Row-major C = alpha op(A) op(B) + beta C (m x n, inner k) as cuBLAS's column-major
-// C^T = op(B)^T op(A)^T, `batch` times with element strides sa, sb, sc (0: shared).
-void gemm_rm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-             float alpha, const float* a, int64_t lda, int64_t sa, const float* b, int64_t ldb,
-             int64_t sb, float beta, float* c, int64_t ldc, int64_t sc, int64_t batch) {
+// C^T = op(B)^T op(A)^T, `batch` times with element strides sa, sb, sc (0: shared). A and B
+// are of `type`, C is f32; element strides and offsets count elements.
+void gemm_rm(const KernelContext& ctx, cudaDataType_t type, bool ta, bool tb, int64_t m, int64_t n,
+             int64_t k, float alpha, const void* a, int64_t lda, int64_t sa, const void* b,
+             int64_t ldb, int64_t sb, float beta, float* c, int64_t ldc, int64_t sc,
+             int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
   cuda::Context& cx = cuda::context();
   if (k == 0) {
@@ -29,10 +59,16 @@ void gemm_rm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, i
     return;
   }
   const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  PLANNER_CUDA_CHECK(cublasSgemmStridedBatched(
-      cx.cublas, opb, opa, to_int(ctx, n), to_int(ctx, m), to_int(ctx, k), &alpha, b,
-      to_int(ctx, ldb), sb, a, to_int(ctx, lda), sa, &beta, c, to_int(ctx, ldc), sc,
-      to_int(ctx, batch)));
+  PLANNER_CUDA_CHECK(cublasSetMathMode(cx.cublas, math_mode(type)));
+  PLANNER_CUDA_CHECK(cublasGemmStridedBatchedEx(
+      cx.cublas, opb, opa, to_int(ctx, n), to_int(ctx, m), to_int(ctx, k), &alpha, b, type,
+      to_int(ctx, ldb), sb, a, type, to_int(ctx, lda), sa, &beta, c, CUDA_R_32F, to_int(ctx, ldc), sc,
+      to_int(ctx, batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// Element `offset` of a device array of `type`.
+const void* at(const void* p, cudaDataType_t type, int64_t offset) {
+  return static_cast<const char*>(p) + offset * (type == CUDA_R_32F ? 4 : 2);
 }
 
 }  // namespace
@@ -40,8 +76,7 @@ void gemm_rm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, i
 void c_matmul(const KernelContext& ctx) {
   const Tensor& a = ctx.in(0);
   const Tensor& b = ctx.in(1);
-  ctx.expect_dtype(a, DType::kFloat32, "A");
-  ctx.expect_dtype(b, DType::kFloat32, "B");
+  const cudaDataType_t type = operand_type(ctx, a, b);
   if (a.rank() == 0 || b.rank() == 0) ctx.fail("operands must have rank >= 1");
   Shape sa = a.shape, sb = b.shape;
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
@@ -56,31 +91,30 @@ void c_matmul(const KernelContext& ctx) {
   if (a.rank() > 1) out.push_back(m);
   if (b.rank() > 1) out.push_back(n);
   ctx.expect_out(0, DType::kFloat32, out);
-  const float* ap = a.as<float>();
-  const float* bp = b.as<float>();
+  const void* ap = a.data;
+  const void* bp = b.data;
   float* yp = ctx.out(0).as<float>();
   const int64_t nb = num_elements(batch), na = num_elements(ba), nbb = num_elements(bb);
   if (nbb == 1 && na == nb) {  // B shared by every batch: one GEMM over all rows of A
-    gemm_rm(ctx, false, false, nb * m, n, k, 1.0f, ap, k, 0, bp, n, 0, 0.0f, yp, n, 0, 1);
+    gemm_rm(ctx, type, false, false, nb * m, n, k, 1.0f, ap, k, 0, bp, n, 0, 0.0f, yp, n, 0, 1);
     return;
   }
   if ((na == nb || na == 1) && (nbb == nb || nbb == 1)) {  // one strided-batched call
-    gemm_rm(ctx, false, false, m, n, k, 1.0f, ap, k, na == 1 ? 0 : m * k, bp, n,
+    gemm_rm(ctx, type, false, false, m, n, k, 1.0f, ap, k, na == 1 ? 0 : m * k, bp, n,
             nbb == 1 ? 0 : k * n, 0.0f, yp, n, m * n, nb);
     return;
   }
   // General broadcasting between batch dimensions: one GEMM per output batch.
   broadcast_loop<2>(batch, {ba, bb}, [&](int64_t o, const std::array<int64_t, 2>& off) {
-    gemm_rm(ctx, false, false, m, n, k, 1.0f, ap + off[0] * m * k, k, 0, bp + off[1] * k * n, n, 0,
-            0.0f, yp + o * m * n, n, 0, 1);
+    gemm_rm(ctx, type, false, false, m, n, k, 1.0f, at(ap, type, off[0] * m * k), k, 0,
+            at(bp, type, off[1] * k * n), n, 0, 0.0f, yp + o * m * n, n, 0, 1);
   });
 }
 
 void c_gemm(const KernelContext& ctx) {
   const Tensor& a = ctx.in(0);
   const Tensor& b = ctx.in(1);
-  ctx.expect_dtype(a, DType::kFloat32, "A");
-  ctx.expect_dtype(b, DType::kFloat32, "B");
+  const cudaDataType_t type = operand_type(ctx, a, b);
   if (a.rank() != 2 || b.rank() != 2)
     ctx.fail("A " + shape_to_string(a.shape) + " and B " + shape_to_string(b.shape) +
              " must be 2-D");
@@ -112,7 +146,7 @@ void c_gemm(const KernelContext& ctx) {
     cuda::launch_broadcast_scale(s, c.as<float>(), beta, y, cuda::context().stream);
     gemm_beta = 1.0f;
   }
-  gemm_rm(ctx, ta, tb, m, n, k, alpha, a.as<float>(), a.shape[1], 0, b.as<float>(), b.shape[1], 0,
+  gemm_rm(ctx, type, ta, tb, m, n, k, alpha, a.data, a.shape[1], 0, b.data, b.shape[1], 0,
           gemm_beta, y, n, 0, 1);
 }
 
