@@ -167,7 +167,51 @@ CommStep parallel_rings(const std::vector<std::vector<DeviceId>>& rings, double 
   return step;
 }
 
-CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& group, double bytes) {
+// The ring order NCCL would take through a group on one node: the cycle whose slowest hop is
+// fastest (ties: the larger sum of hop bandwidths, then the first found), searched exhaustively
+// for groups of up to 8 devices. The given order stays when its slowest hop is already as fast
+// as any pair of the group (switched nodes) or the group spans nodes (the hierarchical
+// schedule orders those). Cached per thread: searches price the same groups many times.
+std::vector<DeviceId> fastest_ring(const Topology& topology, const std::vector<DeviceId>& group) {
+  const size_t n = group.size();
+  if (n < 4 || n > 8) return group;
+  int node = topology.device(group[0]).node;
+  for (DeviceId d : group)
+    if (topology.device(d).node != node) return group;
+  auto hop = [&](DeviceId a, DeviceId b) { return topology.bandwidth(a, b); };
+  auto score = [&](const std::vector<DeviceId>& ring) {
+    double slowest = std::numeric_limits<double>::infinity(), sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double bw = std::min(hop(ring[i], ring[(i + 1) % n]), hop(ring[(i + 1) % n], ring[i]));
+      slowest = std::min(slowest, bw);
+      sum += bw;
+    }
+    return std::make_pair(slowest, sum);
+  };
+  double fastest_pair = 0;
+  for (DeviceId a : group)
+    for (DeviceId b : group)
+      if (a != b) fastest_pair = std::max(fastest_pair, std::min(hop(a, b), hop(b, a)));
+  if (score(group).first >= fastest_pair) return group;
+  thread_local std::map<std::pair<const Topology*, std::vector<DeviceId>>, std::vector<DeviceId>> cache;
+  auto key = std::make_pair(&topology, group);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  std::vector<DeviceId> ring = group, best = group;
+  auto best_score = score(group);
+  // The first device stays first: rotations are the same ring.
+  std::sort(ring.begin() + 1, ring.end());
+  do {
+    auto sc = score(ring);
+    if (sc > best_score) best_score = sc, best = ring;
+  } while (std::next_permutation(ring.begin() + 1, ring.end()));
+  if (cache.size() > 4096) cache.clear();
+  cache.emplace(std::move(key), best);
+  return best;
+}
+
+CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& given, double bytes,
+                           const Topology& topology) {
+  const std::vector<DeviceId> group = c == Collective::kBroadcast ? given : fastest_ring(topology, given);
   const int n = static_cast<int>(group.size());
   CommSchedule s;
   double chunk = bytes / n;
@@ -241,7 +285,7 @@ CollectiveCost collective_cost(const Topology& topology, Collective collective,
   const int n = static_cast<int>(group.size());
   if (n <= 1 || bytes <= 0) return best;
 
-  CommSchedule ring = ring_schedule(collective, group, bytes);
+  CommSchedule ring = ring_schedule(collective, group, bytes, topology);
   best.algorithm = collective == Collective::kAllToAll ? CollectiveAlgorithm::kDirect
                                                        : CollectiveAlgorithm::kRing;
   best.time = schedule_time(topology, ring);

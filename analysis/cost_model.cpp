@@ -260,6 +260,14 @@ std::optional<GemmShape> gemm_shape(const ir::Op& op,
         std::max(product(a, 0, a.size() - 2), b.size() > 2 ? product(b, 0, b.size() - 2) : 1.0);
     return g;
   }
+  if (t == "MatMulGradWeight") {  // dW[K, N] = A[..., K]^T dY[..., N]: deep and narrow
+    if (shapes.size() < 2 || shapes[0].empty() || shapes[1].empty()) return std::nullopt;
+    GemmShape g;
+    g.m = static_cast<double>(shapes[0].back());
+    g.n = static_cast<double>(shapes[1].back());
+    g.k = product(shapes[0], 0, shapes[0].size() - 1);
+    return g;
+  }
   if (t == "Gemm") {
     if (shapes.size() < 2 || shapes[0].size() != 2 || shapes[1].size() != 2) return std::nullopt;
     bool ta = int_attribute(op, "transA", 0) != 0;

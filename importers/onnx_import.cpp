@@ -26,6 +26,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "importers/fuse_layer_norm.h"
 #include "importers/fold_constants.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
@@ -779,7 +780,8 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   PLANNER_TRY(graph.finalize(source));
   PLANNER_TRY(check_declared_outputs(graph, declared_by_name, source));
   PLANNER_TRY(lower_training_ops(graph, source));
-  PLANNER_TRY(unflatten_linear(graph, source));
+  if (options.unflatten_linear) PLANNER_TRY(unflatten_linear(graph, source));
+  if (options.fuse_layer_norm) PLANNER_TRY(fuse_layer_norm(graph, source));
 
   if (options.load_weights) {
     for (ir::TensorId id = 0; id < graph.num_tensors(); ++id) {

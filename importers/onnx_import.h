@@ -36,6 +36,14 @@ struct ImportOptions {
   bool load_weights = false;
   /// Fold constant shape-computing subgraphs (Shape -> Gather -> ... -> Reshape etc.).
   bool fold_constants = true;
+  /// Keep Linear layers that exporters flatten into rows around a Gemm in their leading
+  /// dimensions (importers/unflatten_linear.h: batch-first attention's output projection), so
+  /// a batch split passes them. False imports exactly the file's operators and shapes.
+  bool unflatten_linear = true;
+  /// Import layer normalisation spelled in element-wise operators (exporters below opset 17)
+  /// as one LayerNormalization, as frameworks run it (importers/fuse_layer_norm.h). False
+  /// imports exactly the file's operators.
+  bool fuse_layer_norm = true;
 };
 
 /// Loads a model. The format is chosen by extension: ".onnxtxt"/".txt" is ONNX's textual

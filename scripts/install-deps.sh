@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the planner builds and tests with; a no-op when present.
-# Optional packages (chromium, for the test that screenshots a report) are tried after the
+# Optional packages (chromium, for the test that screenshots a report; python3-torch,
+# -torchvision and -onnx, which export the accuracy benchmark's models) are tried after the
 # required ones; if they cannot be installed the script says so and still succeeds, and the
 # tests that need them skip.
 set -euo pipefail
@@ -11,7 +12,7 @@ packages=(
   libopenblas-dev libbenchmark-dev
   libopenmpi-dev
 )
-optional=(chromium)
+optional=(chromium python3-torch python3-torchvision python3-onnx)
 missing_of() {
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"

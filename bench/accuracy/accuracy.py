@@ -52,10 +52,13 @@ def main():
     ap.add_argument("--models", required=True, help="folder of the training-mode exports")
     ap.add_argument("--rows", default=os.path.join(HERE, "rows.json"))
     ap.add_argument("--check", action="store_true", help="exit 1 unless the limits hold")
+    ap.add_argument("--limits", help="MEDIAN,WORST,RATIO fractions for --check (default 0.10,0.25,0.10)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--calibration", help="a calibration file for the kernel model (planner --calibration)")
     ap.add_argument("--gpus", type=int, help="only the rows on this many GPUs")
     args = ap.parse_args()
+    if args.limits:
+        LIMITS.update(zip(("median", "worst", "ratio"), (float(x) for x in args.limits.split(","))))
     rows = json.load(open(args.rows))["rows"]
     if args.gpus:
         rows = [r for r in rows if r["gpus"] == args.gpus]

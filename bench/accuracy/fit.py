@@ -19,18 +19,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (path in the calibration JSON, starting value, candidate multipliers)
 PARAMS = [
-    (("efficiency", "conv", "compute"), 0.80),
-    (("efficiency", "conv", "tf32"), 0.25),
-    (("efficiency", "conv", "half"), 0.50),
-    (("efficiency", "matmul", "compute"), 0.85),
-    (("efficiency", "matmul", "tf32"), 0.60),
-    (("efficiency", "matmul", "half"), 0.60),
-    (("efficiency", "elementwise", "memory"), 0.85),
-    (("efficiency", "reduction", "memory"), 0.70),
-    (("depth_half",), 32.0),
-    (("launch_overhead",), 5e-6),
+    (("efficiency", "conv", "compute"), 0.56),
+    (("efficiency", "conv", "tf32"), 0.15),
+    (("efficiency", "conv", "half"), 0.49),
+    (("efficiency", "matmul", "compute"), 0.9),
+    (("efficiency", "matmul", "tf32"), 0.84),
+    (("efficiency", "matmul", "half"), 0.69),
+    (("efficiency", "elementwise", "memory"), 0.72),
+    (("efficiency", "reduction", "memory"), 0.8),
+    (("depth_half",), 48.0),
+    (("launch_overhead",), 3e-6),
 ]
-STEPS = [0.7, 0.85, 1.0, 1.15, 1.4]
+STEPS = [0.8, 0.9, 1.0, 1.1, 1.25]
 
 
 def as_json(values):
@@ -69,7 +69,7 @@ def main():
             start = values[i]
             for m in STEPS:
                 cand = list(values)
-                cand[i] = min(start * m, 1.0) if path[0] == "efficiency" else start * m
+                cand[i] = min(start * m, 0.9) if path[0] == "efficiency" else start * m
                 val = loss(args, cand, tmp)
                 if val < best - 1e-9:
                     best, values = val, cand

@@ -25,10 +25,13 @@ TEST_CASE("a large MatMul on an H100 runs at its FLOPs over peak, within the eff
   double m = 8192, n = 8192, k = 8192;
   double flops = 2 * m * n * k;
   double bytes = 4 * (m * k + k * n + m * n);
-  double t = model.roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes);
+  double t = model.roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes, GemmShape{1, m, n, k});
   double ideal = flops / h100.flops(ir::DType::kFloat32);
   double eff = model.options().efficiency[static_cast<size_t>(OpClass::kMatmul)].compute;
-  CHECK(t == doctest::Approx(ideal / eff + model.options().launch_overhead));
+  // Large enough that tiles, waves and depth cost almost nothing.
+  double shape = model.shape_efficiency({1, m, n, k}, h100.sm_count);
+  CHECK(shape > 0.95);
+  CHECK(t == doctest::Approx(ideal / (eff * shape) + model.options().launch_overhead));
   CHECK(t >= ideal);
   // TF32 makes it faster; bf16 faster again.
   ComputeCostOptions tf32;
@@ -43,8 +46,90 @@ TEST_CASE("element-wise ops are memory bound and shape ops are free") {
   ComputeCostModel model;
   double bytes = 2.0 * 4 * 64e6;
   double t = model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 64e6, bytes);
-  CHECK(t == doctest::Approx(bytes / (h100.memory_bandwidth * 0.8) + 4e-6));
+  const ComputeCostOptions& o = model.options();
+  double eff = o.efficiency[static_cast<size_t>(OpClass::kElementwise)].memory * bytes / (bytes + o.memory_half_bytes);
+  CHECK(t == doctest::Approx(bytes / (h100.memory_bandwidth * eff) + o.launch_overhead));
+  // A small kernel reaches a smaller fraction of the bandwidth.
+  double small = 4.0 * 64e3;
+  double ts = model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 32e3, small) - o.launch_overhead;
+  CHECK(small / ts < 0.5 * bytes / (t - o.launch_overhead));
   CHECK(model.roofline(h100, op_of("Reshape"), ir::DType::kFloat32, 0, bytes) == 0);
+}
+
+TEST_CASE("dense kernels lose efficiency to tiles, waves and shallow reductions") {
+  ComputeCostModel model;
+  const int sms = 108;
+  // One full wave of 128 x 128 tiles against one tile more: the second wave is nearly empty.
+  double full = model.shape_efficiency({1, 128 * 12, 128 * 9, 4096}, sms);
+  double spill = model.shape_efficiency({1, 128 * 12 + 1, 128 * 9, 4096}, sms);
+  CHECK(spill < 0.6 * full);
+  // A padded tile: 130 rows use two tiles of 128.
+  CHECK(model.shape_efficiency({108, 130, 128, 4096}, sms) < model.shape_efficiency({108, 128, 128, 4096}, sms));
+  // Depth: K = depth_half halves it.
+  double deep = model.shape_efficiency({108, 128, 128, 1 << 20}, sms);
+  double half = model.shape_efficiency({108, 128, 128, model.options().depth_half}, sms);
+  CHECK(half == doctest::Approx(0.5 * deep).epsilon(0.01));
+  // A weight gradient (five output tiles, huge K) splits K across the machine: without the
+  // split five of 108 multiprocessors would work.
+  CHECK(model.shape_efficiency({1, 64, 576, 800000}, sms) > 0.4);
+  CHECK(model.shape_efficiency({1, 64, 576, 512}, sms) < 0.05);
+}
+
+TEST_CASE("gemm_shape: matmuls and convolutions as the GEMMs they run") {
+  auto g = gemm_shape(op_of("MatMul"), {{8, 128, 768}, {768, 3072}}, 2.0 * 8 * 128 * 768 * 3072);
+  REQUIRE(g);
+  CHECK(g->batch == 8);
+  CHECK(g->m == 128);
+  CHECK(g->n == 3072);
+  CHECK(g->k == 768);
+  ir::Op gemm = op_of("Gemm");
+  gemm.attributes["transB"] = ir::Attribute{int64_t{1}};
+  g = gemm_shape(gemm, {{32, 2048}, {1000, 2048}}, 2.0 * 32 * 2048 * 1000);
+  REQUIRE(g);
+  CHECK(g->m == 32);
+  CHECK(g->n == 1000);
+  CHECK(g->k == 2048);
+  // A 3x3 convolution, 64 -> 128 channels on 32 x 56 x 56 outputs: M = 32*56*56, N = 128, K = 576.
+  double flops = 2.0 * 32 * 56 * 56 * 128 * 64 * 9;
+  g = gemm_shape(op_of("Conv"), {{32, 64, 56, 56}, {128, 64, 3, 3}}, flops);
+  REQUIRE(g);
+  CHECK(g->m == doctest::Approx(32 * 56 * 56));
+  CHECK(g->n == 128);
+  CHECK(g->k == 576);
+  // Its filter gradient ConvGradFilter(X, dY): M = 128, N = 576, K = 32*56*56.
+  g = gemm_shape(op_of("ConvGradFilter"), {{32, 64, 56, 56}, {32, 128, 56, 56}}, flops);
+  REQUIRE(g);
+  CHECK(g->m == 128);
+  CHECK(g->n == doctest::Approx(576));
+  CHECK(g->k == doctest::Approx(32 * 56 * 56));
+  // Grouped: 32 groups of 4 channels are 32 small GEMMs.
+  ir::Op grouped = op_of("Conv");
+  grouped.attributes["group"] = ir::Attribute{int64_t{32}};
+  g = gemm_shape(grouped, {{8, 128, 28, 28}, {128, 4, 3, 3}}, 2.0 * 8 * 28 * 28 * 128 * 4 * 9);
+  REQUIRE(g);
+  CHECK(g->batch == 32);
+  CHECK(g->n == 4);
+  CHECK(g->k == 36);
+  CHECK_FALSE(gemm_shape(op_of("Relu"), {{4}}, 4));
+}
+
+TEST_CASE("calibration files override the kernel model and name bad fields") {
+  auto o = parse_calibration(R"({"schema": "planner-calibration/1",
+    "efficiency": {"conv": {"tf32": 0.2}}, "depth_half": 10, "tile_n": 64})", "cal.json");
+  REQUIRE(o);
+  CHECK(o->efficiency[static_cast<size_t>(OpClass::kConv)].tf32 == 0.2);
+  CHECK(o->efficiency[static_cast<size_t>(OpClass::kConv)].compute ==
+        ComputeCostOptions{}.efficiency[static_cast<size_t>(OpClass::kConv)].compute);
+  CHECK(o->depth_half == 10);
+  CHECK(o->tile_n == 64);
+  auto bad = parse_calibration(R"({"schema": "planner-calibration/1", "efficiency": {"cnv": {}}})", "cal.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message() == "cal.json: $.efficiency.cnv: unknown operator class");
+  bad = parse_calibration(R"({"schema": "planner-calibration/1", "efficiency": {"conv": {"tf32": 1.5}}})", "cal.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message() == "cal.json: $.efficiency.conv.tf32: expected a number in [0.001, 1]");
+  bad = parse_calibration(R"({"schema": "planner-calibration/1", "launch_overhead": 1e400})", "cal.json");
+  REQUIRE_FALSE(bad);
 }
 
 TEST_CASE("measured costs: exact, interpolated, scaled, absent") {

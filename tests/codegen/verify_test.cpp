@@ -580,7 +580,7 @@ bn13 (float[8,4] x) => (float[8,4] y, float[4] saved_mean)
 }
 )ONNX";
 
-TEST_CASE("training mode: opset 13's five-output BatchNormalization") {
+TEST_CASE("training: opset 13's five-output BatchNormalization") {
   auto g = importers::import_model_text(kOpset13, "bn13.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
   auto m = prepare(std::move(*g), true);

@@ -280,6 +280,24 @@ void kernel_cases() {
   check("ai.planner", "BatchNormGrad", {}, {F({2, 3, 4}), F({3}), P({3})}, {O({2, 3, 4})});
   check("ai.planner", "BatchNormParamGrad", {}, {F({2, 3, 4}), F({2, 3, 4}), F({3}), P({3})},
         {O({3}), O({3})});
+  // training-mode batch norm and dropout (same hash as the cpu kernel: masks compare exactly)
+  check("ai.planner", "BatchNormStats", {{"count", int64_t{40}}}, {F({2, 3, 4, 5})}, {O({2, 3})});
+  check("ai.planner", "BatchNormTrain", {}, {F({2, 3, 4, 5}), F({3}), F({3}), P({2, 3})},
+        {O({2, 3, 4, 5})});
+  check("ai.planner", "BatchNormTrainParamGrad", {}, {F({2, 3, 4}), F({2, 3, 4}), P({2, 3})},
+        {O({3}), O({3})});
+  check("ai.planner", "BatchNormTrainGrad", {{"count", int64_t{8}}},
+        {F({2, 3, 4}), F({2, 3, 4}), F({3}), P({2, 3}), F({3}), F({3})}, {O({2, 3, 4})});
+  check("ai.planner", "DropoutTrain", {{"ratio", 0.3}, {"seed", int64_t{99}}}, {F({7, 300})},
+        {O({7, 300}), O({7, 300}, DType::kBool)});
+  check("ai.planner", "DropoutTrain",
+        {{"ratio", 0.3},
+         {"seed", int64_t{99}},
+         {"shard_offset", std::vector<int64_t>{2, 100}},
+         {"full_shape", std::vector<int64_t>{8, 400}}},
+        {F({3, 200})}, {O({3, 200}), O({3, 200}, DType::kBool)});
+  check("ai.planner", "DropoutGrad", {{"ratio", 0.3}}, {F({7, 300}), B({7, 300})}, {O({7, 300})});
+  check("ai.planner", "MatMulGradWeight", {}, {F({3, 5, 16}), F({3, 5, 24})}, {O({16, 24})});
   check("ai.planner", "ZerosLike", {}, {F({3, 4})}, {O({3, 4})});
   check("ai.planner", "SGD", {{"lr", 0.1}}, {F({100}), F({100})}, {O({100})});
   check("ai.planner", "Momentum", {}, {F({100}), F({100}), F({100})}, {O({100}), O({100})});
