@@ -39,8 +39,8 @@ std::string_view op_class_name(OpClass c) {
 }
 
 OpClass classify(const ir::Op& op) {
-  static const std::set<std::string> kMatmul = {"MatMul", "Gemm", "MatMulInteger", "FusedMatMul",
-                                                "MatMulGradWeight"};
+  static const std::set<std::string> kMatmul = {
+      "MatMul", "Gemm", "MatMulInteger", "FusedMatMul", "MatMulGradWeight", "MatMulTransB"};
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
   static const std::set<std::string> kRecurrent = {"LSTM", "GRU", "RNN", "LSTMGrad", "GRUGrad",

@@ -51,11 +51,12 @@ struct ComputeCostOptions {
   /// small or oddly shaped problems (see the tile, wave and depth factors below); memory-bound
   /// kernels reach less when they move few bytes (memory_half_bytes).
   std::array<Efficiency, kNumOpClasses> efficiency = {{
-      {0.85, 0.85, 0.60, 0.60},  // matmul
-      {0.80, 0.85, 0.25, 0.50},  // conv
+      // FP32, memory, TF32, 16-bit
+      {0.90, 0.85, 0.84, 0.69},  // matmul
+      {0.62, 0.85, 0.165, 0.61},  // conv
       {0.40, 0.60, 0.20, 0.30},  // recurrent
-      {1.00, 0.85, 1.00, 1.00},  // elementwise
-      {1.00, 0.70, 1.00, 1.00},  // reduction
+      {1.00, 0.72, 1.00, 1.00},  // elementwise
+      {1.00, 0.90, 1.00, 1.00},  // reduction
       {1.00, 0.75, 1.00, 1.00},  // data movement
       {1.00, 1.00, 1.00, 1.00},  // shape
       {1.00, 0.85, 1.00, 1.00},  // optimizer
@@ -65,11 +66,11 @@ struct ComputeCostOptions {
   int64_t tile_m = 128;
   int64_t tile_n = 128;
   /// Reduction depth at which a dense kernel reaches half its efficiency: K / (K + this).
-  double depth_half = 32;
+  double depth_half = 38;
   /// Bytes at which a memory-bound kernel reaches half its bandwidth fraction.
   double memory_half_bytes = 1 << 20;
   /// Fixed cost of launching one kernel, seconds.
-  double launch_overhead = 5e-6;
+  double launch_overhead = 2.4e-6;
   /// Use TF32 tensor cores for f32 matmuls and convolutions (--precision tf32).
   bool allow_tf32 = false;
 };

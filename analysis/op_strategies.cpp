@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "analysis/instance_request.h"
+#include "support/text.h"
 
 namespace planner::analysis {
 
@@ -73,8 +74,8 @@ Expected<GraphStrategies> analyze_graph(StrategyCache& cache, const ir::Graph& g
   }
   for (const auto& [type, n] : out.undescribed)
     spdlog::warn("{}{}{} operator{} of type '{}' {} no TDL description: kept whole (replicated)",
-                 source, source.empty() ? "" : ": ", n, n == 1 ? "" : "s", type,
-                 n == 1 ? "has" : "have");
+                 terminal_safe(source), source.empty() ? "" : ": ", n, n == 1 ? "" : "s",
+                 terminal_safe(type), n == 1 ? "has" : "have");
   out.milliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -13,6 +13,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -171,15 +173,19 @@ class Builder {
       const DType dtype = ft.dtype;
       const Shape shape = ft.shape;
       const std::string name = "grad:" + ft.name;
-      std::vector<TensorId> pending(parts.begin(), parts.end());
-      while (pending.size() > 1) {
-        size_t take = std::min<size_t>(3, pending.size());
-        std::vector<TensorId> ins(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));
-        pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));
-        TensorId sum = emit1("Sum", "", ins, dtype, shape, {}, pending.empty() ? name : "");
-        pending.insert(pending.begin(), sum);
+      // Sum(p0, p1, p2), then Sum(that, p3, p4), ...: walked with an index, never erasing at the
+      // front, so a tensor with 100k consumers costs linear time.
+      size_t next = std::min<size_t>(3, parts.size());
+      std::vector<TensorId> ins(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(next));
+      g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "");
+      while (next < parts.size()) {
+        size_t take = std::min<size_t>(2, parts.size() - next);
+        ins.assign({g});
+        ins.insert(ins.end(), parts.begin() + static_cast<std::ptrdiff_t>(next),
+                   parts.begin() + static_cast<std::ptrdiff_t>(next + take));
+        next += take;
+        g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "");
       }
-      g = pending[0];
     }
     if (g != ir::kNoTensor) {
       grad_of_[t] = g;
@@ -189,11 +195,18 @@ class Builder {
     return g;
   }
 
+  // `base`, or `base.N` with the smallest N free. Names are never given back, so probing for a
+  // base resumes where its last probe stopped: linear time when thousands of ops share a base.
   std::string unique_name(const std::string& base) {
-    std::string name = base;
-    int n = 1;
-    while (out_.graph.find_tensor(name) || used_op_names_.count(name))
-      name = fmt::format("{}.{}", base, n++);
+    auto taken = [&](const std::string& name) {
+      return out_.graph.find_tensor(name) || used_op_names_.count(name);
+    };
+    auto [it, first] = next_suffix_.try_emplace(base, 1);
+    if (first && !taken(base)) return base;
+    std::string name;
+    do {
+      name = fmt::format("{}.{}", base, it->second++);
+    } while (taken(name));
     return name;
   }
 
@@ -388,6 +401,16 @@ class Builder {
 
     if (op.domain == kPlannerDomain && type == "BatchNormTrain")
       return batch_norm_train_grad(op, dy);
+    if (op.domain == kPlannerDomain && type == "MatMulTransB") {
+      // Y = A B^T: dA = dY B, dB = dY^T A over the rows.
+      if (wants(0))
+        add_part(in(0),
+                 emit1("MatMul", "", {dy, in(1)}, T(dy).dtype, T(in(0)).shape, {}, gname(0)));
+      if (wants(1))
+        add_part(in(1), emit1("MatMulGradWeight", kPlannerDomain, {dy, in(0)}, T(dy).dtype,
+                              T(in(1)).shape, {}, gname(1)));
+      return ok();
+    }
     if (op.domain == kPlannerDomain && type == "DropoutTrain") {
       if (wants(0))
         add_part(in(0),
@@ -408,7 +431,8 @@ class Builder {
         // (the batch, wherever it sits) passes: dA is a MatMul with the transposed weight,
         // dW one GEMM over the rows that reduces every leading dimension.
         if (wants(0))
-          add_part(a, emit1("MatMul", "", {dy, transpose_last2(b)}, T(dy).dtype, sa, {}, gname(0)));
+          add_part(a,
+                   emit1("MatMulTransB", kPlannerDomain, {dy, b}, T(dy).dtype, sa, {}, gname(0)));
         if (wants(1))
           add_part(b, emit1("MatMulGradWeight", kPlannerDomain, {a, dy}, T(dy).dtype, {k, n}, {},
                             gname(1)));
@@ -906,7 +930,8 @@ class Builder {
   std::map<TensorId, TensorId> finished_;  // value: gradient id + 1 (0: not finished)
   std::map<TensorId, TensorId> grad_of_;
   std::map<TensorId, TensorId> tensor_of_grad_;
-  std::set<std::string> used_op_names_;
+  std::unordered_set<std::string> used_op_names_;
+  std::unordered_map<std::string, int64_t> next_suffix_;  // unique_name: next N to try per base
 
  public:
   void fill_grad_tables(TrainingGraph& g) const {

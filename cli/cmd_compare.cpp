@@ -17,6 +17,7 @@
 #include "cli/pipeline.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -119,11 +120,12 @@ int run_compare(const CompareFlags& flags) {
       if (!flags.no_timings) s["search_time_s"] = r.seconds;
       j["searches"].push_back(std::move(s));
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 
-  std::printf("model     %s (%s, %d operators)\n", m.source.c_str(), flags.pipeline.mode.c_str(), m.graph.num_ops());
+  std::printf("model     %s (%s, %d operators)\n", terminal_safe(m.source).c_str(),
+              flags.pipeline.mode.c_str(), m.graph.num_ops());
   std::printf("topology  %s (%d GPUs, %d nodes)\n", topology.name().c_str(), topology.num_devices(),
               topology.num_nodes());
   std::printf("memory    %s per device\n\n", format_bytes(static_cast<double>(options.memory_limit)).c_str());
@@ -144,7 +146,7 @@ int run_compare(const CompareFlags& flags) {
                          x ? fmt::format("{:.2f}x", *x) : std::string("-"));
       if (!flags.no_timings) line += fmt::format("  {:>11}", format_seconds(r.seconds));
     } else {
-      line = fmt::format("{:<16}  failed: {}", r.name, r.error);
+      line = fmt::format("{:<16}  failed: {}", r.name, terminal_safe(r.error));
     }
     std::printf("%s\n", line.c_str());
   }
@@ -154,7 +156,7 @@ int run_compare(const CompareFlags& flags) {
     for (const std::string& note : r.result.notes) {
       if (first_note) std::printf("\n");
       first_note = false;
-      std::printf("note: %s: %s\n", r.name.c_str(), note.c_str());
+      std::printf("note: %s: %s\n", r.name.c_str(), terminal_safe(note).c_str());
     }
   return 0;
 }

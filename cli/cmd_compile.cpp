@@ -9,6 +9,7 @@
 #include "codegen/compile.h"
 #include "search/plan.h"
 #include "support/output_file.h"
+#include "support/text.h"
 
 namespace planner::cli {
 namespace {
@@ -52,8 +53,9 @@ int run_compile(const CompileFlags& flags) {
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)
-        std::printf("  runs whole: %s (%s) %s: %s\n", op.name.c_str(), op.op_type.c_str(), op.config.c_str(),
-                    op.why.c_str());
+        std::printf("  runs whole: %s (%s) %s: %s\n", terminal_safe(op.name).c_str(),
+                    terminal_safe(op.op_type).c_str(), op.config.c_str(),
+                    terminal_safe(op.why).c_str());
   std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n", flags.out.c_str());
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "search/plan.h"
 #include "search/plan_diff.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -183,7 +184,10 @@ size_t display_width(const std::string& s) {
 }
 
 // Rows of cells printed with each column padded to its widest cell (the last left ragged).
-void print_rows(const std::vector<std::vector<std::string>>& rows, const char* indent) {
+void print_rows(std::vector<std::vector<std::string>> rows, const char* indent) {
+  // Cells hold operator and tensor names from the plan files: escaped before measuring.
+  for (auto& row : rows)
+    for (std::string& cell : row) cell = terminal_safe(cell);
   std::vector<size_t> width;
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c) {

@@ -77,7 +77,7 @@ int run_explain(const ExplainFlags& flags) {
     for (int i = 0; i < std::min<int>(flags.top, static_cast<int>(cost.size())); ++i) {
       int g = cost[static_cast<size_t>(i)].second;
       ir::OpId leader = space->leader(g);
-      std::printf("  %-40s %-12s %-16s %s\n", m.graph.op(leader).name.c_str(),
+      std::printf("  %-40s %-12s %-16s %s\n", terminal_safe(m.graph.op(leader).name).c_str(),
                   format_seconds(cost[static_cast<size_t>(i)].first).c_str(),
                   search::cuts_to_string(cands[static_cast<size_t>(g)][0]).c_str(),
                   configs[static_cast<size_t>(leader)].to_string().c_str());
@@ -91,8 +91,10 @@ int run_explain(const ExplainFlags& flags) {
   const ir::OpId leader = space->leader(group);
   auto e = search::explain_group(*space, configs, group);
   if (!e) return report(e.error().with_context(m.source));
-  std::printf("\noperator  %s (%s)", m.graph.op(op).name.c_str(), m.graph.op(op).op_type.c_str());
-  if (leader != op) std::printf(", in the group of %s", m.graph.op(leader).name.c_str());
+  std::printf("\noperator  %s (%s)", terminal_safe(m.graph.op(op).name).c_str(),
+              terminal_safe(m.graph.op(op).op_type).c_str());
+  if (leader != op)
+    std::printf(", in the group of %s", terminal_safe(m.graph.op(leader).name).c_str());
   std::printf("\nchosen    %s\n", configs[static_cast<size_t>(leader)].to_string().c_str());
   std::printf("\n%d options, each with the rest of the plan as it is (step time and peak memory simulated):\n",
               static_cast<int>(e->options.size()));
@@ -103,7 +105,7 @@ int run_explain(const ExplainFlags& flags) {
                 o.leader_config.c_str(), format_seconds(o.compute_s).c_str(), format_seconds(o.conversion_s).c_str(),
                 format_seconds(o.step_time_s).c_str(), format_bytes(static_cast<double>(o.peak_memory)).c_str(),
                 o.chosen ? "<- the plan's" : "");
-  std::printf("\n%s\n", e->verdict.c_str());
+  std::printf("\n%s\n", terminal_safe(e->verdict).c_str());
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // `planner inspect MODEL`: what a model is made of, before any planning.
 #include <algorithm>
-#include <optional>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,14 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "cli/tdl_flags.h"
 #include "analysis/coarsen.h"
 #include "analysis/op_strategies.h"
 #include "analysis/training_graph.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/tdl_flags.h"
 #include "importers/onnx_import.h"
 #include "ir/op_stats.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -112,22 +114,25 @@ int print_strategies(const ir::Graph& graph, const tdl::Library& library, const 
                           {"strategies", s->num_strategies()}});
     }
     j["undescribed_ops"] = all->undescribed;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   size_t name_width = 4, type_width = 4;
+  // Names and types come from the model: printed escaped (terminal_safe), widths measured so.
   for (const ir::Op& op : graph.ops()) {
-    name_width = std::max(name_width, op.name.size());
-    type_width = std::max(type_width, op.op_type.size() + (op.domain.empty() ? 0 : op.domain.size() + 1));
+    name_width = std::max(name_width, terminal_safe(op.name).size());
+    type_width = std::max(
+        type_width,
+        terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type).size());
   }
   std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), "op", static_cast<int>(type_width), "type",
               "strategies");
   for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
     const analysis::OpStrategies* s = all->per_op[static_cast<size_t>(id)];
     const ir::Op& op = graph.op(id);
-    std::string type = op.domain.empty() ? op.op_type : op.domain + "." + op.op_type;
+    std::string type = terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type);
     std::string what = s->replicated ? "replicated (no description)" : std::to_string(s->num_strategies());
-    std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), op.name.c_str(),
+    std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), terminal_safe(op.name).c_str(),
                 static_cast<int>(type_width), type.c_str(), what.c_str());
   }
   return 0;
@@ -139,7 +144,7 @@ int run_inspect(const InspectFlags& flags) {
   auto graph = importers::import_model(flags.model.model_path, *options);
   if (!graph) return report(graph.error());
   if (flags.dump_graph) {
-    std::fputs(ir::to_text(*graph).c_str(), stdout);
+    std::fputs(terminal_safe(ir::to_text(*graph), /*keep_newlines=*/true).c_str(), stdout);
     return 0;
   }
   auto library = flags.tdl.load();
@@ -182,26 +187,38 @@ int run_inspect(const InspectFlags& flags) {
     for (ir::TensorId t : graph->inputs) j["inputs"].push_back(tensor_json(graph->tensor(t)));
     j["outputs"] = nlohmann::ordered_json::array();
     for (ir::TensorId t : graph->outputs) j["outputs"].push_back(tensor_json(graph->tensor(t)));
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 
   std::string ops;
   for (const auto& [type, n] : counts) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
-  std::printf("model        %s (graph '%s')\n", flags.model.model_path.c_str(), graph->name.c_str());
-  std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops), ops.c_str());
+  std::printf("model        %s (graph '%s')\n", terminal_safe(flags.model.model_path).c_str(),
+              terminal_safe(graph->name).c_str());
+  std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops),
+              terminal_safe(ops).c_str());
   std::string missing;
   for (const auto& [type, n] : undescribed) missing += fmt::format("{}{} {}", missing.empty() ? "" : ", ", type, n);
-  std::printf("undescribed  %s\n", missing.empty() ? "none" : (missing + " (no TDL description: kept whole)").c_str());
+  std::printf("undescribed  %s\n",
+              missing.empty()
+                  ? "none"
+                  : terminal_safe(missing + " (no TDL description: kept whole)").c_str());
+  // The totals saturate at INT64_MAX bytes (ir/op_stats.h).
+  auto total_bytes = [](int64_t bytes) {
+    return bytes == std::numeric_limits<int64_t>::max()
+               ? "more than " + format_bytes(static_cast<double>(bytes))
+               : format_bytes(static_cast<double>(bytes));
+  };
   std::printf("parameters   %s (%s)\n", format_count(stats.parameter_count).c_str(),
-              format_bytes(static_cast<double>(stats.parameter_bytes)).c_str());
-  std::printf("activations  %s\n", format_bytes(static_cast<double>(stats.activation_bytes)).c_str());
+              total_bytes(stats.parameter_bytes).c_str());
+  std::printf("activations  %s\n", total_bytes(stats.activation_bytes).c_str());
   std::printf("forward      %s\n", format_flops(stats.forward_flops).c_str());
   auto print_tensors = [&](const char* title, const std::vector<ir::TensorId>& ids) {
     std::printf("%s\n", title);
     for (ir::TensorId id : ids) {
       const ir::Tensor& t = graph->tensor(id);
-      std::printf("  %-24s %s%s\n", t.name.c_str(), std::string(ir::dtype_name(t.dtype)).c_str(),
+      std::printf("  %-24s %s%s\n", terminal_safe(t.name).c_str(),
+                  std::string(ir::dtype_name(t.dtype)).c_str(),
                   ir::shape_to_string(t.shape).c_str());
     }
   };

@@ -14,6 +14,7 @@
 #include "search/frontier.h"
 #include "search/plan_builder.h"
 #include "support/output_file.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -152,7 +153,7 @@ int run_plan(const PlanFlags& flags) {
                           {"comm_bytes", dp.comm_bytes}};
     if (!flags.report.empty()) j["report"] = flags.report;
     j["notes"] = outcome->notes;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(), plan.mode.c_str(),
@@ -173,7 +174,8 @@ int run_plan(const PlanFlags& flags) {
               format_bytes(static_cast<double>(dp.comm_bytes)).c_str(),
               ratio(static_cast<double>(plan.predicted.comm_bytes), static_cast<double>(dp.comm_bytes), "less", "more")
                   .c_str());
-  for (const std::string& note : outcome->notes) std::printf("\nnote: %s\n", note.c_str());
+  for (const std::string& note : outcome->notes)
+    std::printf("\nnote: %s\n", terminal_safe(note).c_str());
   std::printf("\nplan written to %s\n", flags.output.c_str());
   if (!flags.trace.empty()) std::printf("trace written to %s\n", flags.trace.c_str());
   if (!flags.report.empty()) std::printf("report written to %s (open index.html)\n", flags.report.c_str());

@@ -79,7 +79,7 @@ int run_simulate(const SimulateFlags& flags) {
                                          topology.endpoints()[static_cast<size_t>(link.b)].name},
                             {"bytes", lowered->link_bytes[l]}});
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model        %s (%s, %d operators)\n", m.source.c_str(), flags.pipeline.mode.c_str(),

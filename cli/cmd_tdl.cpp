@@ -17,6 +17,7 @@
 #include "cli/options.h"
 #include "cli/tdl_flags.h"
 #include "support/input_file.h"
+#include "support/text.h"
 #include "tdl/instantiate.h"
 #include "tdl/library.h"
 #include "tdl/parser.h"
@@ -29,7 +30,7 @@ using nlohmann::ordered_json;
 // JSON indented two spaces, with arrays of scalars on one line (`[2, 6]`): regions stay
 // readable instead of taking one line per bound.
 std::string dump_compact(const ordered_json& j) {
-  std::string text = j.dump(2);
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -83,7 +84,7 @@ int run_list(const ListFlags& flags) {
                    {"source", fmt::format("{}:{}", e->source_name, e->line)},
                    {"variants", e->variants.size()},
                    {"user", e->from_user}});
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%-22s %-12s %-8s %s\n", "op", "domain", "variants", "defined at");
@@ -361,7 +362,8 @@ int run_check(const CheckFlags& flags) {
   if (!file) {
     std::fflush(stdout);
     // The diagnostic is already located and formatted (`file:line:col: error: ...`, caret).
-    std::fprintf(stderr, "%s\n", file.error().message().c_str());
+    std::fprintf(stderr, "%s\n",
+                 terminal_safe(file.error().message(), /*keep_newlines=*/true).c_str());
     return 1;
   }
   std::printf("%s: %zu definition%s\n", flags.file.c_str(), file->ops.size(),
@@ -401,7 +403,7 @@ int run_check(const CheckFlags& flags) {
       } else {
         std::fflush(stdout);
         std::fprintf(stderr, "%s:%d: error: %s\n", flags.file.c_str(), def.loc.line,
-                     retry.error().message().c_str());
+                     terminal_safe(retry.error().message(), /*keep_newlines=*/true).c_str());
         return 1;
       }
     }

@@ -164,7 +164,7 @@ int run_list(Format format) {
                    {"gpus", p.num_devices},
                    {"nodes", p.num_nodes},
                    {"description", p.description}});
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%-20s %5s %5s  %s\n", "name", "gpus", "nodes", "description");
@@ -178,7 +178,9 @@ int run_show(const TopologyFlags& flags, Format format) {
   auto topo = flags.resolve();
   if (!topo) return report(topo.error());
   if (format == Format::kJson) {
-    std::printf("%s\n", importers::topology_to_json(*topo).dump(2).c_str());
+    std::printf("%s\n", importers::topology_to_json(*topo)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
     return 0;
   }
   print_summary(*topo);
@@ -189,7 +191,9 @@ int run_check(const std::string& path, Format format) {
   auto topo = importers::load_topology(path);
   if (!topo) return report(topo.error());
   if (format == Format::kJson) {
-    std::printf("%s\n", importers::topology_to_json(*topo).dump(2).c_str());
+    std::printf("%s\n", importers::topology_to_json(*topo)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
     return 0;
   }
   std::printf("%s: ok\n", path.c_str());

@@ -11,6 +11,7 @@
 #include "codegen/verify.h"
 #include "search/plan.h"
 #include "support/output_file.h"
+#include "support/text.h"
 
 namespace planner::cli {
 namespace {
@@ -66,11 +67,13 @@ int run_verify(VerifyFlags flags) {
   const codegen::Comparison& c = r.comparison;
   std::printf("partitioned step: %.3f ms (slowest rank)\n", r.step_ms);
   std::printf("largest error: abs %.3g, rel %.3g%s%s, tolerance %.3g\n", c.max_abs, c.max_rel,
-              c.worst.empty() ? "" : " in ", c.worst.empty() ? "" : ("'" + c.worst + "'").c_str(),
+              c.worst.empty() ? "" : " in ",
+              c.worst.empty() ? "" : ("'" + terminal_safe(c.worst) + "'").c_str(),
               flags.options.tolerance);
   if (!c.ok) {
     std::fprintf(stderr, "error: %s: the partitioned step differs from the unpartitioned one%s%s\n",
-                 model->source.c_str(), c.problem.empty() ? "" : ": ", c.problem.c_str());
+                 terminal_safe(model->source).c_str(), c.problem.empty() ? "" : ": ",
+                 terminal_safe(c.problem).c_str());
     return 1;
   }
   std::printf("ok: %d outputs and updated tensors agree\n", c.tensors);

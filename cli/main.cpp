@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Every user-facing failure should be an Error; reaching this is a bug, but the user
     // still gets one line and a non-zero exit rather than a crash.
-    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    std::fprintf(stderr, "error: internal: %s\n", planner::terminal_safe(e.what()).c_str());
     return 70;
   }
 }

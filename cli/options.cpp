@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "support/text.h"
+
 namespace planner::cli {
 
 void ModelFlags::add_to(CLI::App& app) {
@@ -44,6 +46,7 @@ Expected<std::pair<std::string, int64_t>> parse_binding(const std::string& flag,
 Expected<importers::ImportOptions> ModelFlags::import_options() const {
   importers::ImportOptions options;
   options.batch = batch;
+  options.batch_must_bind = !batch_from_plan;
   for (const std::string& d : dims) {
     PLANNER_TRY_ASSIGN(auto binding, parse_binding("--dim", d, "NAME=VALUE"));
     options.dims[binding.first] = binding.second;
@@ -68,7 +71,7 @@ Expected<importers::ImportOptions> ModelFlags::import_options() const {
 }
 
 int report(const Error& error) {
-  std::fprintf(stderr, "error: %s\n", error.message().c_str());
+  std::fprintf(stderr, "error: %s\n", terminal_safe(error.message()).c_str());
   return 1;
 }
 

@@ -18,6 +18,9 @@ namespace planner::cli {
 struct ModelFlags {
   std::string model_path;
   std::optional<int64_t> batch;
+  /// The batch was read back from a plan file, not given by the user: a model without a dynamic
+  /// batch dimension then ignores it (plans written before that was an error may record one).
+  bool batch_from_plan = false;
   std::vector<std::string> dims;    ///< raw NAME=VALUE strings
   std::vector<std::string> shrink;  ///< raw OLD=NEW strings
 

@@ -19,7 +19,10 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
   flags.topology.gpus = plan.topology.num_devices;
   const auto& o = plan.search.options;
   if (o.is_object()) {
-    if (o.contains("batch") && o["batch"].is_number_integer() && !model.batch) flags.model.batch = o["batch"].get<int64_t>();
+    if (o.contains("batch") && o["batch"].is_number_integer() && !model.batch) {
+      flags.model.batch = o["batch"].get<int64_t>();
+      flags.model.batch_from_plan = true;
+    }
     if (o.contains("dims") && o["dims"].is_object() && model.dims.empty())
       for (const auto& [k, v] : o["dims"].items())
         if (v.is_number_integer()) flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));

@@ -39,8 +39,9 @@ void SearchFlags::add_to(CLI::App& app, bool with_search) {
   app.add_flag("--min-gpus", min_gpus,
                "with --search frontier: use the fewest GPUs (1, 2, 4, ...) on which a plan fits");
   app.add_option("--threads", threads,
-                 "worker threads for dp and frontier (default: one per hardware thread; the plan does not depend on it)")
-      ->check(CLI::NonNegativeNumber);
+                 "worker threads for dp and frontier, 1 to 256 (default: one per hardware thread; "
+                 "the plan does not depend on it)")
+      ->check(CLI::Range(1, kMaxThreads));
   app.add_flag("--no-fallback", no_fallback,
                "write the search's own plan even when data parallelism is faster under the simulator");
 }

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "support/expected.h"
+#include "support/text.h"
 #include "tdl/library.h"
 
 namespace planner::cli {
@@ -34,10 +35,10 @@ inline int report_tdl_error(const Error& error) {
   auto first_line = m.substr(0, m.find('\n'));
   if (first_line.find(": error: ") != std::string::npos) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", m.c_str());
+    std::fprintf(stderr, "%s\n", terminal_safe(m, /*keep_newlines=*/true).c_str());
     return 1;
   }
-  std::fprintf(stderr, "error: %s\n", m.c_str());
+  std::fprintf(stderr, "error: %s\n", terminal_safe(m).c_str());
   return 1;
 }
 

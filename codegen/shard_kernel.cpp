@@ -137,6 +137,7 @@ const std::set<std::string> kPlannerNative = {"Adam",
                                               "DropoutGrad",
                                               "DropoutTrain",
                                               "MatMulGradWeight",
+                                              "MatMulTransB",
                                               "GatherGrad",
                                               "GlobalPoolGrad",
                                               "GRUGrad",
@@ -159,17 +160,11 @@ const std::set<std::string> kPlannerNative = {"Adam",
 
 const std::set<std::string> kOnnxPartial = {"MatMul", "Gemm", "Conv", "ReduceSum", "ReduceMax",
                                             "ReduceMin", "Einsum"};
-const std::set<std::string> kPlannerPartial = {"ConvGradData",
-                                               "ConvGradFilter",
-                                               "LayerNormParamGrad",
-                                               "BatchNormParamGrad",
-                                               "BatchNormStats",
-                                               "BatchNormTrainParamGrad",
-                                               "LSTMGradWeights",
-                                               "GatherGrad",
-                                               "MatMulGradWeight",
-                                               "GRUGrad",
-                                               "RNNGrad"};
+const std::set<std::string> kPlannerPartial = {
+    "ConvGradData",       "ConvGradFilter", "LayerNormParamGrad",
+    "BatchNormParamGrad", "BatchNormStats", "BatchNormTrainParamGrad",
+    "LSTMGradWeights",    "GatherGrad",     "MatMulGradWeight",
+    "MatMulTransB",       "GRUGrad",        "RNNGrad"};
 
 bool is_planner(const ir::Op& op) { return op.domain == "ai.planner"; }
 
@@ -392,6 +387,9 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
       return why = "split of the statistics' rows", false;
     if (t == "BatchNormStats" && !whole_on(r.output_boxes[0], g.tensor(op.outputs[0]).shape, 0))
       return why = "split of the statistics' rows", false;
+  } else if (t == "MatMulTransB") {
+    // A [..., K] and B [N, K]: one range of K.
+    if (r.input_boxes[0].back() != r.input_boxes[1][1]) return why = "K ranges differ", false;
   } else if (t == "MatMulGradWeight") {
     // A [..., K] and dY [..., N]: one range of rows.
     const auto& a = r.input_boxes[0];

@@ -3,6 +3,7 @@
 #include "importers/onnx_import.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 
 #include "importers/fuse_layer_norm.h"
 #include "importers/fold_constants.h"
+#include "importers/onnx_checks.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
 #include "importers/training_ops.h"
@@ -170,6 +172,7 @@ Error parse_error_line(const std::string& source, const std::string& message) {
 }
 
 Expected<onnx::ModelProto> parse_text(const std::string& text, const std::string& source) {
+  PLANNER_TRY(check_model_text(text, source));
   if (std::all_of(text.begin(), text.end(),
                   [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
     return make_error("{}: file is empty", source);
@@ -214,6 +217,29 @@ bool is_batch_name(const std::string& name, int axis) {
   return axis == 0 && (n.empty() || n.rfind("unk__", 0) == 0 || n.rfind("batch", 0) == 0);
 }
 
+// Whether a graph input has a dynamic dimension --batch binds (named like a batch, or unnamed
+// on axis 0); collects the names of the dynamic dimensions for the error when none is.
+bool has_batch_dimension(const onnx::GraphProto& graph, const std::set<std::string>& initializers,
+                         std::vector<std::string>& dynamic) {
+  bool found = false;
+  for (const auto& vi : graph.input()) {
+    if (initializers.count(vi.name()) || !vi.type().has_tensor_type() ||
+        !vi.type().tensor_type().has_shape())
+      continue;
+    int axis = 0;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) {
+        found |= is_batch_name(d.dim_param(), axis);
+        if (!d.dim_param().empty() &&
+            std::find(dynamic.begin(), dynamic.end(), d.dim_param()) == dynamic.end())
+          dynamic.push_back(d.dim_param());
+      }
+      ++axis;
+    }
+  }
+  return found;
+}
+
 // Binds every dynamic dimension of the graph inputs from the options, and substitutes the
 // bound names everywhere else they appear (outputs, value_info).
 Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::string>& initializers,
@@ -231,6 +257,12 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
                       name, value, name,
                       all.empty() ? "its inputs are static" : "it has " + quoted_list(all));
   }
+
+  // --batch must bind something: on a model whose inputs have no dynamic batch dimension it
+  // would silently change nothing, and the user would plan another batch than they asked for.
+  std::vector<std::string> dynamic;
+  const bool batch_binds = !options.batch || !options.batch_must_bind ||
+                           has_batch_dimension(graph, initializers, dynamic);
 
   for (auto& vi : *graph.mutable_input()) {
     if (initializers.count(vi.name())) continue;
@@ -277,6 +309,17 @@ Expected<void> bind_dimensions(onnx::GraphProto& graph, const std::set<std::stri
           source, vi.name(), unbound.size() > 1 ? "s" : "", quoted_list(unbound),
           unbound.size() > 1 ? "them" : "it");
   }
+  // Reported after the per-input errors, which say more about a dimension left unbound.
+  if (!batch_binds)
+    return make_error(
+        "{}: --batch {}: the model's inputs have no dynamic batch dimension to "
+        "bind ({})",
+        source, *options.batch,
+        dynamic.empty() ? "its inputs are static"
+                        : "its dynamic dimensions, " + quoted_list(dynamic) +
+                              ", are not named like a batch: bind them with "
+                              "--dim NAME=VALUE");
+
   auto substitute = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
     for (auto& d : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
@@ -361,24 +404,43 @@ Expected<std::vector<uint8_t>> read_external(const fs::path& base, const ir::Ext
   if (mismatch != real_base.end())
     return make_error("tensor '{}': external data location '{}' is outside the model's folder",
                       name, ext.location);
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  // Non-blocking, then checked: a FIFO or device planted as the data file must be refused at
+  // once, never waited on or read without end.
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return make_error("tensor '{}': cannot open external data file '{}': {}", name, ext.location,
                       std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  int64_t file_size = static_cast<int64_t>(in.tellg());
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return make_error("tensor '{}': cannot read external data file '{}': {}", name, ext.location,
+                      std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return make_error("tensor '{}': external data file '{}' is not a regular file", name,
+                      ext.location);
+  const int64_t file_size = static_cast<int64_t>(st.st_size);
   int64_t length = ext.length >= 0 ? ext.length : file_size - ext.offset;
   if (length != expected)
     return make_error("tensor '{}': external data has {} bytes, its shape needs {}", name, length,
                       expected);
-  if (ext.offset + length > file_size)
-    return make_error("tensor '{}': external data file '{}' is too short ({} bytes; needs {})",
-                      name, ext.location, file_size, ext.offset + length);
+  int64_t end = 0;
+  if (__builtin_add_overflow(ext.offset, length, &end) || end > file_size)
+    return make_error(
+        "tensor '{}': external data file '{}' is too short ({} bytes; needs {} at "
+        "offset {})",
+        name, ext.location, file_size, length, ext.offset);
   std::vector<uint8_t> data(static_cast<size_t>(length));
-  in.seekg(ext.offset);
-  in.read(reinterpret_cast<char*>(data.data()), length);
-  if (!in)
-    return make_error("tensor '{}': cannot read external data file '{}'", name, ext.location);
+  for (size_t done = 0; done < data.size();) {
+    ssize_t n = ::pread(fd, data.data() + done, data.size() - done,
+                        static_cast<off_t>(ext.offset + static_cast<int64_t>(done)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return make_error("tensor '{}': cannot read external data file '{}'", name, ext.location);
+    done += static_cast<size_t>(n);
+  }
   return data;
 }
 
@@ -749,9 +811,13 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
     }
   }
 
+  guard_shape_inference();
   try {
+    // No data propagation: ONNX 1.12's propagators crash on integer arithmetic over shapes
+    // (Shape -> Mod -> Trilu or Reshape: SIGSEGV). The importer's own constant folding and
+    // shape rules (fold_constants.h) compute what it gave, with checked values.
     onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/1,
-                                   /*enable_data_propagation=*/true);
+                                   /*enable_data_propagation=*/false);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
   } catch (const std::exception& e) {
     return shape_inference_error(e.what(), model, graph, op_at, source);

@@ -24,6 +24,10 @@ struct ImportOptions {
   /// Value for the batch dimension: binds every dynamic dimension named like a batch
   /// ("batch", "batch_size", "N", "unk__0"-style names on the first axis of a graph input).
   std::optional<int64_t> batch;
+  /// With `batch` set: a model whose inputs have no dynamic batch dimension is an error
+  /// ("--batch N: the model's inputs have no dynamic batch dimension to bind"); false ignores
+  /// `batch` there (a batch read back from a plan file).
+  bool batch_must_bind = true;
   /// Values for named dynamic dimensions (--dim NAME=VALUE).
   std::map<std::string, int64_t> dims;
   /// Dimensions replaced before anything else (--shrink OLD=NEW; importers/shrink.h): the

@@ -186,19 +186,37 @@ Expected<void> rule_gemm(Ctx& c) {
   return ok();
 }
 
-// Spatial output extent of a convolution or pooling window.
-int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe,
-                   const std::string& auto_pad, bool ceil_mode) {
+// Spatial output extent of a convolution or pooling window (stride, dilation and kernel
+// positive, pads not negative: checked by the caller). Computed in 128 bits: pads or
+// dilations near INT64_MAX must give an error, not a wrapped size.
+Expected<int64_t> window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb,
+                             int64_t pe, const std::string& auto_pad, bool ceil_mode) {
   if (!known(in) || !known(k)) return kUnknownDim;
-  int64_t eff = (k - 1) * dil + 1;
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + stride - 1) / stride;
-  if (auto_pad == "VALID") return std::max<int64_t>(0, (in - eff) / stride + 1);
-  int64_t span = in + pb + pe - eff;
-  if (span < 0) return 0;
-  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
-  // With ceil_mode the last window must start inside the input or its leading padding.
-  if (ceil_mode && (out - 1) * stride >= in + pb) --out;
-  return out;
+  using Wide = __int128;
+  const Wide eff = static_cast<Wide>(k - 1) * dil + 1;
+  Wide out = 0;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    out = (static_cast<Wide>(in) + stride - 1) / stride;
+  } else if (auto_pad == "VALID") {
+    out = in < eff ? 0 : (in - eff) / stride + 1;
+  } else {
+    const Wide span = static_cast<Wide>(in) + pb + pe - eff;
+    if (span < 0) return 0;
+    out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    // With ceil_mode the last window must start inside the input or its leading padding.
+    if (ceil_mode && (out - 1) * stride >= static_cast<Wide>(in) + pb) --out;
+  }
+  if (out > INT64_MAX)
+    return make_error("the output extent {} + pads {} and {} overflows int64", in, pb, pe);
+  return static_cast<int64_t>(out);
+}
+
+// Every value of `values` at least `min`, or an error naming the attribute.
+Expected<void> check_at_least(const Dims& values, int64_t min, const char* name) {
+  for (int64_t v : values)
+    if (v < min)
+      return make_error("{} must be at least {}, got {}", name, min, ir::shape_to_string(values));
+  return ok();
 }
 
 Expected<void> rule_conv_or_pool(Ctx& c, bool is_conv) {
@@ -217,7 +235,8 @@ Expected<void> rule_conv_or_pool(Ctx& c, bool is_conv) {
       return make_error("weight shape {} does not match input shape {}", ir::shape_to_string(*w),
                         ir::shape_to_string(*x));
     int64_t group = c.op.int_attr("group", 1);
-    if (known((*w)[1]) && known((*x)[1]) && (*w)[1] * group != (*x)[1])
+    if (group < 1) return make_error("group must be at least 1, got {}", group);
+    if (known((*w)[1]) && known((*x)[1]) && static_cast<__int128>((*w)[1]) * group != (*x)[1])
       return make_error("input has {} channels but the weight {} with group {} expects {}", (*x)[1],
                         ir::shape_to_string(*w), group, (*w)[1] * group);
     channels = (*w)[0];
@@ -232,12 +251,17 @@ Expected<void> rule_conv_or_pool(Ctx& c, bool is_conv) {
     return make_error("strides, dilations or pads have the wrong length for {} spatial axes", n);
   for (int64_t s : strides)
     if (s <= 0) return make_error("strides must be positive");
+  PLANNER_TRY(check_at_least(dil, 1, "dilations"));
+  PLANNER_TRY(check_at_least(kernel, 1, "kernel_shape"));
+  PLANNER_TRY(check_at_least(pads, 0, "pads"));
   std::string auto_pad = c.op.string_attr("auto_pad", "NOTSET");
   bool ceil_mode = c.op.int_attr("ceil_mode", 0) != 0;
   Dims out = {(*x)[0], channels};
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(window_out((*x)[i + 2], kernel[i], strides[i], dil[i], pads[i], pads[i + n],
-                             auto_pad, ceil_mode));
+  for (size_t i = 0; i < n; ++i) {
+    PLANNER_TRY_ASSIGN(int64_t extent, window_out((*x)[i + 2], kernel[i], strides[i], dil[i],
+                                                  pads[i], pads[i + n], auto_pad, ceil_mode));
+    out.push_back(extent);
+  }
   c.set(0, c.dtype(0), out);
   if (c.op.op_type == "MaxPool") c.set(1, ir::DType::kInt64, out);
   return ok();
@@ -261,16 +285,35 @@ Expected<void> rule_conv_transpose(Ctx& c) {
   if (kernel.size() != n || strides.size() != n || dil.size() != n || pads.size() != 2 * n ||
       outpad.size() != n)
     return make_error("attributes have the wrong length for {} spatial axes", n);
-  Dims out = {(*x)[0], known((*w)[1]) ? (*w)[1] * group : kUnknownDim};
+  if (group < 1) return make_error("group must be at least 1, got {}", group);
+  PLANNER_TRY(check_at_least(strides, 1, "strides"));
+  PLANNER_TRY(check_at_least(dil, 1, "dilations"));
+  PLANNER_TRY(check_at_least(kernel, 1, "kernel_shape"));
+  PLANNER_TRY(check_at_least(pads, 0, "pads"));
+  PLANNER_TRY(check_at_least(outpad, 0, "output_padding"));
+  using Wide = __int128;
+  const Wide channels = known((*w)[1]) ? static_cast<Wide>((*w)[1]) * group : Wide{kUnknownDim};
+  if (channels > INT64_MAX)
+    return make_error("{} channels per group times group {} overflows int64", (*w)[1], group);
+  Dims out = {(*x)[0], static_cast<int64_t>(channels)};
   for (size_t i = 0; i < n; ++i) {
     if (out_shape.size() == n) {
       out.push_back(out_shape[i]);
       continue;
     }
     int64_t in = (*x)[i + 2];
-    out.push_back(known(in) ? strides[i] * (in - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1 -
-                                  pads[i] - pads[i + n]
-                            : kUnknownDim);
+    if (!known(in)) {
+      out.push_back(kUnknownDim);
+      continue;
+    }
+    const Wide extent = static_cast<Wide>(strides[i]) * (in - 1) + outpad[i] +
+                        static_cast<Wide>(kernel[i] - 1) * dil[i] + 1 - pads[i] - pads[i + n];
+    if (extent > INT64_MAX || extent < 0)
+      return make_error(
+          "spatial axis {}: the output extent is out of range (stride {}, input {}, "
+          "kernel {}, dilation {}, pads {} and {})",
+          i, strides[i], in, kernel[i], dil[i], pads[i], pads[i + n]);
+    out.push_back(static_cast<int64_t>(extent));
   }
   c.set(0, c.dtype(0), out);
   return ok();
@@ -564,8 +607,15 @@ Expected<void> rule_tile(Ctx& c) {
   if (repeats->size() != x->size())
     return make_error("repeats has {} entries for a rank-{} input", repeats->size(), x->size());
   Dims out = *x;
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = known(out[i]) ? out[i] * (*repeats)[i] : kUnknownDim;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t r = (*repeats)[i];
+    if (r < 0)
+      return make_error("repeats {} holds a negative count", ir::shape_to_string(*repeats));
+    if (known(out[i]) && __builtin_mul_overflow(out[i], r, &out[i]))
+      return make_error("repeats {} make axis {} of {} overflow int64",
+                        ir::shape_to_string(*repeats), i, ir::shape_to_string(*x));
+    if (!known((*x)[i])) out[i] = kUnknownDim;
+  }
   c.set(0, c.dtype(0), out);
   return ok();
 }
@@ -592,8 +642,11 @@ Expected<void> rule_pad(Ctx& c) {
   Dims out = *x;
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t k = axes[i];
-    out[k] = known(out[k]) ? out[k] + (*pads)[i] + (*pads)[i + axes.size()] : kUnknownDim;
-    if (known(out[k]) && out[k] < 0) return make_error("pads make axis {} negative", k);
+    if (!known(out[k])) continue;
+    const __int128 padded = static_cast<__int128>(out[k]) + (*pads)[i] + (*pads)[i + axes.size()];
+    if (padded < 0) return make_error("pads make axis {} negative", k);
+    if (padded > INT64_MAX) return make_error("pads make axis {} overflow int64", k);
+    out[k] = static_cast<int64_t>(padded);
   }
   c.set(0, c.dtype(0), out);
   return ok();

@@ -92,29 +92,14 @@ void rewrite(ir::Graph& g, const Match& m) {
   g.op(m.flatten).inputs = {g.op(m.flatten).inputs[0], shape};
   g.tensor(rows).shape = {m.d0, m.d1, k};
 
-  ir::TensorId w = gemm.inputs[1];
-  if (gemm.int_attr("transB", 0) != 0) {  // MatMul wants [K, N]
-    const ir::Tensor wt = g.tensor(w);
-    ir::Tensor t;
-    t.name = fresh_name(g, wt.name + ":transposed");
-    t.dtype = wt.dtype;
-    t.shape = {wt.shape[1], wt.shape[0]};
-    t.role = ir::TensorRole::kActivation;
-    ir::TensorId tid = g.add_tensor(std::move(t));
-    ir::Op tr;
-    tr.name = fresh_name(g, gemm.name + "/weight_transpose");
-    tr.op_type = "Transpose";
-    tr.attributes["perm"] = ir::Attribute{std::vector<int64_t>{1, 0}};
-    tr.inputs = {w};
-    tr.outputs = {tid};
-    g.add_op(std::move(tr));
-    w = tid;
-  }
+  // With transB the weight is [N, K]: planner's MatMulTransB reads it as it is (one GEMM
+  // with cuBLAS's transpose flag, as the Gemm was), else a plain MatMul.
+  const bool trans_b = gemm.int_attr("transB", 0) != 0;
   ir::Op& mm = g.op(m.gemm);
-  mm.op_type = "MatMul";
-  mm.domain.clear();
+  mm.op_type = trans_b ? "MatMulTransB" : "MatMul";
+  mm.domain = trans_b ? "ai.planner" : "";
   mm.attributes.clear();
-  mm.inputs = {rows, w};
+  mm.inputs = {rows, gemm.inputs[1]};
   g.tensor(out).shape = {m.d0, m.d1, n};
 
   ir::Op& back = g.op(m.unflatten);

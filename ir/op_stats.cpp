@@ -6,6 +6,7 @@
 #include "ir/op_stats.h"
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
 
 namespace planner::ir {
@@ -18,6 +19,13 @@ int64_t elements(const Graph& g, TensorId id) {
 int64_t dim(const Tensor& t, int i) {
   if (i < 0) i += t.rank();
   return (i >= 0 && i < t.rank()) ? t.shape[static_cast<size_t>(i)] : 1;
+}
+
+// a + b, or INT64_MAX when the sum overflows: byte and element totals are statistics, and a
+// huge (shrunk or hostile) model must show as huge, never as a negative size.
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
 }
 
 bool in(std::string_view s, std::initializer_list<std::string_view> set) {
@@ -45,11 +53,15 @@ double count_flops(const Graph& g, const Op& op) {
     if (!x || !w || w->rank() < 2) return static_cast<double>(out_elems);
     // Per output element: (C_in / group) * prod(kernel) multiply-adds. ConvTranspose does the
     // same work per input element.
-    int64_t per = w->shape[1];
-    for (int i = 2; i < w->rank(); ++i) per *= w->shape[static_cast<size_t>(i)];
-    int64_t n = type == "Conv" ? out_elems : x->num_elements() * w->shape[1];
-    if (type == "ConvTranspose") per /= std::max<int64_t>(1, w->shape[1]);
-    double f = 2.0 * static_cast<double>(n) * static_cast<double>(per);
+    // In doubles: the products of large dimensions overflow int64.
+    double per = static_cast<double>(w->shape[1]);
+    for (int i = 2; i < w->rank(); ++i)
+      per *= static_cast<double>(w->shape[static_cast<size_t>(i)]);
+    double n = type == "Conv"
+                   ? static_cast<double>(out_elems)
+                   : static_cast<double>(x->num_elements()) * static_cast<double>(w->shape[1]);
+    if (type == "ConvTranspose") per /= static_cast<double>(std::max<int64_t>(1, w->shape[1]));
+    double f = 2.0 * n * per;
     if (in_t(2)) f += static_cast<double>(out_elems);
     return f;
   }
@@ -67,9 +79,9 @@ double count_flops(const Graph& g, const Op& op) {
   }
   if (in(type, {"MaxPool", "AveragePool", "LpPool"})) {
     auto kernel = op.ints_attr("kernel_shape");
-    int64_t k = 1;
-    for (int64_t v : kernel) k *= v;
-    return static_cast<double>(out_elems) * static_cast<double>(k);
+    double k = 1;
+    for (int64_t v : kernel) k *= static_cast<double>(v);
+    return static_cast<double>(out_elems) * k;
   }
   if (in(type, {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
                 "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"})) {
@@ -89,6 +101,11 @@ double count_flops(const Graph& g, const Op& op) {
         dy.shape.empty() ? 1.0 : static_cast<double>(std::max<int64_t>(1, dy.shape.back()));
     return 2.0 * static_cast<double>(dy.num_elements()) / n * static_cast<double>(out_elems);
   }
+  if (type == "MatMulTransB" && op.inputs.size() == 2) {  // A B^T: 2 * rows * K * N
+    const Tensor& b = g.tensor(op.inputs[1]);
+    return 2.0 * static_cast<double>(out_elems) *
+           static_cast<double>(b.shape.size() == 2 ? b.shape[1] : 1);
+  }
   if (type == "BatchNormTrainGrad") return 8.0 * static_cast<double>(out_elems);
   if (in(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
                 "Split", "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant",
@@ -104,9 +121,10 @@ OpStats op_stats(const Graph& graph, OpId id) {
   OpStats s;
   s.flops = count_flops(graph, op);
   for (TensorId t : op.inputs)
-    if (t != kNoTensor) s.bytes_read += graph.tensor(t).num_bytes();
+    if (t != kNoTensor) s.bytes_read = saturating_add(s.bytes_read, graph.tensor(t).num_bytes());
   for (TensorId t : op.outputs)
-    if (t != kNoTensor) s.bytes_written += graph.tensor(t).num_bytes();
+    if (t != kNoTensor)
+      s.bytes_written = saturating_add(s.bytes_written, graph.tensor(t).num_bytes());
   return s;
 }
 
@@ -115,17 +133,19 @@ GraphStats graph_stats(const Graph& graph) {
   s.num_ops = graph.num_ops();
   for (const Tensor& t : graph.tensors()) {
     if (t.role == TensorRole::kParameter) {
-      s.parameter_count += t.num_elements();
-      s.parameter_bytes += t.num_bytes();
+      s.parameter_count = saturating_add(s.parameter_count, t.num_elements());
+      s.parameter_bytes = saturating_add(s.parameter_bytes, t.num_bytes());
     }
   }
-  for (TensorId t : graph.inputs) s.input_bytes += graph.tensor(t).num_bytes();
+  for (TensorId t : graph.inputs)
+    s.input_bytes = saturating_add(s.input_bytes, graph.tensor(t).num_bytes());
   for (OpId id = 0; id < graph.num_ops(); ++id) {
     const Op& op = graph.op(id);
     s.forward_flops += op_stats(graph, id).flops;
     s.op_counts[op.domain.empty() ? op.op_type : op.domain + "." + op.op_type]++;
     for (TensorId t : op.outputs)
-      if (t != kNoTensor) s.activation_bytes += graph.tensor(t).num_bytes();
+      if (t != kNoTensor)
+        s.activation_bytes = saturating_add(s.activation_bytes, graph.tensor(t).num_bytes());
   }
   return s;
 }

@@ -9,7 +9,8 @@
 
 namespace planner::ir {
 
-/// Work done by one operator on one device when it is not partitioned.
+/// Work done by one operator on one device when it is not partitioned (byte counts saturate
+/// at INT64_MAX).
 struct OpStats {
   double flops = 0;         ///< floating-point operations (a multiply-add counts as 2)
   int64_t bytes_read = 0;   ///< bytes of all inputs
@@ -20,7 +21,8 @@ struct OpStats {
 /// table does not know count one FLOP per output element.
 OpStats op_stats(const Graph& graph, OpId op);
 
-/// Model totals.
+/// Model totals. Element and byte totals saturate at INT64_MAX (a model too large to count
+/// shows as that, never as a wrapped negative number).
 struct GraphStats {
   int64_t num_ops = 0;
   int64_t parameter_count = 0;   ///< elements of all parameters

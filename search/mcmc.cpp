@@ -161,7 +161,10 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
   Clock::time_point last_improved = started;
 
   int64_t proposals = 0, restarts = 0;
-  bool stopped_by_time = false;
+  // Why the loop ended early, if it did: the budget ran out, or (without a proposal cap) no
+  // improvement for half the budget. With a cap the stall rule is off, so that a loaded
+  // machine that proposes slowly still reaches the cap and the seed's plan.
+  enum class Stop { kNone, kBudget, kStalled } stop = Stop::kNone;
   double current = best;
   double chain_best = current;
   int64_t chain_since = 0;  // proposals since the chain last improved on its own best
@@ -193,10 +196,14 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
 
   while (proposals < cap && !movable.empty()) {
     if (options.budget_s > 0) {
-      const Clock::time_point now = Clock::now();
-      if (deadline.passed() ||
-          std::chrono::duration<double>(now - last_improved).count() > options.budget_s / 2) {
-        stopped_by_time = true;
+      if (deadline.passed()) {
+        stop = Stop::kBudget;
+        break;
+      }
+      const double since_improved =
+          std::chrono::duration<double>(Clock::now() - last_improved).count();
+      if (options.max_proposals <= 0 && since_improved > options.budget_s / 2) {
+        stop = Stop::kStalled;
         break;
       }
     }
@@ -252,10 +259,15 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
   result.options["max_cuts"] = std::max(1, options.max_cuts);
   result.options["device_subsets"] = options.device_subsets;
   result.options["memory_limit_bytes"] = limit;
-  if (stopped_by_time)
+  if (stop == Stop::kBudget)
     result.notes.push_back(fmt::format("stopped by the time budget after {} proposals; max_proposals {} with the "
                                        "same seed reproduces this plan",
                                        proposals, proposals));
+  if (stop == Stop::kStalled)
+    result.notes.push_back(
+        fmt::format("stopped after {} proposals: no better plan for half the time budget; "
+                    "max_proposals {} with the same seed reproduces this plan",
+                    proposals, proposals));
   if (!best_fits) result.notes.push_back("no plan seen fits the memory limit");
   return result;
 }

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -17,8 +18,17 @@ namespace planner {
 class WorkerPool {
  public:
   /// `threads` workers in all, the calling thread included (1 or less: everything runs inline).
+  /// When the system refuses a thread (a memory or process limit), the pool keeps the workers
+  /// it got: fewer threads, the same results (size() says how many).
   explicit WorkerPool(int threads) {
-    for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { work(w); });
+    workers_.reserve(static_cast<size_t>(std::max(0, threads - 1)));
+    for (int w = 1; w < threads; ++w) {
+      try {
+        workers_.emplace_back([this, w] { work(w); });
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
   }
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -104,7 +114,12 @@ class WorkerPool {
   std::exception_ptr error_;
 };
 
-/// The default worker count: the machine's hardware threads (at least 1).
-inline int default_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+/// The most workers a pool is asked for (--threads is bounded by it).
+inline constexpr int kMaxThreads = 256;
+
+/// The default worker count: the machine's hardware threads (at least 1, at most kMaxThreads).
+inline int default_threads() {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
+}
 
 }  // namespace planner

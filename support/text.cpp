@@ -1,4 +1,4 @@
-// Text helpers: edit distance, line and column, UTF-8 and XML escaping.
+// Text helpers: edit distance, line and column, UTF-8, XML and terminal escaping.
 #include "support/text.h"
 
 #include <algorithm>
@@ -106,6 +106,39 @@ std::string xml_escape(std::string_view text) {
           out += kReplacement;
         else
           out += c;
+    }
+  }
+  return out;
+}
+
+std::string terminal_safe(std::string_view text, bool keep_newlines) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char b) {
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      escape(b);
+      ++i;
+    } else if (n == 1) {
+      if ((b < 0x20 && !(keep_newlines && b == '\n')) || b == 0x7F)
+        escape(b);
+      else
+        out += static_cast<char>(b);
+      ++i;
+    } else if (b == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      escape(b);  // a C1 control character: both bytes escaped
+      escape(static_cast<unsigned char>(text[i + 1]));
+      i += 2;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
     }
   }
   return out;

@@ -1,5 +1,5 @@
 // Small text helpers every front end needs: "did you mean" suggestions, the line and column of a
-// byte offset for located errors, and text made safe for XML and HTML.
+// byte offset for located errors, and text made safe for XML and HTML and for terminals.
 #pragma once
 
 #include <cstddef>
@@ -31,5 +31,12 @@ std::string valid_utf8(std::string_view text);
 /// UTF-8 (as valid_utf8), & < > " ' as entities, tab, newline and carriage return as character
 /// references, and the other control characters, which XML 1.0 does not allow, as U+FFFD.
 std::string xml_escape(std::string_view text);
+
+/// `text` safe to print on a terminal: control characters (C0, DEL and the C1 range U+0080 to
+/// U+009F, which terminals read as escape sequences) and bytes that are not well-formed UTF-8
+/// become `\xNN` (one per byte; a backslash stays as it is). With `keep_newlines`, '\n' stays
+/// (multi-line diagnostics); otherwise it is escaped too, so a name can never break a line.
+/// Used wherever a name from a model, plan or other input file reaches the terminal.
+std::string terminal_safe(std::string_view text, bool keep_newlines = false);
 
 }  // namespace planner

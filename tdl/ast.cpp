@@ -1,6 +1,7 @@
 // Builders and printing for the TDL syntax tree.
 #include "tdl/ast.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -132,6 +133,15 @@ std::string attr_to_string(const AttrValue& value) {
   return std::visit(Visitor{}, value);
 }
 
+void update_height(Expr& e) {
+  int h = 0;
+  for (const ExprPtr& a : e.args)
+    if (a) h = std::max(h, a->height);
+  for (const ExprPtr& a : e.var_extents)
+    if (a) h = std::max(h, a->height);
+  e.height = h + 1;
+}
+
 ExprPtr make_int(int64_t value, SourceLoc loc) {
   auto e = std::make_shared<Expr>();
   e->kind = ExprKind::kInt;
@@ -162,6 +172,7 @@ ExprPtr make_unary(std::string op, ExprPtr operand, SourceLoc loc) {
   e->name = std::move(op);
   e->args = {std::move(operand)};
   e->loc = loc;
+  update_height(*e);
   return e;
 }
 
@@ -171,6 +182,7 @@ ExprPtr make_binary(std::string op, ExprPtr lhs, ExprPtr rhs, SourceLoc loc) {
   e->name = std::move(op);
   e->args = {std::move(lhs), std::move(rhs)};
   e->loc = loc;
+  update_height(*e);
   return e;
 }
 
@@ -180,6 +192,7 @@ ExprPtr make_access(std::string tensor, std::vector<ExprPtr> indices, SourceLoc 
   e->name = std::move(tensor);
   e->args = std::move(indices);
   e->loc = loc;
+  update_height(*e);
   return e;
 }
 
@@ -189,6 +202,7 @@ ExprPtr make_call(std::string function, std::vector<ExprPtr> args, SourceLoc loc
   e->name = std::move(function);
   e->args = std::move(args);
   e->loc = loc;
+  update_height(*e);
   return e;
 }
 

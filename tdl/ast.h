@@ -57,7 +57,16 @@ struct Expr {
   /// kReduce: the explicit extent of each variable (`ky < kernel_shape[0]`), null when the
   /// extent follows from the accesses.
   std::vector<ExprPtr> var_extents;
+  /// Nodes on the longest path from here to a leaf (1 for a leaf). The parser bounds it
+  /// (kMaxExprHeight), so recursive walks over a tree stay shallow.
+  int height = 1;
 };
+
+/// The tallest expression tree the parser accepts; deeper input is a located error.
+inline constexpr int kMaxExprHeight = 256;
+
+/// Sets `e.height` from its children (args and var_extents); the builders below call it.
+void update_height(Expr& e);
 
 /// Builders for expression nodes (used by the parser and by instantiation).
 ExprPtr make_int(int64_t value, SourceLoc loc = {});

@@ -58,6 +58,7 @@ struct LiteralVisitor {
     e->kind = ExprKind::kList;
     e->loc = loc;
     for (const auto& item : v) e->args.push_back((*this)(item));
+    update_height(*e);
     return e;
   }
 };
@@ -511,6 +512,7 @@ class Instantiator {
     if (e->args.empty()) return e;
     auto copy = std::make_shared<Expr>(*e);
     for (auto& a : copy->args) a = rename_sizes(a, suffix);
+    update_height(*copy);
     return copy;
   }
 
@@ -672,6 +674,7 @@ class Instantiator {
         for (auto& a : copy->args) {
           PLANNER_TRY_ASSIGN(a, transform(a, output));
         }
+        update_height(*copy);
         return ExprPtr(copy);
       }
       case ExprKind::kAccess:

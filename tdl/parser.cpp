@@ -17,6 +17,21 @@ bool is_comparison(const Token& t) {
   return t.is("==") || t.is("!=") || t.is("<") || t.is("<=") || t.is(">") || t.is(">=");
 }
 
+// Counts one level of recursion for as long as it lives.
+class DepthGuard {
+ public:
+  explicit DepthGuard(int& depth) : depth_(depth) { ++depth_; }
+  ~DepthGuard() { --depth_; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+  /// True once the recursion is deeper than any real file needs (and the stack can hold).
+  bool too_deep() const { return depth_ > kMaxDepth; }
+  static constexpr int kMaxDepth = 200;
+
+ private:
+  int& depth_;
+};
+
 class Parser {
  public:
   Parser(const Source& source, std::vector<Token> tokens)
@@ -138,7 +153,10 @@ class Parser {
   }
 
   Expected<AttrValue> parse_literal() {
-    const Token& t = peek();
+    DepthGuard guard(depth_);
+    if (guard.too_deep())
+      return error_here(fmt::format("list is nested too deeply (more than {} levels)", kMaxDepth));
+    const Token t = peek();
     if (t.is("[")) {
       next();
       std::vector<AttrValue> items;
@@ -287,7 +305,7 @@ class Parser {
     while (peek().is_ident("or")) {
       SourceLoc loc = next().loc;
       PLANNER_TRY_ASSIGN(ExprPtr rhs, parse_and());
-      lhs = make_binary("or", lhs, rhs, loc);
+      PLANNER_TRY_ASSIGN(lhs, bounded(make_binary("or", lhs, rhs, loc)));
     }
     return lhs;
   }
@@ -297,16 +315,18 @@ class Parser {
     while (peek().is_ident("and")) {
       SourceLoc loc = next().loc;
       PLANNER_TRY_ASSIGN(ExprPtr rhs, parse_not());
-      lhs = make_binary("and", lhs, rhs, loc);
+      PLANNER_TRY_ASSIGN(lhs, bounded(make_binary("and", lhs, rhs, loc)));
     }
     return lhs;
   }
 
   Expected<ExprPtr> parse_not() {
     if (peek().is_ident("not")) {
+      DepthGuard guard(depth_);
+      if (guard.too_deep()) return nested_too_deeply();
       SourceLoc loc = next().loc;
       PLANNER_TRY_ASSIGN(ExprPtr operand, parse_not());
-      return make_unary("not", operand, loc);
+      return bounded(make_unary("not", operand, loc));
     }
     return parse_comparison();
   }
@@ -319,7 +339,7 @@ class Parser {
       SourceLoc loc = op.loc;
       PLANNER_TRY_ASSIGN(ExprPtr rhs, parse_additive());
       if (is_comparison(peek())) return error_here("comparisons cannot be chained; use 'and'");
-      return make_binary(name, lhs, rhs, loc);
+      return bounded(make_binary(name, lhs, rhs, loc));
     }
     return lhs;
   }
@@ -331,7 +351,7 @@ class Parser {
       std::string name = op.text;
       SourceLoc loc = op.loc;
       PLANNER_TRY_ASSIGN(ExprPtr rhs, parse_multiplicative());
-      lhs = make_binary(name, lhs, rhs, loc);
+      PLANNER_TRY_ASSIGN(lhs, bounded(make_binary(name, lhs, rhs, loc)));
     }
     return lhs;
   }
@@ -345,17 +365,30 @@ class Parser {
       std::string name = op.text;
       SourceLoc loc = op.loc;
       PLANNER_TRY_ASSIGN(ExprPtr rhs, parse_unary());
-      lhs = make_binary(name, lhs, rhs, loc);
+      PLANNER_TRY_ASSIGN(lhs, bounded(make_binary(name, lhs, rhs, loc)));
     }
     return lhs;
   }
 
   Expected<ExprPtr> parse_unary() {
     // Bounded nesting keeps hostile input from overflowing the stack.
-    if (++depth_ > kMaxDepth) return error_here("expression is nested too deeply");
-    auto result = parse_unary_inner();
-    --depth_;
-    return result;
+    DepthGuard guard(depth_);
+    if (guard.too_deep()) return nested_too_deeply();
+    PLANNER_TRY_ASSIGN(ExprPtr e, parse_unary_inner());
+    return bounded(std::move(e));
+  }
+
+  Error nested_too_deeply() const {
+    return error_here(
+        fmt::format("expression is nested too deeply (more than {} levels)", kMaxDepth));
+  }
+
+  // The tree itself must stay shallow too: `X + X + ...` parses in a loop, yet each term adds a
+  // level that later walks (checks, printing, instantiation, destruction) recurse through.
+  Expected<ExprPtr> bounded(ExprPtr e) const {
+    if (e->height <= kMaxExprHeight) return e;
+    return error_at(e->loc, fmt::format("expression is nested too deeply (more than {} levels)",
+                                        kMaxExprHeight));
   }
 
   Expected<ExprPtr> parse_unary_inner() {
@@ -364,7 +397,7 @@ class Parser {
       PLANNER_TRY_ASSIGN(ExprPtr operand, parse_unary());
       if (operand->kind == ExprKind::kInt) return make_int(-operand->int_value, loc);
       if (operand->kind == ExprKind::kFloat) return make_float(-operand->float_value, loc);
-      return make_unary("-", operand, loc);
+      return make_unary("-", operand, loc);  // height checked by parse_unary
     }
     return parse_primary();
   }
@@ -434,6 +467,7 @@ class Parser {
         } while (accept(","));
       }
       PLANNER_TRY(expect("]", "after the list"));
+      update_height(*e);
       return ExprPtr(e);
     }
     return error_here(fmt::format("expected an expression, got {}", describe(t)));
@@ -468,6 +502,7 @@ class Parser {
       PLANNER_TRY_ASSIGN(ExprPtr body, parse_expr());
       e->args.push_back(body);
       PLANNER_TRY(expect(")", "to close the reduction"));
+      update_height(*e);
       return ExprPtr(e);
     }
     // In a `when` guard only rank(...) and len(...) are calls: a bare attribute name at the
@@ -505,13 +540,18 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   bool in_guard_ = false;
-  int depth_ = 0;
-  static constexpr int kMaxDepth = 200;
+  int depth_ = 0;  ///< recursion depth of the descent, bounded by DepthGuard
+  static constexpr int kMaxDepth = DepthGuard::kMaxDepth;
 };
 
 }  // namespace
 
 Expected<File> parse_file_unchecked(std::string_view text, std::string source_name) {
+  // The lexer holds every token at once: bounding the text bounds memory and time (a hostile
+  // 50 MB line would otherwise take gigabytes). The whole operator library is under 100 KiB.
+  if (text.size() > kMaxSourceBytes)
+    return make_error("{}: error: file is {} bytes; TDL files are limited to {} bytes (1 MiB)",
+                      source_name, text.size(), kMaxSourceBytes);
   auto source = std::make_shared<Source>();
   source->name = std::move(source_name);
   source->text = std::string(text);

@@ -5,6 +5,7 @@
 // the full located diagnostic: `name:line:col: error: summary`, the source line, a caret.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,9 @@
 #include "tdl/ast.h"
 
 namespace planner::tdl {
+
+/// The largest TDL text parse_file accepts, in bytes; a larger one is an error at once.
+inline constexpr size_t kMaxSourceBytes = size_t{1} << 20;
 
 /// Parses and checks one TDL file. `source_name` is used in diagnostics.
 Expected<File> parse_file(std::string_view text, std::string source_name);

@@ -17,18 +17,18 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (path in the calibration JSON, starting value, candidate multipliers)
+# (path in the calibration JSON, starting value: the defaults of analysis/cost_model.h)
 PARAMS = [
-    (("efficiency", "conv", "compute"), 0.56),
-    (("efficiency", "conv", "tf32"), 0.15),
-    (("efficiency", "conv", "half"), 0.49),
-    (("efficiency", "matmul", "compute"), 0.9),
+    (("efficiency", "conv", "compute"), 0.62),
+    (("efficiency", "conv", "tf32"), 0.165),
+    (("efficiency", "conv", "half"), 0.61),
+    (("efficiency", "matmul", "compute"), 0.90),
     (("efficiency", "matmul", "tf32"), 0.84),
     (("efficiency", "matmul", "half"), 0.69),
     (("efficiency", "elementwise", "memory"), 0.72),
-    (("efficiency", "reduction", "memory"), 0.8),
-    (("depth_half",), 48.0),
-    (("launch_overhead",), 3e-6),
+    (("efficiency", "reduction", "memory"), 0.90),
+    (("depth_half",), 38.0),
+    (("launch_overhead",), 2.4e-6),
 ]
 STEPS = [0.8, 0.9, 1.0, 1.1, 1.25]
 

@@ -155,6 +155,7 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "DropoutTrain", k_dropout_train, kCuda, CUDA(c_dropout_train)},
     {"ai.planner", "DropoutGrad", k_dropout_grad, kCuda, CUDA(c_dropout_grad)},
     {"ai.planner", "MatMulGradWeight", k_matmul_grad_weight, kCublas, CUDA(c_matmul_grad_weight)},
+    {"ai.planner", "MatMulTransB", k_matmul_trans_b, kCublas, CUDA(c_matmul_trans_b)},
     {"ai.planner", "SliceGrad", k_slice_grad, kHost, nullptr},
     {"ai.planner", "PadGrad", k_pad_grad, kHost, nullptr},
     {"ai.planner", "GatherGrad", k_gather_grad, kHost, nullptr},

@@ -155,6 +155,7 @@ void k_loss_grad(const KernelContext&);
 void k_matmul(const KernelContext&);
 void k_gemm(const KernelContext&);
 void k_matmul_grad_weight(const KernelContext&);
+void k_matmul_trans_b(const KernelContext&);
 // conv.cpp
 void k_conv(const KernelContext&);
 void k_conv_grad_data(const KernelContext&);

@@ -77,6 +77,24 @@ void k_gemm(const KernelContext& ctx) {
         n);
 }
 
+void k_matmul_trans_b(const KernelContext& ctx) {
+  // (A [..., K], B [N, K]) -> Y [..., N] = A B^T over the rows (leading dims flattened).
+  ctx.expect_arity(2, 1, "(A, B) -> Y");
+  const Tensor& a = ctx.in(0);
+  const Tensor& b = ctx.in(1);
+  ctx.expect_dtype(a, DType::kFloat32, "A");
+  ctx.expect_dtype(b, DType::kFloat32, "B");
+  if (a.rank() < 1 || b.rank() != 2 || a.shape.back() != b.shape[1])
+    ctx.fail("A " + shape_to_string(a.shape) + " and B " + shape_to_string(b.shape) +
+             " do not multiply as A B^T");
+  const int64_t k = b.shape[1], n = b.shape[0], rows = k == 0 ? 0 : a.numel() / k;
+  Shape out = a.shape;
+  out.back() = n;
+  ctx.expect_out(0, DType::kFloat32, out);
+  sgemm(false, true, rows, n, k, 1.0f, a.as<float>(), k, b.as<float>(), k, 0.0f,
+        ctx.out(0).as<float>(), n);
+}
+
 void k_matmul_grad_weight(const KernelContext& ctx) {
   // (A [..., K], dY [..., N]) -> dW [K, N] = A^T dY over the rows (leading dims flattened).
   ctx.expect_arity(2, 1, "(A, dY) -> dW");

@@ -12,7 +12,7 @@ namespace {
 
 ir::Op op_of(const std::string& type) {
   ir::Op op;
-  op.name = "n";
+  op.name = type + "_0";
   op.op_type = type;
   return op;
 }

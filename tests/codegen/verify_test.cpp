@@ -556,7 +556,7 @@ TEST_CASE(
   }
   for (const char* t :
        {"BatchNormStats", "BatchNormTrain", "BatchNormTrainParamGrad", "BatchNormTrainGrad",
-        "DropoutTrain", "DropoutGrad", "Reshape", "MatMulGradWeight"})
+        "DropoutTrain", "DropoutGrad", "Reshape", "MatMulGradWeight", "MatMulTransB"})
     CHECK_MESSAGE(seen.count(t), t);
   std::vector<Programs> programs = {dp, compile(*m, mixed(*m, 4), 4),
                                     compile(*m, searched(*m, "dp", 4), 4)};

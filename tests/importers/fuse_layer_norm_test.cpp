@@ -18,8 +18,10 @@ std::string layer_norm_model(const std::string& exponent = "2.0", bool read_norm
   std::string extra = read_normalised ? "  z = Relu(n)\n" : "";
   return R"(<ir_version: 8, opset_import: ["" : 15]>
 ln (float[4,3,8] x) => ()" + outputs + R"()
-<float[8] gamma, float[8] beta, float two = {)" +
-         exponent + R"(}, float eps = {1e-12}> {
+<float[8] gamma = {}, float[8] beta = {}> {
+  two = Constant<value = float {)" +
+         exponent + R"(}>()
+  eps = Constant<value = float {1e-12}>()
   m = ReduceMean<axes = [-1]>(x)
   d = Sub(x, m)
   p = Pow(d, two)

@@ -143,7 +143,9 @@ TEST_CASE("every preset loads, with its counts, and round-trips through its JSON
                              {"p2.8xlarge", 8, 1},
                              {"flexflow-p100-4x4", 16, 4},
                              {"flexflow-k80-16x4", 64, 16},
-                             {"tensoropt-v100-2x8", 16, 2}};
+                             {"tensoropt-v100-2x8", 16, 2},
+                             {"dgx1-v100", 8, 1},
+                             {"dgx1-v100-32gb", 8, 1}};
   std::vector<PresetInfo> presets = topology_presets();
   REQUIRE(presets.size() == std::size(expected));
   for (size_t i = 0; i < presets.size(); ++i) {
@@ -282,7 +284,7 @@ TEST_CASE("resolve_topology: --gpus, --topology, and both") {
   CHECK(resolve_topology(std::nullopt, "dgx-h10").error().message() ==
         "unknown topology 'dgx-h10', did you mean 'dgx-h100'? (presets: dgx-h100, "
         "h100-cluster-4x8, dgx-a100, pcie-4gpu, p2.8xlarge, flexflow-p100-4x4, flexflow-k80-16x4, "
-        "tensoropt-v100-2x8)");
+        "tensoropt-v100-2x8, dgx1-v100, dgx1-v100-32gb)");
   CHECK(resolve_topology(std::nullopt, "no/such.json").error().message() ==
         "no/such.json: no such file");
 

@@ -1,6 +1,6 @@
 // Training-mode batch norm (BatchNormStats, BatchNormTrain, BatchNormRunningStats and the two
-// gradients) and DropoutTrain / DropoutGrad against hand-computed references, central
-// differences, and their shards' results.
+// gradients), DropoutTrain / DropoutGrad, and the row GEMMs MatMulTransB / MatMulGradWeight
+// against hand-computed references, central differences, and their shards' results.
 #include <algorithm>
 
 #include "rt_test_util.h"
@@ -166,4 +166,31 @@ TEST_CASE("DropoutGrad: the mask over (1 - ratio)") {
   expect_close(dx.values(), {2, 0, 0, 8});
   CHECK_THROWS_WITH_AS(run_planner("DropoutGrad", {{"ratio", 1.0}}, {dy.t, m.t}, {dx.t}),
                        doctest::Contains("ratio must be in [0, 1)"), Error);
+}
+
+TEST_CASE("MatMulTransB and MatMulGradWeight: GEMMs over rows with leading dimensions") {
+  // A [2, 3, 4] (rows 2 x 3), B [5, 4]: Y = A B^T; dW = A^T dY summed over every row.
+  Buf a = R({2, 3, 4}, 51), b = R({5, 4}, 52), y = Z({2, 3, 5}), dy = R({2, 3, 5}, 53),
+      dw = Z({4, 5});
+  run_planner("MatMulTransB", {}, {a.t, b.t}, {y.t});
+  run_planner("MatMulGradWeight", {}, {a.t, dy.t}, {dw.t});
+  std::vector<float> want_y(30, 0.0f), want_dw(20, 0.0f);
+  for (int r = 0; r < 6; ++r)
+    for (int n = 0; n < 5; ++n) {
+      double acc = 0;
+      for (int k = 0; k < 4; ++k) acc += static_cast<double>(a.f()[r * 4 + k]) * b.f()[n * 4 + k];
+      want_y[static_cast<size_t>(r * 5 + n)] = static_cast<float>(acc);
+    }
+  for (int k = 0; k < 4; ++k)
+    for (int n = 0; n < 5; ++n) {
+      double acc = 0;
+      for (int r = 0; r < 6; ++r) acc += static_cast<double>(a.f()[r * 4 + k]) * dy.f()[r * 5 + n];
+      want_dw[static_cast<size_t>(k * 5 + n)] = static_cast<float>(acc);
+    }
+  expect_close(y.values(), want_y);
+  expect_close(dw.values(), want_dw);
+  CHECK_THROWS_WITH_AS(run_planner("MatMulTransB", {}, {a.t, Z({5, 3}).t}, {y.t}),
+                       doctest::Contains("do not multiply as A B^T"), Error);
+  CHECK_THROWS_WITH_AS(run_planner("MatMulGradWeight", {}, {a.t, Z({3, 2, 5}).t}, {dw.t}),
+                       doctest::Contains("must share their leading dimensions"), Error);
 }

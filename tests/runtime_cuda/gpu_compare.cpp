@@ -298,6 +298,7 @@ void kernel_cases() {
         {F({3, 200})}, {O({3, 200}), O({3, 200}, DType::kBool)});
   check("ai.planner", "DropoutGrad", {{"ratio", 0.3}}, {F({7, 300}), B({7, 300})}, {O({7, 300})});
   check("ai.planner", "MatMulGradWeight", {}, {F({3, 5, 16}), F({3, 5, 24})}, {O({16, 24})});
+  check("ai.planner", "MatMulTransB", {}, {F({3, 5, 16}), F({24, 16})}, {O({3, 5, 24})});
   check("ai.planner", "ZerosLike", {}, {F({3, 4})}, {O({3, 4})});
   check("ai.planner", "SGD", {{"lr", 0.1}}, {F({100}), F({100})}, {O({100})});
   check("ai.planner", "Momentum", {}, {F({100}), F({100}), F({100})}, {O({100}), O({100})});

@@ -1,6 +1,9 @@
 // Tests for search/mcmc.cpp: reproducible from the seed and the proposal cap, and on small
 // graphs as good as the exhaustive optimum of the simulated step time over the same space.
+#include <chrono>
 #include <functional>
+#include <string_view>
+#include <thread>
 
 #include "search/plan_builder.h"
 #include "search/search.h"
@@ -115,6 +118,56 @@ TEST_CASE("mcmc: a cap of zero proposals with no budget still stops (default cap
   o.budget_s = 0;
   SearchResult r = run(*p, o);
   CHECK(r.options["proposals"].get<int64_t>() > 0);
+}
+
+TEST_CASE("mcmc: with a cap, a slow machine still reaches it and gets the seed's plan") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
+  SearchResult fast = run(*p, capped(5, 320));
+  // A machine that stalls: after the first 64 proposals it pauses for 55% of the budget, longer
+  // than the stall rule's window (half the budget without a better plan) but well within the
+  // budget. The stall rule used to end the run right there; with a cap it must not.
+  SearchOptions slow_options = capped(5, 320);
+  slow_options.budget_s = 8;
+  bool paused = false;
+  slow_options.progress = [&paused](double, std::string_view) {
+    if (paused) return;
+    paused = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(4400));
+  };
+  SearchResult slow = run(*p, slow_options);
+  CHECK(paused);
+  CHECK(slow.options["proposals"] == 320);
+  CHECK(slow.notes.empty());
+  REQUIRE(slow.configs.size() == fast.configs.size());
+  for (size_t i = 0; i < fast.configs.size(); ++i)
+    CHECK_MESSAGE(slow.configs[i] == fast.configs[i],
+                  p->graph().op(static_cast<ir::OpId>(i)).name);
+}
+
+TEST_CASE("mcmc: the notes say whether the budget or a stall ended the run") {
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
+  SearchOptions o;
+  o.seed = 2;
+  o.budget_s = 0.4;
+  o.progress = [](double, std::string_view) {  // slow enough that 0.4 s pass in any case
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  const auto started = std::chrono::steady_clock::now();
+  SearchResult r = run(*p, o);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(r.notes.size() == 1);
+  const bool budget = r.notes[0].find("stopped by the time budget") == 0;
+  const bool stalled =
+      r.notes[0].find("no better plan for half the time budget") != std::string::npos;
+  CHECK(budget != stalled);
+  if (budget) CHECK(took >= 0.4);
+  // A cap the budget cuts short is the budget's doing, never a stall.
+  o.max_proposals = 1000000;
+  r = run(*p, o);
+  REQUIRE(r.notes.size() == 1);
+  CHECK(r.notes[0].find("stopped by the time budget after") == 0);
+  CHECK(r.options["proposals"].get<int64_t>() < 1000000);
 }
 
 void check_reaches_optimum(const char* model, int64_t cap) {

@@ -46,5 +46,20 @@ TEST_CASE("XML escaping: markup, quotes, line breaks and control characters") {
   CHECK(xml_escape("\xC3\xA9") == "\xC3\xA9");
 }
 
+TEST_CASE("terminal-safe text: control characters and broken UTF-8 escaped") {
+  CHECK(terminal_safe("layer1/conv") == "layer1/conv");
+  CHECK(terminal_safe("\x1b]0;pwned\x07x") == "\\x1b]0;pwned\\x07x");
+  CHECK(terminal_safe("\x1b[2J\x1b[31mred") == "\\x1b[2J\\x1b[31mred");
+  CHECK(terminal_safe("a\nb\tc\rd") == "a\\x0ab\\x09c\\x0dd");
+  CHECK(terminal_safe("a\nb", /*keep_newlines=*/true) == "a\nb");
+  CHECK(terminal_safe("a\x7f") == "a\\x7f");
+  CHECK(terminal_safe(std::string("nul\0byte", 8)) == "nul\\x00byte");
+  CHECK(terminal_safe("\xc2\x9b"
+                      "31m") == "\\xc2\\x9b31m");                                  // C1 CSI
+  CHECK(terminal_safe("caf\xc3\xa9 \xe2\x86\x92") == "caf\xc3\xa9 \xe2\x86\x92");  // kept
+  CHECK(terminal_safe("bad\xff\xfe") == "bad\\xff\\xfe");
+  CHECK(terminal_safe("back\\slash") == "back\\slash");
+}
+
 }  // namespace
 }  // namespace planner

@@ -219,5 +219,14 @@ op Cat<axis>(inputs*[...]) -> out[...] = concat(inputs, axis)
   CHECK(none.error().message() == "node 'n' (Missing): no description");
 }
 
+TEST_CASE("the deepest expression the parser accepts instantiates and prints") {
+  std::string chain;
+  for (int i = 0; i < 255; ++i) chain += (i ? " + " : "") + std::string("A[i]");
+  File file = parse_ok("op Deep(A[N]) -> B[i] = " + chain + "\n");
+  auto a = inst(file, req("Deep", {in({8})}, {out({8})}));
+  REQUIRE_MESSAGE(a.has_value(), (a ? std::string() : a.error().message()));
+  CHECK(to_string(*a).find(chain) != std::string::npos);
+}
+
 }  // namespace
 }  // namespace planner::tdl

@@ -179,5 +179,59 @@ TEST_CASE("hostile input gives errors, not crashes") {
   CHECK(error_of("").empty());
 }
 
+// A term repeated `n` times, joined by `sep`.
+std::string repeated(const std::string& term, const std::string& sep, int n) {
+  std::string out;
+  out.reserve(static_cast<size_t>(n) * (term.size() + sep.size()));
+  for (int i = 0; i < n; ++i) out += (i ? sep : "") + term;
+  return out;
+}
+
+TEST_CASE("deep nesting is a located error, not a stack overflow") {
+  // 40k nested '[' in an attribute default.
+  std::string lists = "op F<a = " + std::string(40000, '[') + "1" + std::string(40000, ']') +
+                      ">(A[N]) -> B[i] = A[i]\n";
+  std::string e = error_of(lists);
+  CHECK(e.find("t.tdl:1:210: error: list is nested too deeply (more than 200 levels)") == 0);
+  // The 80k-character line is shown as a window around the caret, not whole.
+  CHECK(e.size() < 400);
+  CHECK(e.find("\n...[[[[") != std::string::npos);
+  CHECK(e.substr(e.rfind('\n') + 1) == std::string(63, ' ') + "^");
+
+  // A 40k-term chain parses in a loop but would build a 40k-deep tree.
+  std::string chain = "op F(A[N]) -> B[i] = " + repeated("A[i]", " + ", 40000) + "\n";
+  e = error_of(chain);
+  CHECK(e.find("t.tdl:1:") == 0);
+  CHECK(e.find("error: expression is nested too deeply (more than 256 levels)") !=
+        std::string::npos);
+  CHECK(e.size() < 400);
+  CHECK(error_of("op F(A[N]) -> B[i] = " + repeated("A[i]", " * ", 40000) + "\n")
+            .find("expression is nested too deeply") != std::string::npos);
+  CHECK(error_of("op F<t = 1> when " + repeated("t == 1", " and ", 40000) +
+                 " (A[N]) -> B[i] = A[i]\n")
+            .find("expression is nested too deeply") != std::string::npos);
+  CHECK(error_of("op F<t = 1> when " + repeated("not", " ", 40000) +
+                 " t == 1 (A[N]) -> B[i] = A[i]\n")
+            .find("expression is nested too deeply (more than 200 levels)") != std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[i + " + repeated("-", " ", 40000) + "1]\n")
+            .find("expression is nested too deeply") != std::string::npos);
+  CHECK(error_of("op F(A[N]) -> B[i] = A[" + repeated("N", " + ", 40000) + "]\n")
+            .find("expression is nested too deeply") != std::string::npos);
+
+  // Within the bound everything still parses and prints.
+  File ok = parse_ok("op F(A[N]) -> B[i] = " + repeated("A[i]", " + ", 200) + "\n");
+  CHECK(ok.ops[0].bodies[0]->height == 201);
+  CHECK(to_string(ok.ops[0].bodies[0]) == repeated("A[i]", " + ", 200));
+}
+
+TEST_CASE("a TDL text larger than the bound fails at once") {
+  std::string big(kMaxSourceBytes + 1, ' ');
+  std::string e = error_of(big);
+  CHECK(e == "t.tdl: error: file is 1048577 bytes; TDL files are limited to 1048576 bytes (1 MiB)");
+  // A line of 50 MB: refused before any tokenising.
+  std::string huge(50u << 20, 'x');
+  CHECK(error_of(huge).find("t.tdl: error: file is 52428800 bytes") == 0);
+}
+
 }  // namespace
 }  // namespace planner::tdl

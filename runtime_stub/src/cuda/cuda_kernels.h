@@ -55,6 +55,7 @@ void c_batch_norm_train_grad(const KernelContext&);
 void c_matmul(const KernelContext&);
 void c_gemm(const KernelContext&);
 void c_matmul_grad_weight(const KernelContext&);
+void c_matmul_trans_b(const KernelContext&);
 // conv_cuda.cpp (cuDNN)
 void c_conv(const KernelContext&);
 void c_conv_grad_data(const KernelContext&);
