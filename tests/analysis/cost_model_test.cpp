@@ -216,5 +216,17 @@ TEST_CASE("lookup with a work that compares with nothing (NaN) gives a measureme
   CHECK(*t == doctest::Approx(1e-5));
 }
 
+TEST_CASE("calibration files go through the bounded JSON reader") {
+  auto c = parse_calibration(R"({"schema": "planner-calibration/1", "tile_m": 1e400})", "cal.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() == "cal.json:1:47: invalid JSON: number 1e400 is out of range");
+  c = parse_calibration("{\"about\": " + std::string(200, '[') + std::string(200, ']') + "}", "cal.json");
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message() == "cal.json:1:138: invalid JSON: nested deeper than 128 levels");
+  c = parse_calibration(R"({"schema": "planner-calibration/1", "tile_m": 64})", "cal.json");
+  REQUIRE(c);
+  CHECK(c->tile_m == 64);
+}
+
 }  // namespace
 }  // namespace planner::analysis

@@ -5,5 +5,5 @@ $PLANNER compile $TMP/plan.json --model $EXAMPLES/mlp.onnxtxt -o $TMP/mine; echo
 ls -A $TMP/mine; cat $TMP/mine/notes.txt
 $PLANNER compile $TMP/plan.json --model $EXAMPLES/mlp.onnxtxt -o $TMP/out > /dev/null; echo "[exit $?]"
 touch $TMP/out/built-by-user
-$PLANNER compile $TMP/plan.json --model $EXAMPLES/mlp.onnxtxt -o $TMP/out/; echo "[exit $?]"
+$PLANNER compile $TMP/plan.json --model $EXAMPLES/mlp.onnxtxt -o $TMP/out/ | tail -1; echo "[exit ${PIPESTATUS[0]}]"
 ls -A $TMP/out; ls -A $TMP
