@@ -7,6 +7,9 @@
 #   scripts/fuzz.sh ci [SECONDS]       CI: replay every seed and regression, then fuzz each
 #                                      harness for SECONDS (default 20); fails on any finding
 #   scripts/fuzz.sh build              only build the harnesses
+#
+# FUZZ_KEEP_GOING=1 (with NAME|all) goes on after a crash (libFuzzer's fork mode), keeping
+# every crashing input, to collect the findings of a harness that still has known crashes.
 #   scripts/fuzz.sh configure          only configure build-fuzz/ (scripts/sanitize.sh builds the
 #                                      unit tests in the same tree: one clang ASan + UBSan build)
 #
@@ -33,7 +36,7 @@ configure() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S . -B build-fuzz "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER="$clangxx" -DPLANNER_FUZZ=ON >/dev/null
+    -DCMAKE_CXX_COMPILER="$clangxx" -DPLANNER_FUZZ=ON -DPLANNER_BUILD_TESTS=ON >/dev/null
 }
 
 # Only the libraries the harnesses link are built (no search, codegen, cli or tests).
@@ -51,22 +54,29 @@ fuzz() {
   local name=$1 seconds=$2
   local corpus=build-fuzz/corpus/$name findings=build-fuzz/findings/$name
   mkdir -p "$corpus" "$findings"
+  touch "build-fuzz/fuzz-$name.log.start"
   local dict=()
   [ -f "fuzz/dict/$name.dict" ] && dict=(-dict="fuzz/dict/$name.dict")
-  local log=build-fuzz/fuzz-$name.log status=0
-  build-fuzz/fuzz/fuzz_"$name" "$corpus" fuzz/corpus/"$name" "${dict[@]}" \
-    -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 -max_len=16384 \
+  local log=build-fuzz/fuzz-$name.log status=0 mode=()
+  [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  build-fuzz/fuzz/fuzz_"$name" "$corpus" fuzz/corpus/"$name" "${dict[@]}" "${mode[@]}" \
+    -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 -max_len=16384 -error_exitcode=1 \
     -artifact_prefix="$findings/" -print_final_stats=1 >"$log" 2>&1 || status=$?
-  local execs corpus_size
+  local execs corpus_size found
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  # Fork mode reports progress lines instead: "#123456: cov: ... exec/s ...".
+  [ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\): cov.*/\1/p' "$log" | tail -1)
   corpus_size=$(find "$corpus" -type f | wc -l)
-  printf '%-10s %8ss  executions %10s  corpus %6s files  ' "$name" "$seconds" "${execs:-?}" "$corpus_size"
-  if [ $status -eq 0 ]; then
+  found=$(find "$findings" -type f -newer "$log.start" 2>/dev/null | wc -l)
+  printf '%-10s %6ss  executions %10s  corpus %6s files  ' "$name" "$seconds" "${execs:-?}" "$corpus_size"
+  if [ $status -eq 0 ] && [ "$found" -eq 0 ]; then
     echo "no finding"
   else
-    echo "FINDING (status $status): $(ls -t "$findings" | head -1) — see $log"
-    grep -m1 -E "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer|LeakSanitizer)|runtime error|fuzz property violated" "$log" || true
+    echo "FINDINGS: $found new file(s) in $findings (status $status; log $log)"
+    grep -oE "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer|LeakSanitizer): [a-z -]+|runtime error: .{0,100}|fuzz property violated: .{0,100}|what\(\): .{0,100}" "$log" | sort | uniq -c | sort -rn | head -5 || true
+    status=1
   fi
+  rm -f "$log.start"
   return $status
 }
 
