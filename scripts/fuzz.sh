@@ -7,14 +7,13 @@
 #   scripts/fuzz.sh ci [SECONDS]       CI: replay every seed and regression, then fuzz each
 #                                      harness for SECONDS (default 20); fails on any finding
 #   scripts/fuzz.sh build              only build the harnesses
-#
-# FUZZ_KEEP_GOING=1 (with NAME|all) goes on after a crash (libFuzzer's fork mode), keeping
-# every crashing input, to collect the findings of a harness that still has known crashes.
 #   scripts/fuzz.sh configure          only configure build-fuzz/ (scripts/sanitize.sh builds the
 #                                      unit tests in the same tree: one clang ASan + UBSan build)
 #
 # Harnesses: onnx_proto onnx_text topology tdl plan costs (docs/fuzzing.md). Exits 77 (skip)
 # when clang or libFuzzer is missing. FUZZ_JOBS=N runs N harnesses at once (default 1).
+# FUZZ_KEEP_GOING=1 (with NAME|all) goes on after a crash (libFuzzer's fork mode), keeping
+# every crashing input, to collect the findings of a harness that still has known crashes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 harnesses=(onnx_proto onnx_text topology tdl plan costs)
@@ -36,7 +35,8 @@ configure() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S . -B build-fuzz "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER="$clangxx" -DPLANNER_FUZZ=ON -DPLANNER_BUILD_TESTS=ON >/dev/null
+    -DCMAKE_CXX_COMPILER="$clangxx" -DPLANNER_FUZZ=ON -DPLANNER_BUILD_TESTS=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON >/dev/null
 }
 
 # Only the libraries the harnesses link are built (no search, codegen, cli or tests).
