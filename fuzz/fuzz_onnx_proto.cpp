@@ -19,9 +19,12 @@ namespace {
 // The model's folder holds nothing else, so external-data references can only find the model.
 const std::string& model_path() {
   static const std::string path = [] {
-    char dir[] = "/tmp/planner_fuzz_onnx_XXXXXX";
-    if (!::mkdtemp(dir)) planner::fuzz::fail("cannot make a temporary folder");
-    static std::string folder = dir;
+    // $TMPDIR when set: scripts/fuzz.sh points it into build-fuzz/, so that the folders of
+    // runs that crash (and never reach atexit) do not pile up in /tmp.
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/planner_fuzz_onnx_XXXXXX";
+    if (!::mkdtemp(pattern.data())) planner::fuzz::fail("cannot make a temporary folder");
+    static std::string folder = pattern;
     std::atexit([] { std::filesystem::remove_all(folder); });
     return folder + "/model.onnx";
   }();

@@ -45,6 +45,11 @@ build() {
   cmake --build build-fuzz --target fuzzers --parallel "$(nproc)"
 }
 
+# The ONNX harness writes each input to a file; crashed runs leave their folders here.
+rm -rf build-fuzz/tmp
+mkdir -p build-fuzz/tmp
+export TMPDIR=$PWD/build-fuzz/tmp
+
 # Every report is fatal and symbolized; LeakSanitizer stays on.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
