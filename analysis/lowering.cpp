@@ -471,7 +471,8 @@ void PlanRecords::lower_chain(ir::TensorId t) {
     const std::vector<Box>& need = ops[static_cast<size_t>(y)].need[static_cast<size_t>(i)];
     const int shards = c.num_shards();
     // Resident buffers belong to the operator that placed them first.
-    auto resident_buffer = [&](DeviceId d, const Box& box) {
+    // y is captured by copy: clang 14 refuses lambdas that name a structured binding.
+    auto resident_buffer = [&, y = y](DeviceId d, const Box& box) {
       int64_t bytes = box_bytes(box, tensor);
       const BufferKey& k = buffer_on[static_cast<size_t>(d)];
       if (k.op != ir::kNoOp) {

@@ -129,7 +129,8 @@ class Pricer {
         Box part = analysis::intersect(want, *distinct[k].first);
         int64_t n = analysis::box_elements(part);
         if (n == 0) continue;
-        auto rank = [&](int h) {
+        // d is captured by copy: clang 14 refuses lambdas that name a structured binding.
+        auto rank = [&, d = d](int h) {
           return std::make_tuple(h == d, topology_.same_node(h, d), topology_.bandwidth(h, d));
         };
         int best = -1;

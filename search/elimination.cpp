@@ -306,7 +306,8 @@ void Engine::eliminate_branch(int j) {
   // The best of j for each ci: the union over cj of E + N_j (rows independent).
   std::vector<Frontier> bests(static_cast<size_t>(ni));
   std::vector<std::vector<Source>> bsrcs(static_cast<size_t>(ni));
-  pool_.for_each(ni, [&](int ci, int worker) {
+  // i is captured by copy: clang 14 refuses lambdas that name a structured binding.
+  pool_.for_each(ni, [&, i = i](int ci, int worker) {
     std::vector<Block> blocks;
     for (int cj = 0; cj < nj; ++cj)
       blocks.push_back({&edge_at(e, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj});

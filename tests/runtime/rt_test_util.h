@@ -44,13 +44,13 @@ struct Buf {
 inline Buf F(Shape s, std::vector<float> v) {
   Buf b(DType::kFloat32, std::move(s));
   REQUIRE(static_cast<int64_t>(v.size()) == b.n());
-  std::memcpy(b.t.data, v.data(), v.size() * 4);
+  if (!v.empty()) std::memcpy(b.t.data, v.data(), v.size() * 4);  // data() may be null
   return b;
 }
 inline Buf I64(Shape s, std::vector<int64_t> v) {
   Buf b(DType::kInt64, std::move(s));
   REQUIRE(static_cast<int64_t>(v.size()) == b.n());
-  std::memcpy(b.t.data, v.data(), v.size() * 8);
+  if (!v.empty()) std::memcpy(b.t.data, v.data(), v.size() * 8);  // data() may be null
   return b;
 }
 inline Buf Bools(Shape s, std::vector<int> v) {

@@ -118,10 +118,11 @@ TEST_CASE("the file's layout is fixed: key order, one-line lists, 2-space indent
 
 TEST_CASE("doubles are written in the shortest form that reads back exactly") {
   Plan plan = mlp_plan();
-  for (auto [value, text] :
-       {std::pair{0.1, "0.1"}, std::pair{1e-05, "1e-05"}, std::pair{12.0, "12.0"},
-        std::pair{0.0, "0.0"}, std::pair{1.0 / 3.0, "0.3333333333333333"},
-        std::pair{123456.789, "123456.789"}}) {
+  for (auto entry : {std::pair{0.1, "0.1"}, std::pair{1e-05, "1e-05"}, std::pair{12.0, "12.0"},
+                     std::pair{0.0, "0.0"}, std::pair{1.0 / 3.0, "0.3333333333333333"},
+                     std::pair{123456.789, "123456.789"}}) {
+    const double value = entry.first;  // not a binding: doctest's macros are lambdas
+    const char* text = entry.second;
     plan.predicted.step_time_s = value;
     std::string out = plan_to_json(plan);
     CHECK_MESSAGE(out.find(std::string("\"step_time_s\": ") + text + ",") != std::string::npos,

@@ -32,8 +32,9 @@ TEST_CASE("messages whose padding ends at or crosses a block boundary") {
       {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
       {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
       {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"}};
-  for (const auto& [length, digest] : cases)
-    CHECK_MESSAGE(sha256_hex(std::string(length, 'a')) == digest, length);
+  // Not a structured binding: doctest's message macros are lambdas, which clang 14 keeps off them.
+  for (const auto& c : cases)
+    CHECK_MESSAGE(sha256_hex(std::string(c.first, 'a')) == c.second, c.first);
 }
 
 TEST_CASE("streaming in pieces of any size gives the same digest") {
