@@ -194,6 +194,14 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
   ir::DType out_dtype = *out_type.dtype;
   if (!arithmetic_ok(out_dtype)) return cannot();
   const Dims& shape = *out_type.dims;
+  // Every operand must broadcast to the output (right-aligned, each extent equal or 1): a
+  // model whose declared output disagrees is left unfolded, never indexed out of range.
+  for (const ir::Tensor* t : in) {
+    if (t->shape.size() > shape.size()) return cannot();
+    size_t shift = shape.size() - t->shape.size();
+    for (size_t k = 0; k < t->shape.size(); ++k)
+      if (t->shape[k] != 1 && t->shape[k] != shape[k + shift]) return cannot();
+  }
   ir::Tensor out = empty_like(out_dtype, shape);
   std::vector<Values> vals;
   std::vector<Dims> strides;

@@ -64,6 +64,9 @@ fuzz() {
   [ -f "fuzz/dict/$name.dict" ] && dict=(-dict="fuzz/dict/$name.dict")
   local log=build-fuzz/fuzz-$name.log status=0 mode=()
   [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  # CI fuzzes reproducibly: a fixed seed and a fixed number of runs (capped by the time), so
+  # the same tree gives the same inputs on every machine.
+  [ -n "${FUZZ_RUNS:-}" ] && mode+=(-seed=1 -runs="$FUZZ_RUNS")
   build-fuzz/fuzz/fuzz_"$name" "$corpus" fuzz/corpus/"$name" "${dict[@]}" "${mode[@]}" \
     -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 -max_len=16384 -error_exitcode=1 \
     -artifact_prefix="$findings/" -print_final_stats=1 >"$log" 2>&1 || status=$?
@@ -108,6 +111,7 @@ case $mode in
   build) build ;;
   ci)
     seconds=${2:-20}
+    export FUZZ_RUNS=${FUZZ_RUNS:-20000}
     build
     failed=0
     for h in "${harnesses[@]}"; do replay "$h" || failed=1; done
