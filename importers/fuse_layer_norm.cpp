@@ -32,8 +32,8 @@ std::optional<ir::TensorId> other_input(const ir::Op& op, ir::TensorId known) {
 // The single value of a constant scalar (or one-element) tensor.
 std::optional<double> scalar(const ir::Graph& g, ir::TensorId t) {
   const ir::Tensor& tensor = g.tensor(t);
-  if (tensor.role != ir::TensorRole::kConstant || !tensor.has_data() || tensor.num_elements() != 1 ||
-      !ir::is_floating(tensor.dtype))
+  if (tensor.role != ir::TensorRole::kConstant || !tensor.has_data() ||
+      tensor.num_elements() != 1 || !ir::is_floating(tensor.dtype))
     return std::nullopt;
   return tensor.float_values()[0];
 }
@@ -59,7 +59,8 @@ Expected<int> fuse_layer_norm(ir::Graph& graph, const std::string& source) {
   std::vector<bool> erase(static_cast<size_t>(graph.num_ops()), false);
   int fused = 0;
   for (ir::OpId mean1 = 0; mean1 < graph.num_ops(); ++mean1) {
-    if (erase[static_cast<size_t>(mean1)] || !is(graph, mean1, "ReduceMean") || !mean_over_last(graph, mean1))
+    if (erase[static_cast<size_t>(mean1)] || !is(graph, mean1, "ReduceMean") ||
+        !mean_over_last(graph, mean1))
       continue;
     const ir::TensorId x = graph.op(mean1).inputs[0];
     const ir::Tensor& xt = graph.tensor(x);
@@ -69,7 +70,8 @@ Expected<int> fuse_layer_norm(ir::Graph& graph, const std::string& source) {
     if (!sub || !is(graph, *sub, "Sub") || graph.op(*sub).inputs[0] != x) continue;
     const ir::TensorId d = graph.op(*sub).outputs[0];
     const auto& users = graph.tensor(d).consumers;
-    if (users.size() != 2 || std::find(graph.outputs.begin(), graph.outputs.end(), d) != graph.outputs.end())
+    if (users.size() != 2 ||
+        std::find(graph.outputs.begin(), graph.outputs.end(), d) != graph.outputs.end())
       continue;
     ir::OpId pow = is(graph, users[0], "Pow") ? users[0] : users[1];
     ir::OpId div = pow == users[0] ? users[1] : users[0];

@@ -196,6 +196,15 @@ void check_gather_nd(const InferenceContext& ctx) {
                          static_cast<int64_t>(data->size()) - batch_dims);
 }
 
+// Control flow: the rules of Scan, Loop and If read their subgraph attributes unchecked (a Scan
+// without a body crashed ONNX 1.12's ScanInferenceFunction).
+void check_subgraphs(const InferenceContext& ctx, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const AttributeProto* a = ctx.getAttribute(name);
+    if (!a || !a->has_g()) fail_shape_inference("attribute '", name, "' must be a graph");
+  }
+}
+
 // Wraps the inference function of every version of `op` (default domain) with `check`.
 void wrap(const std::string& op, std::function<void(InferenceContext&)> check) {
   const onnx::OpSchema* last = nullptr;
@@ -232,6 +241,13 @@ void guard_shape_inference() {
     wrap("MaxUnpool", check_max_unpool);
     wrap("MaxRoiPool", check_max_roi_pool);
     wrap("GatherND", check_gather_nd);
+    wrap("Scan", [](InferenceContext& ctx) {
+      check_subgraphs(ctx, {"body"});
+      if (!ctx.getAttribute("num_scan_inputs"))
+        fail_shape_inference("attribute 'num_scan_inputs' is required");
+    });
+    wrap("Loop", [](InferenceContext& ctx) { check_subgraphs(ctx, {"body"}); });
+    wrap("If", [](InferenceContext& ctx) { check_subgraphs(ctx, {"then_branch", "else_branch"}); });
   });
 }
 

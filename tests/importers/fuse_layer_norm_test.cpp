@@ -17,7 +17,8 @@ std::string layer_norm_model(const std::string& exponent = "2.0", bool read_norm
   std::string outputs = read_normalised ? "float[4,3,8] y, float[4,3,8] z" : "float[4,3,8] y";
   std::string extra = read_normalised ? "  z = Relu(n)\n" : "";
   return R"(<ir_version: 8, opset_import: ["" : 15]>
-ln (float[4,3,8] x) => ()" + outputs + R"()
+ln (float[4,3,8] x) => ()" +
+         outputs + R"()
 <float[8] gamma = {}, float[8] beta = {}> {
   two = Constant<value = float {)" +
          exponent + R"(}>()
@@ -31,7 +32,8 @@ ln (float[4,3,8] x) => ()" + outputs + R"()
   n = Div(d, s)
   g = Mul(n, gamma)
   y = Add(g, beta)
-)" + extra + "}\n";
+)" + extra +
+         "}\n";
 }
 
 int count(const ir::Graph& g, const std::string& type) {

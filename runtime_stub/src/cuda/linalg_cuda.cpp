@@ -162,7 +162,7 @@ void c_matmul_grad_weight(const KernelContext& ctx) {
              " must share their leading dimensions");
   const int64_t k = a.shape.back(), n = dy.shape.back(), rows = k == 0 ? 0 : a.numel() / k;
   ctx.expect_out(0, DType::kFloat32, {k, n});
-  gemm_rm(ctx, true, false, k, n, rows, 1.0f, a.as<float>(), k, 0, dy.as<float>(), n, 0, 0.0f,
+  gemm_rm(ctx, CUDA_R_32F, true, false, k, n, rows, 1.0f, a.as<float>(), k, 0, dy.as<float>(), n, 0, 0.0f,
           ctx.out(0).as<float>(), n, 0, 1);
 }
 
@@ -179,7 +179,7 @@ void c_matmul_trans_b(const KernelContext& ctx) {
   Shape out = a.shape;
   out.back() = n;
   ctx.expect_out(0, DType::kFloat32, out);
-  gemm_rm(ctx, false, true, rows, n, k, 1.0f, a.as<float>(), k, 0, b.as<float>(), k, 0, 0.0f,
+  gemm_rm(ctx, CUDA_R_32F, false, true, rows, n, k, 1.0f, a.as<float>(), k, 0, b.as<float>(), k, 0, 0.0f,
           ctx.out(0).as<float>(), n, 0, 1);
 }
 
