@@ -211,6 +211,9 @@ Expected<Pattern> parse_pattern(const std::string& text, const std::string& path
     bool well_formed = text.back() == ']' && dash != std::string::npos &&
                        all_digits(std::string_view(text).substr(open + 1, dash - open - 1)) &&
                        all_digits(std::string_view(text).substr(dash + 1, text.size() - dash - 2));
+    // Bounds of at most 9 digits: std::stoll cannot overflow, and larger ranges are refused
+    // below anyway.
+    well_formed = well_formed && dash - open - 1 <= 9 && text.size() - dash - 2 <= 9;
     if (!well_formed || open == 0)
       return at(path, fmt::format("'{}': a range is written like 'nic[0-7]'", text));
     p.kind = Pattern::kRange;
