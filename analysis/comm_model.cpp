@@ -125,21 +125,30 @@ void add_link_bytes(const Topology& topology, const CommSchedule& schedule,
 
 std::string_view collective_name(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "all-reduce";
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllToAll: return "all-to-all";
-    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllToAll:
+      return "all-to-all";
+    case Collective::kBroadcast:
+      return "broadcast";
   }
   return "?";
 }
 
 std::string_view algorithm_name(CollectiveAlgorithm a) {
   switch (a) {
-    case CollectiveAlgorithm::kRing: return "ring";
-    case CollectiveAlgorithm::kTree: return "tree";
-    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
-    case CollectiveAlgorithm::kDirect: return "direct";
+    case CollectiveAlgorithm::kRing:
+      return "ring";
+    case CollectiveAlgorithm::kTree:
+      return "tree";
+    case CollectiveAlgorithm::kHierarchical:
+      return "hierarchical";
+    case CollectiveAlgorithm::kDirect:
+      return "direct";
   }
   return "?";
 }
@@ -193,7 +202,8 @@ std::vector<DeviceId> fastest_ring(const Topology& topology, const std::vector<D
     for (DeviceId b : group)
       if (a != b) fastest_pair = std::max(fastest_pair, std::min(hop(a, b), hop(b, a)));
   if (score(group).first >= fastest_pair) return group;
-  thread_local std::map<std::pair<const Topology*, std::vector<DeviceId>>, std::vector<DeviceId>> cache;
+  thread_local std::map<std::pair<const Topology*, std::vector<DeviceId>>, std::vector<DeviceId>>
+      cache;
   auto key = std::make_pair(&topology, group);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   std::vector<DeviceId> ring = group, best = group;
@@ -211,14 +221,19 @@ std::vector<DeviceId> fastest_ring(const Topology& topology, const std::vector<D
 
 CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& given, double bytes,
                            const Topology& topology) {
-  const std::vector<DeviceId> group = c == Collective::kBroadcast ? given : fastest_ring(topology, given);
+  const std::vector<DeviceId> group =
+      c == Collective::kBroadcast ? given : fastest_ring(topology, given);
   const int n = static_cast<int>(group.size());
   CommSchedule s;
   double chunk = bytes / n;
   switch (c) {
-    case Collective::kAllReduce: s.steps.push_back(ring_step(group, chunk, 2 * (n - 1))); break;
+    case Collective::kAllReduce:
+      s.steps.push_back(ring_step(group, chunk, 2 * (n - 1)));
+      break;
     case Collective::kAllGather:
-    case Collective::kReduceScatter: s.steps.push_back(ring_step(group, chunk, n - 1)); break;
+    case Collective::kReduceScatter:
+      s.steps.push_back(ring_step(group, chunk, n - 1));
+      break;
     case Collective::kAllToAll: {
       CommStep step;
       for (DeviceId a : group)
@@ -230,7 +245,8 @@ CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& given, dou
     case Collective::kBroadcast: {
       // Scatter from the root, then all-gather (van de Geijn).
       CommStep scatter;
-      for (int i = 1; i < n; ++i) scatter.transfers.push_back({group[0], group[static_cast<size_t>(i)], chunk});
+      for (int i = 1; i < n; ++i)
+        scatter.transfers.push_back({group[0], group[static_cast<size_t>(i)], chunk});
       s.steps.push_back(std::move(scatter));
       s.steps.push_back(ring_step(group, chunk, n - 1));
       break;
@@ -254,15 +270,16 @@ std::optional<CommSchedule> hierarchical_schedule(const Topology& topology, Coll
   for (const auto& [node, devs] : by_node) {
     if (static_cast<int>(devs.size()) != m) return std::nullopt;
     intra.push_back(devs);
-    for (int l = 0; l < m; ++l) inter[static_cast<size_t>(l)].push_back(devs[static_cast<size_t>(l)]);
+    for (int l = 0; l < m; ++l)
+      inter[static_cast<size_t>(l)].push_back(devs[static_cast<size_t>(l)]);
   }
   const double n = static_cast<double>(k) * m;
   CommSchedule s;
   switch (c) {
     case Collective::kAllReduce:
-      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));            // reduce-scatter
-      s.steps.push_back(parallel_rings(inter, bytes / n, 2 * (k - 1)));      // all-reduce
-      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));            // all-gather
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));        // reduce-scatter
+      s.steps.push_back(parallel_rings(inter, bytes / n, 2 * (k - 1)));  // all-reduce
+      s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));        // all-gather
       return s;
     case Collective::kAllGather:
       s.steps.push_back(parallel_rings(inter, bytes / n, k - 1));
@@ -272,7 +289,8 @@ std::optional<CommSchedule> hierarchical_schedule(const Topology& topology, Coll
       s.steps.push_back(parallel_rings(intra, bytes / m, m - 1));
       s.steps.push_back(parallel_rings(inter, bytes / n, k - 1));
       return s;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -308,7 +326,8 @@ CollectiveCost collective_cost(const Topology& topology, Collective collective,
     int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
     double bw = std::numeric_limits<double>::infinity(), lat = 0;
     for (int i = 1; i < n; ++i) {
-      DeviceId child = group[static_cast<size_t>(i)], parent = group[static_cast<size_t>((i - 1) / 2)];
+      DeviceId child = group[static_cast<size_t>(i)],
+               parent = group[static_cast<size_t>((i - 1) / 2)];
       bw = std::min(bw, topology.bandwidth(child, parent));
       lat = std::max(lat, topology.latency(child, parent));
     }
@@ -379,7 +398,9 @@ CommSchedule redistribute(const Topology& topology, const std::vector<int64_t>& 
   return s;
 }
 
-std::set<DeviceId> device_set(const Sharding& s) { return {s.devices.begin(), s.devices.end()}; }
+std::set<DeviceId> device_set(const Sharding& s) {
+  return {s.devices.begin(), s.devices.end()};
+}
 
 bool fully_replicated(const Sharding& s) {
   return s.partial == 1 && s.num_tiles() == 1;
@@ -433,7 +454,8 @@ Conversion convert(const Topology& topology, const std::vector<int64_t>& shape,
   for (int t = 0; t < from.num_tiles(); ++t)
     for (int r = 0; r < R; ++r) {
       std::vector<DeviceId> g;
-      for (int p = 0; p < P; ++p) g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
+      for (int p = 0; p < P; ++p)
+        g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
       groups.push_back(collective_cost(topology, Collective::kAllReduce, g, tile_bytes).schedule);
     }
   Conversion best;
@@ -466,7 +488,8 @@ Conversion convert(const Topology& topology, const std::vector<int64_t>& shape,
     for (int t = 0; t < from.num_tiles(); ++t)
       for (int r = 0; r < R; ++r) {
         std::vector<DeviceId> g;
-        for (int p = 0; p < P; ++p) g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
+        for (int p = 0; p < P; ++p)
+          g.push_back(from.devices[static_cast<size_t>(t * P * R + p * R + r)]);
         rs.push_back(collective_cost(topology, Collective::kReduceScatter, g, tile_bytes).schedule);
       }
     Conversion rest = move_data(topology, shape, element_size, scattered, to);

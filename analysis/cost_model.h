@@ -52,14 +52,14 @@ struct ComputeCostOptions {
   /// kernels reach less when they move few bytes (memory_half_bytes).
   std::array<Efficiency, kNumOpClasses> efficiency = {{
       // FP32, memory, TF32, 16-bit
-      {0.90, 0.85, 0.84, 0.69},  // matmul
+      {0.90, 0.85, 0.84, 0.69},   // matmul
       {0.62, 0.85, 0.165, 0.61},  // conv
-      {0.40, 0.60, 0.20, 0.30},  // recurrent
-      {1.00, 0.72, 1.00, 1.00},  // elementwise
-      {1.00, 0.90, 1.00, 1.00},  // reduction
-      {1.00, 0.75, 1.00, 1.00},  // data movement
-      {1.00, 1.00, 1.00, 1.00},  // shape
-      {1.00, 0.85, 1.00, 1.00},  // optimizer
+      {0.40, 0.60, 0.20, 0.30},   // recurrent
+      {1.00, 0.72, 1.00, 1.00},   // elementwise
+      {1.00, 0.90, 1.00, 1.00},   // reduction
+      {1.00, 0.75, 1.00, 1.00},   // data movement
+      {1.00, 1.00, 1.00, 1.00},   // shape
+      {1.00, 0.85, 1.00, 1.00},   // optimizer
   }};
   /// GEMM tile a thread block computes (rows x columns of the output); a problem is padded to
   /// whole tiles and tiles run in waves of one per streaming multiprocessor.

@@ -67,8 +67,8 @@ int run_compare(const CompareFlags& flags) {
     row.name = std::string(info.name);
     if (tty)
       options.progress = [&](double done, std::string_view what) {
-        std::fprintf(stderr, "\r\033[K%s: %3.0f%% %.*s", row.name.c_str(), done * 100, static_cast<int>(what.size()),
-                     what.data());
+        std::fprintf(stderr, "\r\033[K%s: %3.0f%% %.*s", row.name.c_str(), done * 100,
+                     static_cast<int>(what.size()), what.data());
       };
     const auto started = std::chrono::steady_clock::now();
     auto result = info.run(context, options);
@@ -79,8 +79,10 @@ int run_compare(const CompareFlags& flags) {
     } else {
       row.result = std::move(*result);
       auto metrics = search::evaluate_configs(lowering, row.result.configs);
-      if (metrics) row.metrics = *metrics;
-      else row.error = metrics.error().message();
+      if (metrics)
+        row.metrics = *metrics;
+      else
+        row.error = metrics.error().message();
     }
     rows.push_back(std::move(row));
   }
@@ -92,12 +94,15 @@ int run_compare(const CompareFlags& flags) {
     if (!dp || !r.metrics || r.metrics->step_time_s <= 0) return std::nullopt;
     return dp->metrics->step_time_s / r.metrics->step_time_s;
   };
-  auto fits = [&](const Row& r) { return r.metrics && r.metrics->peak_memory_bytes <= options.memory_limit; };
+  auto fits = [&](const Row& r) {
+    return r.metrics && r.metrics->peak_memory_bytes <= options.memory_limit;
+  };
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json j;
     j["model"] = m.source;
-    j["topology"] = {{"name", topology.name()}, {"num_devices", topology.num_devices()},
+    j["topology"] = {{"name", topology.name()},
+                     {"num_devices", topology.num_devices()},
                      {"num_nodes", topology.num_nodes()}};
     j["mode"] = flags.pipeline.mode;
     j["memory_limit_bytes"] = options.memory_limit;
@@ -128,9 +133,10 @@ int run_compare(const CompareFlags& flags) {
               flags.pipeline.mode.c_str(), m.graph.num_ops());
   std::printf("topology  %s (%d GPUs, %d nodes)\n", topology.name().c_str(), topology.num_devices(),
               topology.num_nodes());
-  std::printf("memory    %s per device\n\n", format_bytes(static_cast<double>(options.memory_limit)).c_str());
-  std::string header = fmt::format("{:<16}  {:>10}  {:>12}  {:>10}  {:>8}", "search", "step time", "peak memory",
-                                   "comm", "speedup");
+  std::printf("memory    %s per device\n\n",
+              format_bytes(static_cast<double>(options.memory_limit)).c_str());
+  std::string header = fmt::format("{:<16}  {:>10}  {:>12}  {:>10}  {:>8}", "search", "step time",
+                                   "peak memory", "comm", "speedup");
   if (!flags.no_timings) header += fmt::format("  {:>11}", "search time");
   std::printf("%s\n", header.c_str());
   bool any_over = false;
@@ -140,10 +146,11 @@ int run_compare(const CompareFlags& flags) {
       auto x = speedup(r);
       const bool over = !fits(r);
       any_over |= over;
-      line = fmt::format("{:<16}  {:>10}  {:>12}  {:>10}  {:>8}", r.name, format_seconds(r.metrics->step_time_s),
-                         format_bytes(static_cast<double>(r.metrics->peak_memory_bytes)) + (over ? " !" : "  "),
-                         format_bytes(static_cast<double>(r.metrics->comm_bytes)),
-                         x ? fmt::format("{:.2f}x", *x) : std::string("-"));
+      line = fmt::format(
+          "{:<16}  {:>10}  {:>12}  {:>10}  {:>8}", r.name, format_seconds(r.metrics->step_time_s),
+          format_bytes(static_cast<double>(r.metrics->peak_memory_bytes)) + (over ? " !" : "  "),
+          format_bytes(static_cast<double>(r.metrics->comm_bytes)),
+          x ? fmt::format("{:.2f}x", *x) : std::string("-"));
       if (!flags.no_timings) line += fmt::format("  {:>11}", format_seconds(r.seconds));
     } else {
       line = fmt::format("{:<16}  failed: {}", r.name, terminal_safe(r.error));
@@ -166,12 +173,14 @@ int run_compare(const CompareFlags& flags) {
 void configure_compare(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<CompareFlags>();
   flags->pipeline.add_to(app);
-  app.add_option("--budget", flags->budget_s, "seconds each search may take (0: no limit; default 10)")
+  app.add_option("--budget", flags->budget_s,
+                 "seconds each search may take (0: no limit; default 10)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", flags->seed, "random seed of the searches that draw (mcmc)");
-  app.add_option("--max-proposals", flags->max_proposals,
-                 "most proposals of mcmc (0: the budget alone); reached first, it makes mcmc's plan "
-                 "independent of the machine's speed")
+  app.add_option(
+         "--max-proposals", flags->max_proposals,
+         "most proposals of mcmc (0: the budget alone); reached first, it makes mcmc's plan "
+         "independent of the machine's speed")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-timings", flags->no_timings,
                "leave out the search times (the only output that varies between runs)");

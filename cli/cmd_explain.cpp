@@ -39,17 +39,18 @@ int run_explain(const ExplainFlags& flags) {
   const std::vector<analysis::OpConfig> configs = plan_configs(*plan);
   ir::OpId op = ir::kNoOp;
   if (!flags.op.empty()) {
-  std::vector<std::string> names;
-  for (ir::OpId id = 0; id < m.graph.num_ops(); ++id) {
-    names.push_back(m.graph.op(id).name);
-    if (m.graph.op(id).name == flags.op) op = id;
-  }
-  if (op == ir::kNoOp) {
-    std::string close = closest_match(flags.op, names, 4);
-    return report(Error(close.empty() ? fmt::format("{}: no operator '{}' in the plan", flags.plan, flags.op)
-                                      : fmt::format("{}: no operator '{}' in the plan; did you mean '{}'?",
-                                                    flags.plan, flags.op, close)));
-  }
+    std::vector<std::string> names;
+    for (ir::OpId id = 0; id < m.graph.num_ops(); ++id) {
+      names.push_back(m.graph.op(id).name);
+      if (m.graph.op(id).name == flags.op) op = id;
+    }
+    if (op == ir::kNoOp) {
+      std::string close = closest_match(flags.op, names, 4);
+      return report(Error(
+          close.empty() ? fmt::format("{}: no operator '{}' in the plan", flags.plan, flags.op)
+                        : fmt::format("{}: no operator '{}' in the plan; did you mean '{}'?",
+                                      flags.plan, flags.op, close)));
+    }
   }
   std::printf("plan      %s (%s, %d GPUs, search %s)\n", flags.plan.c_str(), plan->mode.c_str(),
               plan->topology.num_devices, plan->search.algorithm.c_str());
@@ -70,9 +71,11 @@ int run_explain(const ExplainFlags& flags) {
     if (!tables) return report(tables.error().with_context(m.source));
     std::vector<std::pair<double, int>> cost;
     for (int g = 0; g < space->num_groups(); ++g) cost.push_back({tables->node(g)[0].time, g});
-    std::stable_sort(cost.begin(), cost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::printf("\nthe %d costliest operator groups (a forward operator with its backward and update):\n",
-                std::min<int>(flags.top, space->num_groups()));
+    std::stable_sort(cost.begin(), cost.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::printf(
+        "\nthe %d costliest operator groups (a forward operator with its backward and update):\n",
+        std::min<int>(flags.top, space->num_groups()));
     std::printf("  %-40s %-12s %-16s %s\n", "operator", "own time", "cuts", "config");
     for (int i = 0; i < std::min<int>(flags.top, static_cast<int>(cost.size())); ++i) {
       int g = cost[static_cast<size_t>(i)].second;
@@ -82,8 +85,9 @@ int run_explain(const ExplainFlags& flags) {
                   search::cuts_to_string(cands[static_cast<size_t>(g)][0]).c_str(),
                   configs[static_cast<size_t>(leader)].to_string().c_str());
     }
-    std::printf("\nplanner explain %s --model %s --op NAME shows one operator's options and why it won\n",
-                flags.plan.c_str(), m.source.c_str());
+    std::printf(
+        "\nplanner explain %s --model %s --op NAME shows one operator's options and why it won\n",
+        flags.plan.c_str(), m.source.c_str());
     return 0;
   }
 
@@ -96,15 +100,18 @@ int run_explain(const ExplainFlags& flags) {
   if (leader != op)
     std::printf(", in the group of %s", terminal_safe(m.graph.op(leader).name).c_str());
   std::printf("\nchosen    %s\n", configs[static_cast<size_t>(leader)].to_string().c_str());
-  std::printf("\n%d options, each with the rest of the plan as it is (step time and peak memory simulated):\n",
-              static_cast<int>(e->options.size()));
-  std::printf("  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", "cuts", "config", "own time", "conversions",
-              "step time", "peak mem", "");
+  std::printf(
+      "\n%d options, each with the rest of the plan as it is (step time and peak memory "
+      "simulated):\n",
+      static_cast<int>(e->options.size()));
+  std::printf("  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", "cuts", "config", "own time",
+              "conversions", "step time", "peak mem", "");
   for (const auto& o : e->options)
-    std::printf("  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", search::cuts_to_string(o.cuts).c_str(),
-                o.leader_config.c_str(), format_seconds(o.compute_s).c_str(), format_seconds(o.conversion_s).c_str(),
-                format_seconds(o.step_time_s).c_str(), format_bytes(static_cast<double>(o.peak_memory)).c_str(),
-                o.chosen ? "<- the plan's" : "");
+    std::printf(
+        "  %-14s %-22s %-11s %-11s %-11s %-11s %s\n", search::cuts_to_string(o.cuts).c_str(),
+        o.leader_config.c_str(), format_seconds(o.compute_s).c_str(),
+        format_seconds(o.conversion_s).c_str(), format_seconds(o.step_time_s).c_str(),
+        format_bytes(static_cast<double>(o.peak_memory)).c_str(), o.chosen ? "<- the plan's" : "");
   std::printf("\n%s\n", terminal_safe(e->verdict).c_str());
   return 0;
 }
@@ -115,8 +122,10 @@ void configure_explain(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<ExplainFlags>();
   app.add_option("plan", flags->plan, "plan file (JSON)")->required();
   app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
-  app.add_option("--op", flags->op, "the operator to explain (any operator of the plan; default: a summary)");
-  app.add_option("--top", flags->top, "operator groups in the summary (default 10)")->check(CLI::PositiveNumber);
+  app.add_option("--op", flags->op,
+                 "the operator to explain (any operator of the plan; default: a summary)");
+  app.add_option("--top", flags->top, "operator groups in the summary (default 10)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
   app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")

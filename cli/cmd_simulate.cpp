@@ -51,7 +51,9 @@ int run_simulate(const SimulateFlags& flags) {
   const int n = topology.num_devices();
   int64_t peak = 0;
   for (int d = 0; d < n; ++d)
-    peak = std::max(peak, timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])].peak_memory);
+    peak = std::max(
+        peak, timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])]
+                  .peak_memory);
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json j;
@@ -65,35 +67,45 @@ int run_simulate(const SimulateFlags& flags) {
     j["tasks"] = lowered->graph.num_tasks();
     j["devices"] = nlohmann::ordered_json::array();
     for (int d = 0; d < n; ++d) {
-      const auto& c = timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
-      const auto& ch = timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
-      j["devices"].push_back({{"device", d}, {"busy_s", c.busy}, {"idle_s", c.idle},
-                              {"peak_memory_bytes", c.peak_memory}, {"comm_busy_s", ch.busy},
+      const auto& c =
+          timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+      const auto& ch =
+          timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+      j["devices"].push_back({{"device", d},
+                              {"busy_s", c.busy},
+                              {"idle_s", c.idle},
+                              {"peak_memory_bytes", c.peak_memory},
+                              {"comm_busy_s", ch.busy},
                               {"bytes_sent", ch.bytes}});
     }
     j["links"] = nlohmann::ordered_json::array();
     for (size_t l = 0; l < lowered->link_bytes.size(); ++l) {
       if (lowered->link_bytes[l] <= 0) continue;
       const auto& link = topology.links()[l];
-      j["links"].push_back({{"link", topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
-                                         topology.endpoints()[static_cast<size_t>(link.b)].name},
-                            {"bytes", lowered->link_bytes[l]}});
+      j["links"].push_back(
+          {{"link", topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
+                        topology.endpoints()[static_cast<size_t>(link.b)].name},
+           {"bytes", lowered->link_bytes[l]}});
     }
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model        %s (%s, %d operators)\n", m.source.c_str(), flags.pipeline.mode.c_str(),
               m.graph.num_ops());
-  std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), n, topology.num_nodes());
+  std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), n,
+              topology.num_nodes());
   std::printf("strategy     %s\n", flags.strategy.c_str());
   std::printf("step time    %s\n", format_seconds(timeline->step_time).c_str());
-  std::printf("peak memory  %s (largest device)\n", format_bytes(static_cast<double>(peak)).c_str());
+  std::printf("peak memory  %s (largest device)\n",
+              format_bytes(static_cast<double>(peak)).c_str());
   std::printf("comm         %s sent in one step\n", format_bytes(lowered->comm_bytes).c_str());
   std::printf("tasks        %d\n", lowered->graph.num_tasks());
   std::printf("\ndevice  compute busy  idle        comm busy   peak memory\n");
   for (int d = 0; d < n; ++d) {
-    const auto& c = timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
-    const auto& ch = timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+    const auto& c =
+        timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+    const auto& ch =
+        timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
     std::printf("%-6d  %-12s  %-10s  %-10s  %s\n", d, format_seconds(c.busy).c_str(),
                 format_seconds(c.idle).c_str(), format_seconds(ch.busy).c_str(),
                 format_bytes(static_cast<double>(c.peak_memory)).c_str());
@@ -111,7 +123,8 @@ int run_simulate(const SimulateFlags& flags) {
       const auto& link = topology.links()[busy[i]];
       std::printf("  %-40s %s\n",
                   (topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
-                   topology.endpoints()[static_cast<size_t>(link.b)].name).c_str(),
+                   topology.endpoints()[static_cast<size_t>(link.b)].name)
+                      .c_str(),
                   format_bytes(lowered->link_bytes[busy[i]]).c_str());
     }
   }
@@ -126,7 +139,8 @@ void configure_simulate(CLI::App& app, std::function<int()>& run) {
   flags->pipeline.add_to(app);
   app.add_option("--strategy", flags->strategy, "baseline strategy to simulate")
       ->check(CLI::IsMember({"data-parallel", "model-parallel"}));
-  app.add_option("--trace", flags->trace, "write the simulated timeline as Chrome trace-event JSON");
+  app.add_option("--trace", flags->trace,
+                 "write the simulated timeline as Chrome trace-event JSON");
   add_format_flag(app, flags->format);
   run = [flags] { return run_simulate(*flags); };
 }

@@ -18,12 +18,14 @@ void PipelineFlags::add_to(CLI::App& app) {
   app.add_option("--optimizer", optimizer, "optimizer of the update in train mode")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--precision", precision,
-                 "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision as PyTorch AMP)")
+                 "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision "
+                 "as PyTorch AMP)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
-  app.add_option("--dump-after", dump_after, "print the graph after a stage and stop: import, train")
+  app.add_option("--dump-after", dump_after,
+                 "print the graph after a stage and stop: import, train")
       ->check(CLI::IsMember({"import", "train"}));
 }
 
@@ -76,7 +78,8 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   PLANNER_TRY_ASSIGN(tdl::Library library, flags.tdl.load());
   out->library = std::make_unique<tdl::Library>(std::move(library));
   out->cache = std::make_unique<analysis::StrategyCache>(*out->library);
-  PLANNER_TRY_ASSIGN(out->strategies, analysis::analyze_graph(*out->cache, out->graph, out->source));
+  PLANNER_TRY_ASSIGN(out->strategies,
+                     analysis::analyze_graph(*out->cache, out->graph, out->source));
   PLANNER_TRY_ASSIGN(importers::Topology topology, flags.topology.resolve());
   out->topology.emplace(std::move(topology));
   if (!flags.calibration.empty()) {

@@ -38,24 +38,24 @@ struct PipelineFlags {
   std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
 
   void add_to(CLI::App& app);
-  /// The files these flags read (model, topology file, TDL files, costs, calibration), for the output
-  /// guard (support/output_file.h): no output may be one of them.
+  /// The files these flags read (model, topology file, TDL files, costs, calibration), for the
+  /// output guard (support/output_file.h): no output may be one of them.
   std::vector<InputPath> inputs() const;
 };
 
 /// What the front of the pipeline produces. Members reference each other: keep it whole.
 struct PreparedModel {
-  ir::Graph graph;                 ///< the graph planned: forward, or one training step
+  ir::Graph graph;                   ///< the graph planned: forward, or one training step
   analysis::TrainingGraph training;  ///< set in train mode (graph is training.graph)
   bool train = false;
   ir::Precision precision = ir::Precision::kFp32;  ///< --precision; tensors' dtypes follow it
   std::unique_ptr<tdl::Library> library;
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;
-  std::optional<importers::Topology> topology;  ///< set once resolved
+  std::optional<importers::Topology> topology;     ///< set once resolved
   std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
   analysis::ComputeCostOptions compute;  ///< the kernel model (defaults, or --calibration)
-  std::string source;              ///< the model path, for messages
+  std::string source;                    ///< the model path, for messages
 
   /// The lowering options every command that prices this model uses: measured costs and the
   /// kernels the precision selects.

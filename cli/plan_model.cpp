@@ -10,7 +10,8 @@
 
 namespace planner::cli {
 
-Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan, const ModelFlags& model,
+Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
+                                                          const ModelFlags& model,
                                                           const std::string& optimizer) {
   PipelineFlags flags;
   flags.model = model;
@@ -25,49 +26,58 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
     }
     if (o.contains("dims") && o["dims"].is_object() && model.dims.empty())
       for (const auto& [k, v] : o["dims"].items())
-        if (v.is_number_integer()) flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
+        if (v.is_number_integer())
+          flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("shrink") && o["shrink"].is_object() && model.shrink.empty())
       for (const auto& [k, v] : o["shrink"].items())
-        if (v.is_number_integer()) flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
-    if (o.contains("optimizer") && o["optimizer"].is_string()) flags.optimizer = o["optimizer"].get<std::string>();
+        if (v.is_number_integer())
+          flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
+    if (o.contains("optimizer") && o["optimizer"].is_string())
+      flags.optimizer = o["optimizer"].get<std::string>();
     if (o.contains("precision") && o["precision"].is_string()) {
       std::string p = o["precision"].get<std::string>();
-      if (!ir::precision_from_name(p)) return make_error("{}: unknown precision '{}' in the plan", model.model_path, p);
+      if (!ir::precision_from_name(p))
+        return make_error("{}: unknown precision '{}' in the plan", model.model_path, p);
       flags.precision = p;
     }
   }
   PLANNER_TRY_ASSIGN(std::string sha, sha256_file(model.model_path));
   if (sha != plan.model.sha256)
-    return make_error("{}: the plan is for another model file (sha256 {} in the plan, {} here)", model.model_path,
-                      plan.model.sha256.substr(0, 12), sha.substr(0, 12));
+    return make_error("{}: the plan is for another model file (sha256 {} in the plan, {} here)",
+                      model.model_path, plan.model.sha256.substr(0, 12), sha.substr(0, 12));
   bool dumped = false;
   PLANNER_TRY_ASSIGN(auto prepared, prepare_model(flags, dumped));
   const ir::Graph& g = prepared->graph;
   if (static_cast<int>(plan.ops.size()) != g.num_ops())
-    return make_error("{}: the plan has {} operators, the {} graph {} (check --mode, --optimizer and the batch)",
-                      model.model_path, plan.ops.size(), plan.mode, g.num_ops());
+    return make_error(
+        "{}: the plan has {} operators, the {} graph {} (check --mode, --optimizer and the batch)",
+        model.model_path, plan.ops.size(), plan.mode, g.num_ops());
   for (ir::OpId id = 0; id < g.num_ops(); ++id) {
     const ir::Op& op = g.op(id);
     const search::PlanOp& p = plan.ops[static_cast<size_t>(id)];
     if (p.name != op.name || p.op_type != op.op_type || p.domain != op.domain)
-      return make_error("{}: plan operator {} is '{}' ({}), the model's is '{}' ({})", model.model_path, id, p.name,
-                        p.op_type, op.name, op.op_type);
+      return make_error("{}: plan operator {} is '{}' ({}), the model's is '{}' ({})",
+                        model.model_path, id, p.name, p.op_type, op.name, op.op_type);
   }
   if (static_cast<int>(plan.tensors.size()) != g.num_tensors())
-    return make_error("{}: the plan has {} tensors, the model {}", model.model_path, plan.tensors.size(), g.num_tensors());
+    return make_error("{}: the plan has {} tensors, the model {}", model.model_path,
+                      plan.tensors.size(), g.num_tensors());
   for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
     const ir::Tensor& tensor = g.tensor(t);
     const search::PlanTensor& p = plan.tensors[static_cast<size_t>(t)];
     if (p.name != tensor.name || p.shape != tensor.shape)
-      return make_error("{}: plan tensor '{}' {} does not match the model's '{}' {} (check --batch and --shrink)", model.model_path,
-                        p.name, ir::shape_to_string(p.shape), tensor.name, ir::shape_to_string(tensor.shape));
+      return make_error(
+          "{}: plan tensor '{}' {} does not match the model's '{}' {} (check --batch and --shrink)",
+          model.model_path, p.name, ir::shape_to_string(p.shape), tensor.name,
+          ir::shape_to_string(tensor.shape));
   }
   return prepared;
 }
 
 std::string plan_precision(const search::Plan& plan) {
   const auto& o = plan.search.options;
-  if (o.is_object() && o.contains("precision") && o["precision"].is_string()) return o["precision"].get<std::string>();
+  if (o.is_object() && o.contains("precision") && o["precision"].is_string())
+    return o["precision"].get<std::string>();
   return "fp32";
 }
 
@@ -75,8 +85,9 @@ Expected<void> check_plan_precision(const search::Plan& plan, const std::string&
                                     const std::string& requested) {
   const std::string recorded = plan_precision(plan);
   if (requested.empty() || requested == recorded) return ok();
-  return make_error("{}: the plan was made for --precision {}, not {} (plan again with --precision {})", plan_path,
-                    recorded, requested, requested);
+  return make_error(
+      "{}: the plan was made for --precision {}, not {} (plan again with --precision {})",
+      plan_path, recorded, requested, requested);
 }
 
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
@@ -91,10 +102,12 @@ std::vector<std::string> search_names() {
   return names;
 }
 
-Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name, const PreparedModel& m) {
+Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
+                                                         const PreparedModel& m) {
   analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(name));
-  PLANNER_TRY_ASSIGN(search::GroupSpace space, search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
+  PLANNER_TRY_ASSIGN(search::GroupSpace space,
+                     search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
   search::SearchContext context{lowering, space, m.train ? &m.training : nullptr};
   search::SearchOptions options;
   options.memory_limit = search::default_memory_limit(*m.topology);
@@ -104,7 +117,8 @@ Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name
   return std::move(result.configs);
 }
 
-Expected<codegen::Programs> compile_programs(const PreparedModel& m, const std::vector<analysis::OpConfig>& configs,
+Expected<codegen::Programs> compile_programs(const PreparedModel& m,
+                                             const std::vector<analysis::OpConfig>& configs,
                                              int num_ranks) {
   auto p = codegen::partition(m.graph, m.strategies, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
@@ -113,7 +127,8 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m, const std::
 }
 
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {
-  return std::vector<analysis::OpConfig>(static_cast<size_t>(m.graph.num_ops()), analysis::OpConfig::single(0));
+  return std::vector<analysis::OpConfig>(static_cast<size_t>(m.graph.num_ops()),
+                                         analysis::OpConfig::single(0));
 }
 
 }  // namespace planner::cli
