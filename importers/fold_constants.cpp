@@ -143,6 +143,9 @@ struct Folder {
     auto result = evaluate_constant(op, in_values, out_types);
     if (!result) return fail(op, result.error());
     if (!*result) return ok();
+    // An evaluator that gives fewer values than the node has outputs leaves the node unfolded.
+    for (size_t i = (**result).size(); i < op.outputs.size(); ++i)
+      if (op.outputs[i] != ir::kNoTensor) return ok();
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       ir::TensorId t = op.outputs[i];
       if (t == ir::kNoTensor) continue;

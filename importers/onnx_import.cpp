@@ -639,6 +639,28 @@ struct Builder {
     return ok();
   }
 
+  // Input and output counts within the schema's bounds, as ONNX's checker demands: every later
+  // stage indexes a node's operands by position (a Where with two inputs, a Constant with twenty
+  // outputs were fuzz findings that read past the end).
+  Expected<void> check_arity(const onnx::OpSchema& schema, const onnx::NodeProto& n,
+                             const std::string& name) {
+    auto range = [](int lo, int hi) {
+      return lo == hi ? fmt::format("{}", lo)
+             : hi == std::numeric_limits<int>::max() ? fmt::format("at least {}", lo)
+                                                     : fmt::format("{} to {}", lo, hi);
+    };
+    if (n.input_size() < schema.min_input() || n.input_size() > schema.max_input())
+      return at_node(name, n,
+                     make_error("{} has {} inputs; opset {} takes {}", n.op_type(), n.input_size(),
+                                opset, range(schema.min_input(), schema.max_input())));
+    if (n.output_size() < schema.min_output() || n.output_size() > schema.max_output())
+      return at_node(name, n,
+                     make_error("{} has {} outputs; opset {} gives {}", n.op_type(),
+                                n.output_size(), opset,
+                                range(schema.min_output(), schema.max_output())));
+    return ok();
+  }
+
   Expected<void> add_nodes() {
     const auto& nodes = model.graph().node();
     std::unordered_set<std::string> given;
@@ -658,9 +680,12 @@ struct Builder {
       if (n.op_type().empty())
         return make_error("{}: node '{}' has no operator type", source, name);
       bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-      if (default_domain && !registry->GetSchema(n.op_type(), static_cast<int>(opset), ""))
+      const onnx::OpSchema* schema =
+          default_domain ? registry->GetSchema(n.op_type(), static_cast<int>(opset), "") : nullptr;
+      if (default_domain && !schema)
         return at_node(name, n,
                        make_error("unknown operator '{}' in opset {}", n.op_type(), opset));
+      if (schema) PLANNER_TRY(check_arity(*schema, n, name));
       ir::Op op;
       op.name = name;
       op.op_type = n.op_type();
