@@ -32,9 +32,16 @@ int run_compile(const CompileFlags& flags) {
   if (!usable) return report(usable.error());
   auto plan = search::load_plan(flags.plan);
   if (!plan) return report(plan.error());
-  if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed) return report(agreed.error());
+  if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed)
+    return report(agreed.error());
   auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
   if (!model) return report(model.error());
+  if (auto still = check_outputs_after_import(
+          {{flags.out, &codegen::compile_folder_kind()}},
+          {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}}, (*model)->graph,
+          (*model)->source);
+      !still)
+    return report(still.error());
   auto programs = compile_programs(**model, plan_configs(*plan), plan->topology.num_devices);
   if (!programs) return report(programs.error());
   codegen::CompileOptions options;
@@ -45,21 +52,27 @@ int run_compile(const CompileFlags& flags) {
   int kernels = 0, whole = 0, collectives = 0, sends = 0;
   for (const codegen::RankProgram& r : programs->ranks)
     for (const codegen::Step& s : r.steps) {
-      if (s.kind == codegen::StepKind::kKernel) kernels += 1, whole += s.fallback ? 1 : 0;
-      else if (s.kind == codegen::StepKind::kSend) ++sends;
-      else if (s.kind != codegen::StepKind::kRecv) ++collectives;
+      if (s.kind == codegen::StepKind::kKernel)
+        kernels += 1, whole += s.fallback ? 1 : 0;
+      else if (s.kind == codegen::StepKind::kSend)
+        ++sends;
+      else if (s.kind != codegen::StepKind::kRecv)
+        ++collectives;
     }
-  std::printf("compiled %s for %d ranks (%s backend, %s): %d kernel calls (%d of whole operators), "
-              "%d collective calls, %d sends\n",
-              flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(),
-              std::string(ir::precision_name(programs->precision)).c_str(), kernels, whole, collectives, sends);
+  std::printf(
+      "compiled %s for %d ranks (%s backend, %s): %d kernel calls (%d of whole operators), "
+      "%d collective calls, %d sends\n",
+      flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(),
+      std::string(ir::precision_name(programs->precision)).c_str(), kernels, whole, collectives,
+      sends);
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)
         std::printf("  runs whole: %s (%s) %s: %s\n", terminal_safe(op.name).c_str(),
                     terminal_safe(op.op_type).c_str(), op.config.c_str(),
                     terminal_safe(op.why).c_str());
-  std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n", flags.out.c_str());
+  std::printf("wrote %s (rank_*.onnx, manifest.json, launcher/, runtime_stub/)\n",
+              flags.out.c_str());
   return 0;
 }
 
@@ -78,10 +91,12 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--precision", flags->precision,
-                 "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16)")
+  app.add_option(
+         "--precision", flags->precision,
+         "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
-  app.add_flag("--list-whole", flags->list_fallbacks, "list the operators that run whole (not sharded natively)");
+  app.add_flag("--list-whole", flags->list_fallbacks,
+               "list the operators that run whole (not sharded natively)");
   run = [flags] { return run_compile(*flags); };
 }
 

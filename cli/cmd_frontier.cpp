@@ -48,6 +48,11 @@ int run_frontier(const FrontierFlags& flags) {
     if (!session) return report(session.error());
     if (dumped) return 0;
     const PreparedModel& m = *session->model;
+    if (ci == 0) {
+      auto still = check_outputs_after_import({{flags.csv}, {flags.svg}}, flags.pipeline.inputs(),
+                                              m.graph, m.source);
+      if (!still) return report(still.error());
+    }
     const importers::Topology& topology = *m.topology;
     auto options = flags.search.options(topology);
     if (!options) return report(options.error());
@@ -68,37 +73,46 @@ int run_frontier(const FrontierFlags& flags) {
     model_name = m.graph.name.empty() ? m.source : m.graph.name;
     topology_name = topology.name();
     if (ci == 0)
-      std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(), pf.mode.c_str(),
-                  format_bytes(static_cast<double>(limit)).c_str());
+      std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(),
+                  pf.mode.c_str(), format_bytes(static_cast<double>(limit)).c_str());
     std::printf("\n%s: %d GPUs, %d %s\n", topology.name().c_str(), n, topology.num_nodes(),
                 topology.num_nodes() == 1 ? "node" : "nodes");
     std::printf("  #  step time     peak memory    communication\n");
     for (size_t i = 0; i < points->size(); ++i) {
       const auto& p = (*points)[i].simulated;
       bool fits = p.peak_memory_bytes <= limit;
-      std::printf("%3zu  %-12s  %-13s  %-13s%s%s\n", i + 1, format_seconds(p.step_time_s).c_str(),
-                  format_bytes(static_cast<double>(p.peak_memory_bytes)).c_str(),
-                  format_bytes(static_cast<double>(p.comm_bytes)).c_str(),
-                  (*points)[i].data_parallel ? "  (data parallelism)" : fits ? "" : "  (does not fit)",
-                  static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
+      std::printf(
+          "%3zu  %-12s  %-13s  %-13s%s%s\n", i + 1, format_seconds(p.step_time_s).c_str(),
+          format_bytes(static_cast<double>(p.peak_memory_bytes)).c_str(),
+          format_bytes(static_cast<double>(p.comm_bytes)).c_str(),
+          (*points)[i].data_parallel ? "  (data parallelism)"
+          : fits                     ? ""
+                                     : "  (does not fit)",
+          static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
       s.points.push_back(p);
-      csv += fmt::format("{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes, p.comm_bytes,
-                         fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0);
+      csv += fmt::format("{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes,
+                         p.comm_bytes, fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0);
     }
     std::printf("  data parallel: %s, %s, %s\n", format_seconds(dpm->step_time_s).c_str(),
                 format_bytes(static_cast<double>(dpm->peak_memory_bytes)).c_str(),
                 format_bytes(static_cast<double>(dpm->comm_bytes)).c_str());
-    csv += fmt::format("{},data_parallel,{},{},{},{},0\n", n, dpm->step_time_s, dpm->peak_memory_bytes, dpm->comm_bytes,
-                       dpm->peak_memory_bytes <= limit ? 1 : 0);
+    csv +=
+        fmt::format("{},data_parallel,{},{},{},{},0\n", n, dpm->step_time_s, dpm->peak_memory_bytes,
+                    dpm->comm_bytes, dpm->peak_memory_bytes <= limit ? 1 : 0);
     series.push_back(std::move(s));
   }
   if (series.size() > 1) {
     std::printf("\nGPUs  fastest that fits  smallest memory  data parallel\n");
     for (const auto& s : series) {
-      std::string fastest = s.chosen >= 0 ? format_seconds(s.points[static_cast<size_t>(s.chosen)].step_time_s) : "none fits";
-      std::printf("%-4d  %-17s  %-15s  %s\n", s.gpus, fastest.c_str(),
-                  s.points.empty() ? "-" : format_bytes(static_cast<double>(s.points.front().peak_memory_bytes)).c_str(),
-                  format_seconds(s.data_parallel.step_time_s).c_str());
+      std::string fastest =
+          s.chosen >= 0 ? format_seconds(s.points[static_cast<size_t>(s.chosen)].step_time_s)
+                        : "none fits";
+      std::printf(
+          "%-4d  %-17s  %-15s  %s\n", s.gpus, fastest.c_str(),
+          s.points.empty()
+              ? "-"
+              : format_bytes(static_cast<double>(s.points.front().peak_memory_bytes)).c_str(),
+          format_seconds(s.data_parallel.step_time_s).c_str());
     }
   }
   if (!flags.csv.empty()) {
@@ -124,7 +138,8 @@ void configure_frontier(CLI::App& app, std::function<int()>& run) {
   flags->pipeline.add_to(app);
   // --gpus takes a list here: one frontier per count.
   app.remove_option(app.get_option("--gpus"));
-  app.add_option("--gpus", flags->gpus, "GPU count, or a comma-separated list to profile across counts")
+  app.add_option("--gpus", flags->gpus,
+                 "GPU count, or a comma-separated list to profile across counts")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   flags->search.add_to(app, /*with_search=*/false);

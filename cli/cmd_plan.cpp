@@ -33,7 +33,8 @@ std::string ratio(double ours, double theirs, const char* better, const char* wo
   if (ours <= 0 || theirs <= 0) return "";
   double r = theirs / ours;
   if (std::fabs(r - 1.0) < 0.005) return "(same)";
-  return r > 1 ? fmt::format("({:.2f}x {})", r, better) : fmt::format("({:.2f}x {})", 1.0 / r, worse);
+  return r > 1 ? fmt::format("({:.2f}x {})", r, better)
+               : fmt::format("({:.2f}x {})", 1.0 / r, worse);
 }
 
 // The GPU count that would hold `peak` bytes per device at `limit`, scaling from `n` devices
@@ -49,8 +50,9 @@ int gpus_to_fit(int64_t peak, int64_t limit, int n) {
 // the plan marked. The frontier search's own frontier is reused; for the other searches it is
 // computed as `planner frontier` does, within --budget. A frontier that cannot be computed
 // leaves the picture with data parallelism and the plan, and the page says why.
-Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& session, const PlanOutcome& outcome,
-                                   const analysis::TaskGraph& graph, const analysis::Timeline& timeline) {
+Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& session,
+                                   const PlanOutcome& outcome, const analysis::TaskGraph& graph,
+                                   const analysis::Timeline& timeline) {
   const PreparedModel& m = *session.model;
   const search::Plan& plan = outcome.plan;
   report::ReportInputs in;
@@ -70,19 +72,22 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
     series.points = outcome.frontier;
     series.chosen = outcome.frontier_chosen;
     if (outcome.frontier_gpus != series.gpus)
-      in.frontier_note = fmt::format("The frontier is the one on the {} GPUs the plan uses; data parallelism is on "
-                                     "all {}.",
-                                     outcome.frontier_gpus, series.gpus);
+      in.frontier_note = fmt::format(
+          "The frontier is the one on the {} GPUs the plan uses; data parallelism is on "
+          "all {}.",
+          outcome.frontier_gpus, series.gpus);
   } else {
     PLANNER_TRY_ASSIGN(search::SearchOptions options, flags.search.options(*m.topology));
     if (options.progress) options.progress(0.0, "the report's frontier");
-    auto points = search::compute_frontier(session.context(), options, search::all_devices(series.gpus));
+    auto points =
+        search::compute_frontier(session.context(), options, search::all_devices(series.gpus));
     if (options.progress) std::fprintf(stderr, "\r\033[K");
     if (points) {
       for (const search::FrontierPoint& p : *points) series.points.push_back(p.simulated);
       series.chosen = search::fastest_fitting(*points, outcome.memory_limit);
     } else {
-      in.frontier_note = "The frontier is not drawn: " + points.error().message() + " (see --budget).";
+      in.frontier_note =
+          "The frontier is not drawn: " + points.error().message() + " (see --budget).";
     }
   }
   in.frontier.push_back(std::move(series));
@@ -91,15 +96,18 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
 
 int run_plan(const PlanFlags& flags) {
   // Before the search, which may take a while: no output may replace an input or a user's file.
-  auto usable =
-      check_outputs({{flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}},
-                    flags.pipeline.inputs());
+  std::vector<OutputPath> outputs = {
+      {flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}};
+  auto usable = check_outputs(outputs, flags.pipeline.inputs());
   if (!usable) return report(usable.error());
   bool dumped = false;
   auto session = open_session(flags.pipeline, dumped);
   if (!session) return report(session.error());
   if (dumped) return 0;
   const PreparedModel& m = *session->model;
+  if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(), m.graph, m.source);
+      !still)
+    return report(still.error());
   const importers::Topology& topology = *m.topology;
   auto outcome = plan_model(*session, flags.pipeline, flags.search);
   if (!outcome) return report(outcome.error());
@@ -108,13 +116,16 @@ int run_plan(const PlanFlags& flags) {
 
   if (!outcome->fits) {
     int64_t smallest = std::min(plan.predicted.peak_memory_bytes, dp.peak_memory_bytes);
-    std::fprintf(stderr,
-                 "error: %s: does not fit: the plan needs %s on its largest device, over the limit of %s; the "
-                 "smallest found needs %s; about %d GPUs would fit (try --search frontier, or more GPUs)\n",
-                 m.source.c_str(), format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
-                 format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
-                 format_bytes(static_cast<double>(smallest)).c_str(),
-                 gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()));
+    std::fprintf(
+        stderr,
+        "error: %s: does not fit: the plan needs %s on its largest device, over the limit of %s; "
+        "the "
+        "smallest found needs %s; about %d GPUs would fit (try --search frontier, or more GPUs)\n",
+        m.source.c_str(),
+        format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
+        format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
+        format_bytes(static_cast<double>(smallest)).c_str(),
+        gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()));
     return 4;
   }
   if (!flags.output.empty() && flags.output != "-") {
@@ -156,29 +167,34 @@ int run_plan(const PlanFlags& flags) {
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(), plan.mode.c_str(),
-              m.graph.num_ops(), session->space->num_groups());
+  std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(),
+              plan.mode.c_str(), m.graph.num_ops(), session->space->num_groups());
   std::printf("topology     %s (%d GPUs, %d %s)\n", topology.name().c_str(), topology.num_devices(),
               topology.num_nodes(), topology.num_nodes() == 1 ? "node" : "nodes");
-  std::printf("search       %s, %s\n", plan.search.algorithm.c_str(), format_seconds(outcome->search_seconds).c_str());
+  std::printf("search       %s, %s\n", plan.search.algorithm.c_str(),
+              format_seconds(outcome->search_seconds).c_str());
   std::printf("\n               %-14s %-14s\n", "this plan", "data parallel");
   std::printf("step time      %-14s %-14s %s\n", format_seconds(plan.predicted.step_time_s).c_str(),
               format_seconds(dp.step_time_s).c_str(),
               ratio(plan.predicted.step_time_s, dp.step_time_s, "faster", "slower").c_str());
-  std::printf("peak memory    %-14s %-14s %s\n", format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
+  std::printf("peak memory    %-14s %-14s %s\n",
+              format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
               format_bytes(static_cast<double>(dp.peak_memory_bytes)).c_str(),
-              ratio(static_cast<double>(plan.predicted.peak_memory_bytes), static_cast<double>(dp.peak_memory_bytes),
-                    "less", "more")
+              ratio(static_cast<double>(plan.predicted.peak_memory_bytes),
+                    static_cast<double>(dp.peak_memory_bytes), "less", "more")
                   .c_str());
-  std::printf("communication  %-14s %-14s %s\n", format_bytes(static_cast<double>(plan.predicted.comm_bytes)).c_str(),
+  std::printf("communication  %-14s %-14s %s\n",
+              format_bytes(static_cast<double>(plan.predicted.comm_bytes)).c_str(),
               format_bytes(static_cast<double>(dp.comm_bytes)).c_str(),
-              ratio(static_cast<double>(plan.predicted.comm_bytes), static_cast<double>(dp.comm_bytes), "less", "more")
+              ratio(static_cast<double>(plan.predicted.comm_bytes),
+                    static_cast<double>(dp.comm_bytes), "less", "more")
                   .c_str());
   for (const std::string& note : outcome->notes)
     std::printf("\nnote: %s\n", terminal_safe(note).c_str());
   std::printf("\nplan written to %s\n", flags.output.c_str());
   if (!flags.trace.empty()) std::printf("trace written to %s\n", flags.trace.c_str());
-  if (!flags.report.empty()) std::printf("report written to %s (open index.html)\n", flags.report.c_str());
+  if (!flags.report.empty())
+    std::printf("report written to %s (open index.html)\n", flags.report.c_str());
   return 0;
 }
 
@@ -188,11 +204,14 @@ void configure_plan(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<PlanFlags>();
   flags->pipeline.add_to(app);
   flags->search.add_to(app);
-  app.add_option("-o,--output", flags->output, "where to write the plan (default plan.json; - prints it)");
-  app.add_option("--trace", flags->trace, "write the plan's simulated timeline as Chrome trace-event JSON");
-  app.add_option("--report", flags->report,
-                 "write a report folder: index.html with the summary and pictures (SVG) of the frontier, the "
-                 "large tensors' tiling and the timeline, trace.json and plan.json");
+  app.add_option("-o,--output", flags->output,
+                 "where to write the plan (default plan.json; - prints it)");
+  app.add_option("--trace", flags->trace,
+                 "write the plan's simulated timeline as Chrome trace-event JSON");
+  app.add_option(
+      "--report", flags->report,
+      "write a report folder: index.html with the summary and pictures (SVG) of the frontier, the "
+      "large tensors' tiling and the timeline, trace.json and plan.json");
   add_format_flag(app, flags->format);
   run = [flags] { return run_plan(*flags); };
 }

@@ -33,6 +33,10 @@ int run_simulate(const SimulateFlags& flags) {
   if (!prepared) return report(prepared.error());
   if (dumped) return 0;
   const PreparedModel& m = **prepared;
+  if (auto still =
+          check_outputs_after_import({{flags.trace}}, flags.pipeline.inputs(), m.graph, m.source);
+      !still)
+    return report(still.error());
   const importers::Topology& topology = *m.topology;
   analysis::Lowering lowering(m.graph, m.strategies, topology, m.lowering_options());
   auto baseline = flags.strategy == "model-parallel" ? analysis::Baseline::kModelParallel

@@ -356,7 +356,7 @@ struct CheckFlags {
 };
 
 int run_check(const CheckFlags& flags) {
-  auto text = read_file(flags.file, "TDL file");
+  auto text = read_file(flags.file, "TDL file", static_cast<int64_t>(tdl::kMaxSourceBytes));
   if (!text) return report(text.error());
   auto file = tdl::parse_file(*text, flags.file);
   if (!file) {

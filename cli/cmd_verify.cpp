@@ -36,7 +36,8 @@ int run_verify(VerifyFlags flags) {
   if (!flags.plan.empty()) {
     auto plan = search::load_plan(flags.plan);
     if (!plan) return report(plan.error());
-    if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision_given ? flags.pipeline.precision : "");
+    if (auto agreed = check_plan_precision(*plan, flags.plan,
+                                           flags.precision_given ? flags.pipeline.precision : "");
         !agreed)
       return report(agreed.error());
     auto m = prepare_for_plan(*plan, flags.pipeline.model, flags.pipeline.optimizer);
@@ -59,23 +60,32 @@ int run_verify(VerifyFlags flags) {
     ranks = model->topology->num_devices();
     what = flags.search;
   }
+  if (auto still =
+          check_outputs_after_import({{flags.options.work_dir, &codegen::verify_folder_kind()}},
+                                     inputs, model->graph, model->source);
+      !still)
+    return report(still.error());
   auto part = compile_programs(*model, configs, ranks);
   if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);
   if (!ref) return report(ref.error());
-  std::printf("verify %s: %d ranks, %s, %s, %s, %d steps\n", terminal_safe(model->source).c_str(), ranks, what.c_str(),
-              model->train ? "train" : "infer", std::string(ir::precision_name(model->precision)).c_str(),
-              flags.options.steps);
+  std::printf("verify %s: %d ranks, %s, %s, %s, %d steps\n", terminal_safe(model->source).c_str(),
+              ranks, what.c_str(), model->train ? "train" : "infer",
+              std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps);
   auto results = codegen::verify_programs(*ref, {*part}, flags.options);
   if (!results) return report(results.error().with_context(model->source));
   const codegen::VerifyResult& r = results->front();
   const codegen::Comparison& c = r.comparison;
   std::printf("partitioned step: %.3f ms (slowest rank)\n", r.step_ms);
-  std::printf("largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n", c.max_abs,
-              c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol, c.worst.empty() ? "" : " in ",
-              c.worst.empty() ? "" : ("'" + terminal_safe(c.worst) + "'").c_str());
+  std::printf(
+      "largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n",
+      c.max_abs, c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol,
+      c.worst.empty() ? "" : " in ",
+      c.worst.empty() ? "" : ("'" + terminal_safe(c.worst) + "'").c_str());
   if (!c.reference_finite) {
-    std::fprintf(stderr, "error: %s: %s at %s (the verify step's summed loss and update leave the format's range: try --steps 1, or bf16)\n",
+    std::fprintf(stderr,
+                 "error: %s: %s at %s (the verify step's summed loss and update leave the format's "
+                 "range: try --steps 1, or bf16)\n",
                  terminal_safe(model->source).c_str(), terminal_safe(c.problem).c_str(),
                  std::string(ir::precision_name(model->precision)).c_str());
     return 1;
@@ -100,8 +110,9 @@ void configure_verify(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember(search_names()));
   app.add_option("--steps", flags->options.steps, "steps to run (parameters carried over)");
   app.add_option("--seed", flags->options.seed, "initialisation seed");
-  app.add_option("--tolerance", flags->options.atol,
-                 "error accepted relative to each tensor's largest magnitude (default: from --precision)");
+  app.add_option(
+      "--tolerance", flags->options.atol,
+      "error accepted relative to each tensor's largest magnitude (default: from --precision)");
   app.add_option("--rtol", flags->options.rtol,
                  "error accepted relative to each element's magnitude (default: from --precision)");
   app.add_option("--keep", flags->options.work_dir, "compile and build in this folder and keep it");

@@ -2,6 +2,8 @@
 #include "cli/pipeline.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <set>
 
 #include "analysis/coarsen.h"
 #include "analysis/precision.h"
@@ -36,6 +38,20 @@ std::vector<InputPath> PipelineFlags::inputs() const {
                                {calibration, "the calibration file"}};
   for (const std::string& file : tdl.files) in.push_back({file, "a TDL file"});
   return in;
+}
+
+Expected<void> check_outputs_after_import(const std::vector<OutputPath>& outputs,
+                                          std::vector<InputPath> inputs, const ir::Graph& graph,
+                                          const std::string& model_path) {
+  std::set<std::string> seen;
+  std::filesystem::path folder = std::filesystem::path(model_path).parent_path();
+  for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
+    const ir::Tensor& tensor = graph.tensor(t);
+    if (!tensor.external || !seen.insert(tensor.external->location).second) continue;
+    inputs.push_back({(folder / tensor.external->location).string(), "the model's external data"});
+  }
+  if (seen.empty()) return ok();
+  return check_outputs(outputs, inputs);
 }
 
 analysis::LoweringOptions PreparedModel::lowering_options() const {

@@ -62,6 +62,12 @@ struct PreparedModel {
   analysis::LoweringOptions lowering_options() const;
 };
 
+/// The output guard again, once the model is imported: `outputs` must not be any of the files
+/// that hold its external data either (they are known only after reading the model).
+Expected<void> check_outputs_after_import(const std::vector<OutputPath>& outputs,
+                                          std::vector<InputPath> inputs, const ir::Graph& graph,
+                                          const std::string& model_path);
+
 /// Runs the front of the pipeline. When --dump-after names a stage it prints that stage and
 /// `dumped` is set (the command then stops).
 Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flags, bool& dumped);

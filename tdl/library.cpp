@@ -27,7 +27,8 @@ Expected<Library> Library::load(const std::vector<std::string>& user_files) {
 }
 
 Expected<void> Library::add_user_file(const std::string& path) {
-  PLANNER_TRY_ASSIGN(std::string text, read_file(path, "TDL file"));
+  PLANNER_TRY_ASSIGN(std::string text,
+                     read_file(path, "TDL file", static_cast<int64_t>(tdl::kMaxSourceBytes)));
   return add_source(text, path, /*from_user=*/true);
 }
 
