@@ -58,11 +58,12 @@ std::vector<RepeatedBlock> find_blocks(const std::vector<int>& seq, int min_repe
       if (repeats >= min_repeats) candidates.push_back({{start, p, repeats}, p * repeats});
     }
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.coverage != b.coverage) return a.coverage > b.coverage;
-    if (a.block.period != b.block.period) return a.block.period < b.block.period;
-    return a.block.first_group < b.block.first_group;
-  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.coverage != b.coverage) return a.coverage > b.coverage;
+                     if (a.block.period != b.block.period) return a.block.period < b.block.period;
+                     return a.block.first_group < b.block.first_group;
+                   });
   std::vector<bool> covered(static_cast<size_t>(n), false);
   std::vector<RepeatedBlock> chosen;
   for (const Candidate& c : candidates) {

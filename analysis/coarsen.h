@@ -27,15 +27,15 @@ struct RepeatedBlock {
 
 /// The coarsened graph: every op of the graph in exactly one group.
 struct Coarsening {
-  std::vector<int> op_group;                   ///< per op: its group
-  std::vector<std::vector<ir::OpId>> groups;   ///< per group: its ops, in topological order
+  std::vector<int> op_group;                  ///< per op: its group
+  std::vector<std::vector<ir::OpId>> groups;  ///< per group: its ops, in topological order
   /// Per group: its class; groups of one class are alike (same position in a repeated block)
   /// and a search may give them one strategy. Classes are numbered in group order.
   std::vector<int> group_class;
   int num_classes = 0;
   std::vector<RepeatedBlock> blocks;
-  int forward_groups = 0;     ///< groups before merging (one per forward op)
-  int merged_elementwise = 0; ///< forward groups folded into a neighbour by element-wise merging
+  int forward_groups = 0;      ///< groups before merging (one per forward op)
+  int merged_elementwise = 0;  ///< forward groups folded into a neighbour by element-wise merging
 };
 
 /// Coarsens `graph`. `op_forward[op]` is the forward op each op belongs to (itself for forward

@@ -44,7 +44,7 @@ OpClass classify(const ir::Op& op) {
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
   static const std::set<std::string> kRecurrent = {"LSTM",     "GRU",     "RNN",
-                                                   "LSTMGrad", "GRUGrad", "RNNGrad"};
+                                                   "LSTMGradData", "GRUGrad", "RNNGrad"};
   static const std::set<std::string> kReduction = {"ReduceMean",
                                                    "ReduceSum",
                                                    "ReduceMax",

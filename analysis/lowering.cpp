@@ -20,9 +20,9 @@ struct Lowering::OpInfo {
   bool described = false;
   std::shared_ptr<const tdl::Instance> instance;
   std::unique_ptr<ShardEvaluator> evaluator;
-  std::vector<int> instance_input;   // per node input: instance input index, or -1
-  std::vector<int> instance_output;  // per node output: instance output index, or -1
-  std::map<std::string, int64_t> splittable;              // var -> extent
+  std::vector<int> instance_input;            // per node input: instance input index, or -1
+  std::vector<int> instance_output;           // per node output: instance output index, or -1
+  std::map<std::string, int64_t> splittable;  // var -> extent
   std::map<std::string, std::vector<bool>> reduced_into;  // var -> per instance output
   double flops = 0;
   std::string error;  // why the evaluator could not be built (the op is then kept whole)
@@ -52,7 +52,8 @@ bool contains(const Box& outer, const Box& inner) {
 // (or -1), and whether a split that tiles none is a reduction into that output (a partial
 // sum) rather than a replication. `Info` is Lowering::OpInfo.
 template <class Info>
-std::pair<std::vector<int>, std::vector<bool>> split_roles(const Info& in, const OpConfig& c, int k, int rank) {
+std::pair<std::vector<int>, std::vector<bool>> split_roles(const Info& in, const OpConfig& c, int k,
+                                                           int rank) {
   std::vector<int> dims(c.splits.size(), -1);
   std::vector<bool> partial(c.splits.size(), false);
   if (k < 0) return {dims, partial};
@@ -71,17 +72,23 @@ std::pair<std::vector<int>, std::vector<bool>> split_roles(const Info& in, const
   return {dims, partial};
 }
 
-std::string op_label(const ir::Op& op) { return fmt::format("node '{}' ({})", op.name, op.op_type); }
+std::string op_label(const ir::Op& op) {
+  return fmt::format("node '{}' ({})", op.name, op.op_type);
+}
 
 bool is_update_op(const ir::Op& op) {
-  return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
+  return op.domain == "ai.planner" &&
+         (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
 }  // namespace
 
 Lowering::Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
                    const importers::Topology& topology, LoweringOptions options)
-    : graph_(graph), strategies_(strategies), topology_(topology), options_(options),
+    : graph_(graph),
+      strategies_(strategies),
+      topology_(topology),
+      options_(options),
       compute_(options.compute, options.measured) {
   // Evaluators are shared between operators with the same instance.
   std::map<const tdl::Instance*, std::shared_ptr<ShardEvaluator>> shared;
@@ -123,7 +130,9 @@ Lowering::Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
 
 Lowering::~Lowering() = default;
 
-const Lowering::OpInfo& Lowering::info(ir::OpId op) const { return *info_.at(static_cast<size_t>(op)); }
+const Lowering::OpInfo& Lowering::info(ir::OpId op) const {
+  return *info_.at(static_cast<size_t>(op));
+}
 
 const std::map<std::string, int64_t>& Lowering::splittable(ir::OpId op) const {
   return info(op).splittable;
@@ -171,9 +180,15 @@ namespace {
 
 // Resources in the order emit() adds them: per device its compute resource and its channel,
 // then the collectives' sync resource.
-ResourceId compute_resource(DeviceId d) { return 2 * d; }
-ResourceId channel_resource(DeviceId d) { return 2 * d + 1; }
-ResourceId sync_resource(int num_devices) { return 2 * num_devices; }
+ResourceId compute_resource(DeviceId d) {
+  return 2 * d;
+}
+ResourceId channel_resource(DeviceId d) {
+  return 2 * d + 1;
+}
+ResourceId sync_resource(int num_devices) {
+  return 2 * num_devices;
+}
 
 bool same_task(const Task& a, const Task& b) {
   return a.name == b.name && a.resource == b.resource && a.kind == b.kind &&
@@ -185,7 +200,8 @@ bool same_task(const Task& a, const Task& b) {
 namespace detail {
 
 bool Section::same_graph(const Section& o) const {
-  if (tasks.size() != o.tasks.size() || edges != o.edges || buffers != o.buffers || reads != o.reads)
+  if (tasks.size() != o.tasks.size() || edges != o.edges || buffers != o.buffers ||
+      reads != o.reads)
     return false;
   for (size_t i = 0; i < tasks.size(); ++i)
     if (!same_task(tasks[i], o.tasks[i])) return false;
@@ -235,9 +251,10 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     if (op.inputs[i] == ir::kNoTensor) continue;
     const ir::Tensor& t = graph_.tensor(op.inputs[i]);
     for (int s = 0; s < shards; ++s)
-      rec.need[i].push_back(in.described && in.instance_input[i] >= 0
-                                ? regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])]
-                                : whole_box(t.shape));
+      rec.need[i].push_back(
+          in.described && in.instance_input[i] >= 0
+              ? regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])]
+              : whole_box(t.shape));
   }
 
   // Compute tasks.
@@ -276,8 +293,8 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
     task.resource = compute_resource(d);
     task.kind = TaskKind::kCompute;
-    task.duration = compute_.op_time(topology_.device_type(d), op, dtype, shapes,
-                                     in.flops * fraction, bytes);
+    task.duration =
+        compute_.op_time(topology_.device_type(d), op, dtype, shapes, in.flops * fraction, bytes);
     task.op = id;
     rec.compute.tasks.push_back(std::move(task));
   }
@@ -300,14 +317,15 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     std::vector<Box> boxes(static_cast<size_t>(shards));
     for (int s = 0; s < shards; ++s) {
       DeviceId d = c.devices[static_cast<size_t>(s)];
-      boxes[static_cast<size_t>(s)] = (k >= 0) ? regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(k)]
-                                               : whole_box(tensor.shape);
+      boxes[static_cast<size_t>(s)] =
+          (k >= 0) ? regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(k)]
+                   : whole_box(tensor.shape);
       // The output buffer on the shard's device. Updates write the parameter and its state
       // in place: no new buffer.
       if (is_update_op(op)) continue;
       rec.out_buffer[o][static_cast<size_t>(d)] = static_cast<int32_t>(out.buffers.size());
-      out.buffers.push_back({tensor.name, d, box_bytes(boxes[static_cast<size_t>(s)], tensor), false,
-                             TaskKey{id, 0, s}});
+      out.buffers.push_back({tensor.name, d, box_bytes(boxes[static_cast<size_t>(s)], tensor),
+                             false, TaskKey{id, 0, s}});
     }
     rec.sharding[o] = sh;
 
@@ -316,16 +334,20 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
       for (int s = 0; s < shards; ++s) {
         const Box& b = boxes[static_cast<size_t>(s)];
         detail::RecordHolder h{c.devices[static_cast<size_t>(s)], TaskKey{id, 0, s}};
-        auto it = std::find_if(pieces.begin(), pieces.end(), [&](const auto& pc) { return pc.box == b; });
-        if (it == pieces.end()) pieces.push_back({b, {h}});
-        else it->holders.push_back(h);
+        auto it =
+            std::find_if(pieces.begin(), pieces.end(), [&](const auto& pc) { return pc.box == b; });
+        if (it == pieces.end())
+          pieces.push_back({b, {h}});
+        else
+          it->holders.push_back(h);
       }
       continue;
     }
     // All-reduce each group of partials of one tile and replica: a join, then one task per
     // member on its channel for the collective's time.
     std::map<DeviceId, TaskKey> producer_on;
-    for (int s = 0; s < shards; ++s) producer_on[c.devices[static_cast<size_t>(s)]] = TaskKey{id, 0, s};
+    for (int s = 0; s < shards; ++s)
+      producer_on[c.devices[static_cast<size_t>(s)]] = TaskKey{id, 0, s};
     for (int tile = 0; tile < sh.num_tiles(); ++tile)
       for (int r = 0; r < replicas; ++r) {
         std::vector<DeviceId> members;
@@ -345,12 +367,13 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
         for (DeviceId m : members) {
           out.edges.push_back({producer_on.at(m), join_key});
           Task member;
-          member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m, members.size(),
-                                    algorithm_name(cost.algorithm));
+          member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m,
+                                    members.size(), algorithm_name(cost.algorithm));
           member.resource = channel_resource(m);
           member.kind = TaskKind::kComm;
           member.duration = cost.time;
-          member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
+          member.bytes =
+              static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
           member.op = id;
           TaskKey member_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
           out.tasks.push_back(std::move(member));
@@ -393,7 +416,8 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
     const ir::Op& op = graph.op(id);
     if (!is_update_op(op)) continue;
     for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (i != 1 && op.inputs[i] != ir::kNoTensor && graph.tensor(op.inputs[i]).producer == ir::kNoOp)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor &&
+          graph.tensor(op.inputs[i]).producer == ir::kNoOp)
         r.owner[static_cast<size_t>(op.inputs[i])] = id;
   }
   r.consumers.resize(n_tensors);
@@ -412,7 +436,8 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
   std::vector<bool> done(n_ops, false), owner_checked(n_tensors, false);
   for (ir::OpId id : graph.topo_order()) {
     if (!done[static_cast<size_t>(id)]) {
-      PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(id)], lowering.lower_op(id, r.configs[static_cast<size_t>(id)]));
+      PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(id)],
+                         lowering.lower_op(id, r.configs[static_cast<size_t>(id)]));
       done[static_cast<size_t>(id)] = true;
     }
     for (ir::TensorId t : graph.op(id).inputs) {
@@ -421,7 +446,8 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
       if (own == ir::kNoOp || own == id || owner_checked[static_cast<size_t>(t)]) continue;
       owner_checked[static_cast<size_t>(t)] = true;
       if (!done[static_cast<size_t>(own)]) {
-        PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(own)], lowering.lower_op(own, r.configs[static_cast<size_t>(own)]));
+        PLANNER_TRY_ASSIGN(r.ops[static_cast<size_t>(own)],
+                           lowering.lower_op(own, r.configs[static_cast<size_t>(own)]));
         done[static_cast<size_t>(own)] = true;
       }
     }
@@ -453,7 +479,8 @@ void PlanRecords::lower_chain(ir::TensorId t) {
     pieces = pr.pieces[o];
     has_available = true;
     for (size_t d = 0; d < buffer_on.size(); ++d)
-      if (pr.out_buffer[o][d] >= 0) buffer_on[d] = {tensor.producer, pr.num_sections() - 1, pr.out_buffer[o][d]};
+      if (pr.out_buffer[o][d] >= 0)
+        buffer_on[d] = {tensor.producer, pr.num_sections() - 1, pr.out_buffer[o][d]};
   } else {
     resident_sharding[static_cast<size_t>(t)] = Sharding{};
   }
@@ -476,7 +503,8 @@ void PlanRecords::lower_chain(ir::TensorId t) {
       int64_t bytes = box_bytes(box, tensor);
       const BufferKey& k = buffer_on[static_cast<size_t>(d)];
       if (k.op != ir::kNoOp) {
-        RecordBuffer& b = ops[static_cast<size_t>(k.op)].section(k.section).buffers[static_cast<size_t>(k.index)];
+        RecordBuffer& b =
+            ops[static_cast<size_t>(k.op)].section(k.section).buffers[static_cast<size_t>(k.index)];
         b.bytes = std::max(b.bytes, bytes);
         return;
       }
@@ -489,22 +517,38 @@ void PlanRecords::lower_chain(ir::TensorId t) {
         if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
         resident_buffer(c.devices[static_cast<size_t>(s)], need[static_cast<size_t>(s)]);
       }
+      // Its layout in the plan is the one its buffers are counted with: the boxes this
+      // operator's shards hold (replicated only where they hold all of it).
       Sharding& home = resident_sharding[static_cast<size_t>(t)];
-      if (own == y || home.devices.empty()) home = Sharding::replicated(tensor.rank(), c.devices);
+      if (own == y || home.devices.empty()) {
+        std::vector<int> holders;
+        std::vector<Box> held;
+        for (int s = 0; s < shards; ++s) {
+          if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
+          holders.push_back(c.devices[static_cast<size_t>(s)]);
+          held.push_back(need[static_cast<size_t>(s)]);
+        }
+        home = sharding_of(tensor.shape, holders, held)
+                   .value_or(Sharding::replicated(tensor.rank(), c.devices));
+      }
       continue;
     }
     if (resident && !has_available) {
       // Owned by an update op lowered later: its shards' boxes, resident from the start.
       const OpConfig& oc = configs[static_cast<size_t>(own)];
       const auto& own_inputs = graph.op(own).inputs;
-      size_t oi = static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t) - own_inputs.begin());
+      size_t oi = static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t) -
+                                      own_inputs.begin());
       const std::vector<Box>& home = ops[static_cast<size_t>(own)].need[oi];
       for (int s = 0; s < oc.num_shards(); ++s) {
         DeviceId d = oc.devices[static_cast<size_t>(s)];
         const Box& b = home[static_cast<size_t>(s)];
-        auto it = std::find_if(pieces.begin(), pieces.end(), [&](const RecordPiece& p) { return p.box == b; });
-        if (it == pieces.end()) pieces.push_back({b, {{d, none}}});
-        else it->holders.push_back({d, none});
+        auto it = std::find_if(pieces.begin(), pieces.end(),
+                               [&](const RecordPiece& p) { return p.box == b; });
+        if (it == pieces.end())
+          pieces.push_back({b, {{d, none}}});
+        else
+          it->holders.push_back({d, none});
         resident_buffer(d, b);
       }
       has_available = true;
@@ -535,11 +579,13 @@ void PlanRecords::lower_chain(ir::TensorId t) {
       }
       // Already fetched here by an earlier consumer?
       auto& got = received[static_cast<size_t>(d)];
-      auto it = std::find_if(got.begin(), got.end(), [&](const auto& r) { return contains(r.first, want); });
+      auto it = std::find_if(got.begin(), got.end(),
+                             [&](const auto& r) { return contains(r.first, want); });
       if (it != got.end()) {
         sec.edges.push_back({it->second, consumer});
         // The received buffers now live until this consumer ends too.
-        for (const BufferKey& rb : received_buffer[static_cast<size_t>(d)]) sec.reads.push_back({rb, consumer});
+        for (const BufferKey& rb : received_buffer[static_cast<size_t>(d)])
+          sec.reads.push_back({rb, consumer});
         continue;
       }
       // The transfers of this fetch; remembered (as one box, ready when the last arrives)
@@ -575,7 +621,8 @@ void PlanRecords::lower_chain(ir::TensorId t) {
         }
         int64_t bytes = box_bytes(part, tensor);
         Task tr;
-        tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name, best->device, d, pi);
+        tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name,
+                              best->device, d, pi);
         tr.resource = channel_resource(best->device);
         tr.kind = TaskKind::kComm;
         tr.duration = topology.latency(best->device, d) +
@@ -633,12 +680,15 @@ Expected<LoweredPlan> PlanRecords::emit() const {
   for (DeviceId d = 0; d < n_dev; ++d) {
     int node = topology.device(d).node;
     plan.compute.push_back(g.add_resource({fmt::format("gpu{}", d), ResourceKind::kDevice, node}));
-    plan.channel.push_back(g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
-    PLANNER_CHECK(plan.compute.back() == compute_resource(d) && plan.channel.back() == channel_resource(d),
-                  "resource ids out of order");
+    plan.channel.push_back(
+        g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
+    PLANNER_CHECK(
+        plan.compute.back() == compute_resource(d) && plan.channel.back() == channel_resource(d),
+        "resource ids out of order");
   }
-  PLANNER_CHECK(g.add_resource({"collective sync", ResourceKind::kLink, -1}) == sync_resource(n_dev),
-                "resource ids out of order");
+  PLANNER_CHECK(
+      g.add_resource({"collective sync", ResourceKind::kLink, -1}) == sync_resource(n_dev),
+      "resource ids out of order");
   plan.tensor_sharding = resident_sharding;
   plan.op_group.assign(ops.size(), kNoGroup);
 
@@ -665,11 +715,13 @@ Expected<LoweredPlan> PlanRecords::emit() const {
         g.add_task(std::move(task));
       }
       for (const RecordEdge& e : sec.edges) g.add_edge(resolve(e.from), resolve(e.to));
-      transfers_step.transfers.insert(transfers_step.transfers.end(), sec.transfers.begin(), sec.transfers.end());
+      transfers_step.transfers.insert(transfers_step.transfers.end(), sec.transfers.begin(),
+                                      sec.transfers.end());
       all_comm.append(sec.collectives);
     }
     for (size_t o = 0; o < op.outputs.size(); ++o)
-      if (op.outputs[o] != ir::kNoTensor) plan.tensor_sharding[static_cast<size_t>(op.outputs[o])] = rec.sharding[o];
+      if (op.outputs[o] != ir::kNoTensor)
+        plan.tensor_sharding[static_cast<size_t>(op.outputs[o])] = rec.sharding[o];
   }
   // Buffers in creation order, released by the tasks that read them.
   std::vector<Buffer> buffers;
@@ -680,8 +732,11 @@ Expected<LoweredPlan> PlanRecords::emit() const {
     for (int32_t s = 0; s < rec.num_sections(); ++s) {
       buffer_base[static_cast<size_t>(id)][static_cast<size_t>(s)] = buffers.size();
       for (const RecordBuffer& b : rec.section(s).buffers)
-        buffers.push_back(Buffer{b.name, compute_resource(b.device), b.bytes,
-                                 b.resident ? kNoTask : resolve(b.producer), {},
+        buffers.push_back(Buffer{b.name,
+                                 compute_resource(b.device),
+                                 b.bytes,
+                                 b.resident ? kNoTask : resolve(b.producer),
+                                 {},
                                  plan.op_group[static_cast<size_t>(id)]});
     }
   }
@@ -689,7 +744,8 @@ Expected<LoweredPlan> PlanRecords::emit() const {
     const OpRecord& rec = ops[static_cast<size_t>(id)];
     for (int32_t s = 0; s < rec.num_sections(); ++s)
       for (const RecordRead& r : rec.section(s).reads)
-        buffers[buffer_base[static_cast<size_t>(r.buffer.op)][static_cast<size_t>(r.buffer.section)] +
+        buffers[buffer_base[static_cast<size_t>(r.buffer.op)]
+                           [static_cast<size_t>(r.buffer.section)] +
                 static_cast<size_t>(r.buffer.index)]
             .releasers.push_back(resolve(r.reader));
   }
@@ -719,10 +775,12 @@ Expected<LoweredPlan> Lowering::lower(const std::vector<OpConfig>& configs) cons
 namespace {
 
 // The index variable of `op` that walks dimension `dim` of node input `input`, or "".
-std::string var_for_dim(const Lowering& lowering, ir::OpId op, size_t input, int dim,
-                        const std::function<Expected<std::vector<Box>>(const OpConfig&)>& boxes_of) {
+std::string var_for_dim(
+    const Lowering& lowering, ir::OpId op, size_t input, int dim,
+    const std::function<Expected<std::vector<Box>>(const OpConfig&)>& boxes_of) {
   for (const auto& [var, extent] : lowering.splittable(op)) {
-    OpConfig probe = OpConfig::split(var, std::vector<int>(static_cast<size_t>(std::min<int64_t>(extent, 2)), 0));
+    OpConfig probe = OpConfig::split(
+        var, std::vector<int>(static_cast<size_t>(std::min<int64_t>(extent, 2)), 0));
     for (size_t i = 0; i < probe.devices.size(); ++i) probe.devices[i] = static_cast<int>(i);
     auto boxes = boxes_of(probe);
     if (!boxes || boxes->empty()) continue;
@@ -797,9 +855,12 @@ Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Basel
           bool splits_output = false;
           OpConfig probe = OpConfig::split(v, {0, 1});
           for (size_t o = 0; o < op.outputs.size(); ++o)
-            splits_output |= op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, probe) >= 0;
-          if (splits_output) var = v;
-          else if (reduction.empty()) reduction = v;
+            splits_output |=
+                op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, probe) >= 0;
+          if (splits_output)
+            var = v;
+          else if (reduction.empty())
+            reduction = v;
         }
       }
       if (var.empty()) var = reduction;
@@ -831,7 +892,8 @@ Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Basel
   return configs;
 }
 
-Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c, size_t input) const {
+Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c,
+                                                     size_t input) const {
   const OpInfo& in = info(id);
   const ir::Tensor& t = graph_.tensor(graph_.op(id).inputs[input]);
   std::vector<Box> out;
@@ -845,7 +907,8 @@ Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig
     for (size_t i = 0; i < c.splits.size(); ++i) {
       auto it = in.splittable.find(c.splits[i].first);
       if (it == in.splittable.end())
-        return make_error("{}: no splittable variable '{}'", op_label(graph_.op(id)), c.splits[i].first);
+        return make_error("{}: no splittable variable '{}'", op_label(graph_.op(id)),
+                          c.splits[i].first);
       Range r = split_range(it->second, c.splits[i].second, coords[i]);
       ranges[c.splits[i].first] = {r.begin, r.end - 1};
     }
@@ -913,7 +976,8 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       int64_t extent = in.splittable.at(c.splits[i].first);
       Range r = split_range(extent, c.splits[i].second, coords[i]);
       ranges[c.splits[i].first] = {r.begin, r.end - 1};
-      fraction[static_cast<size_t>(s)] *= static_cast<double>(r.size()) / static_cast<double>(extent);
+      fraction[static_cast<size_t>(s)] *=
+          static_cast<double>(r.size()) / static_cast<double>(extent);
     }
     if (in.described) {
       auto r = regions_of(in, ranges);
@@ -945,10 +1009,12 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       bytes += static_cast<double>(box_bytes(b, t));
       out.output_boxes[o].push_back(std::move(b));
     }
-    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor ? ir::DType::kFloat32
-                                                                          : graph_.tensor(op.inputs[0]).dtype;
-    out.shard_time.push_back(compute_.op_time(topology_.device_type(c.devices[static_cast<size_t>(s)]), op, dtype,
-                                              shapes, in.flops * fraction[static_cast<size_t>(s)], bytes));
+    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
+                          ? ir::DType::kFloat32
+                          : graph_.tensor(op.inputs[0]).dtype;
+    out.shard_time.push_back(
+        compute_.op_time(topology_.device_type(c.devices[static_cast<size_t>(s)]), op, dtype,
+                         shapes, in.flops * fraction[static_cast<size_t>(s)], bytes));
   }
   // Output layouts, by the same rule as lower().
   for (size_t o = 0; o < op.outputs.size(); ++o) {

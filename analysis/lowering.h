@@ -44,8 +44,8 @@ struct PlanRecords;
 
 /// Options of the lowering.
 struct LoweringOptions {
-  ComputeCostOptions compute;                ///< the roofline's efficiencies and overheads
-  const MeasuredCosts* measured = nullptr;   ///< measured kernel times (--costs), if any
+  ComputeCostOptions compute;               ///< the roofline's efficiencies and overheads
+  const MeasuredCosts* measured = nullptr;  ///< measured kernel times (--costs), if any
 };
 
 /// A lowered plan: the task graph and what the report needs beside the timeline.
@@ -57,8 +57,8 @@ struct LoweredPlan {
   /// Per tensor: how its producer leaves it (before any reduction), or for resident tensors
   /// the layout they are kept in; empty sharding (no devices) for tensors nobody reads.
   std::vector<Sharding> tensor_sharding;
-  double comm_bytes = 0;            ///< bytes sent by all devices in one step
-  std::vector<double> link_bytes;   ///< per topology link, both directions
+  double comm_bytes = 0;           ///< bytes sent by all devices in one step
+  std::vector<double> link_bytes;  ///< per topology link, both directions
 };
 
 /// One operator under one config, shard by shard, as lower() sees it: what each shard reads,

@@ -87,7 +87,8 @@ Expected<OpConfig> parse_op_config(std::string_view text) {
   if (!eat('}')) {
     do {
       size_t start = pos;
-      while (pos < text.size() && (std::isalnum(static_cast<unsigned char>(text[pos])) || text[pos] == '_' || text[pos] == '.'))
+      while (pos < text.size() && (std::isalnum(static_cast<unsigned char>(text[pos])) ||
+                                   text[pos] == '_' || text[pos] == '.'))
         ++pos;
       if (pos == start) return fail("expected an index variable");
       std::string var(text.substr(start, pos - start));

@@ -15,7 +15,9 @@ namespace {
 // A task's identity across graphs.
 using Key = std::pair<GroupId, std::string>;
 
-Key key_of(const TaskGraph& g, TaskId id) { return {g.task(id).group, g.task(id).name}; }
+Key key_of(const TaskGraph& g, TaskId id) {
+  return {g.task(id).group, g.task(id).name};
+}
 
 // Everything about a group that a change must reproduce: its tasks (with durations, resources,
 // bytes and predecessors by key) and its buffers (with producers and releasers by key).
@@ -25,7 +27,8 @@ std::string group_signature(const TaskGraph& g, GroupId group,
   for (TaskId t : g.group_tasks(group)) {
     const Task& task = g.task(t);
     std::vector<std::string> preds;
-    for (TaskId p : g.preds(t)) preds.push_back(fmt::format("{}:{}", g.task(p).group, g.task(p).name));
+    for (TaskId p : g.preds(t))
+      preds.push_back(fmt::format("{}:{}", g.task(p).group, g.task(p).name));
     std::sort(preds.begin(), preds.end());
     tasks.push_back(fmt::format("{}|{}|{}|{:a}|{}|{}|{}|{}", task.name, task.resource,
                                 static_cast<int>(task.kind), task.duration, task.bytes, task.op,
@@ -36,11 +39,13 @@ std::string group_signature(const TaskGraph& g, GroupId group,
   for (BufferId b : group_buffers[static_cast<size_t>(group)]) {
     const Buffer& buf = g.buffer(b);
     std::vector<std::string> rel;
-    for (TaskId r : buf.releasers) rel.push_back(fmt::format("{}:{}", g.task(r).group, g.task(r).name));
+    for (TaskId r : buf.releasers)
+      rel.push_back(fmt::format("{}:{}", g.task(r).group, g.task(r).name));
     std::sort(rel.begin(), rel.end());
-    buffers.push_back(fmt::format("{}|{}|{}|{}|{}", buf.name, buf.resource, buf.bytes,
-                                  buf.producer == kNoTask ? std::string("-") : g.task(buf.producer).name,
-                                  fmt::join(rel, ",")));
+    buffers.push_back(
+        fmt::format("{}|{}|{}|{}|{}", buf.name, buf.resource, buf.bytes,
+                    buf.producer == kNoTask ? std::string("-") : g.task(buf.producer).name,
+                    fmt::join(rel, ",")));
   }
   std::sort(buffers.begin(), buffers.end());
   return fmt::format("{}\n{}", fmt::join(tasks, "\n"), fmt::join(buffers, "\n"));
@@ -57,7 +62,8 @@ std::vector<std::vector<BufferId>> buffers_by_group(const TaskGraph& g) {
 }  // namespace
 
 Expected<Change> change_between(const TaskGraph& current, const TaskGraph& target) {
-  if (current.num_groups() != target.num_groups() || current.num_resources() != target.num_resources())
+  if (current.num_groups() != target.num_groups() ||
+      current.num_resources() != target.num_resources())
     return make_error("the task graphs come from different graphs or topologies ({} and {} groups)",
                       current.num_groups(), target.num_groups());
   auto cur_buffers = buffers_by_group(current), tgt_buffers = buffers_by_group(target);
@@ -136,16 +142,17 @@ Expected<Change> change_between(const TaskGraph& current, const TaskGraph& targe
     std::map<std::string, BufferId> by_name;
     for (BufferId b : cur_buffers[static_cast<size_t>(g)])
       by_name.emplace(fmt::format("{}|{}|{}", current.buffer(b).name, current.buffer(b).resource,
-                                  current.buffer(b).producer == kNoTask ? std::string("-")
-                                                                        : current.task(current.buffer(b).producer).name),
+                                  current.buffer(b).producer == kNoTask
+                                      ? std::string("-")
+                                      : current.task(current.buffer(b).producer).name),
                       b);
     for (BufferId b : tgt_buffers[static_cast<size_t>(g)]) {
       const Buffer& buf = target.buffer(b);
       for (TaskId r : buf.releasers) {
         if (!added.count(r)) continue;
-        auto it = by_name.find(fmt::format("{}|{}|{}", buf.name, buf.resource,
-                                           buf.producer == kNoTask ? std::string("-")
-                                                                   : target.task(buf.producer).name));
+        auto it = by_name.find(fmt::format(
+            "{}|{}|{}", buf.name, buf.resource,
+            buf.producer == kNoTask ? std::string("-") : target.task(buf.producer).name));
         if (it == by_name.end()) return make_error("buffer '{}' has no counterpart", buf.name);
         change.releases.push_back({it->second, TaskRef::added(added.at(r))});
       }

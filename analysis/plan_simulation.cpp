@@ -329,7 +329,8 @@ Change PlanSimulation::Impl::change_for(const std::vector<ir::OpId>& replaced) {
   return change;
 }
 
-Expected<PlanCost> PlanSimulation::propose(const std::vector<std::pair<ir::OpId, OpConfig>>& changes) {
+Expected<PlanCost> PlanSimulation::propose(
+    const std::vector<std::pair<ir::OpId, OpConfig>>& changes) {
   Impl& m = *impl_;
   PLANNER_CHECK(!m.pending && !m.group_pending, "PlanSimulation::propose with a pending proposal");
   std::vector<std::pair<ir::OpId, OpConfig>> undo;

@@ -19,9 +19,9 @@ namespace planner::analysis {
 
 /// What a plan costs under the simulator.
 struct PlanCost {
-  double step_time = 0;           ///< seconds per step
-  int64_t peak_memory = 0;        ///< bytes, the most loaded device
-  double comm_bytes = 0;          ///< bytes sent by all devices in one step
+  double step_time = 0;     ///< seconds per step
+  int64_t peak_memory = 0;  ///< bytes, the most loaded device
+  double comm_bytes = 0;    ///< bytes sent by all devices in one step
 };
 
 /// A plan with its simulated schedule, changed one operator at a time.

@@ -67,16 +67,54 @@ std::vector<int> Sharding::tile_coords(int i) const {
 Box Sharding::shard_box(const std::vector<int64_t>& shape, int i) const {
   std::vector<int> coords = tile_coords(i);
   Box box(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d)
-    box[d] = split_range(shape[d], tiles[d], coords[d]);
+  for (size_t d = 0; d < shape.size(); ++d) box[d] = split_range(shape[d], tiles[d], coords[d]);
   return box;
 }
 
 int64_t Sharding::bytes_per_device(const std::vector<int64_t>& shape, int64_t element_size) const {
   int64_t n = 1;
-  for (size_t d = 0; d < shape.size(); ++d)
-    n *= (shape[d] + tiles[d] - 1) / tiles[d];
+  for (size_t d = 0; d < shape.size(); ++d) n *= (shape[d] + tiles[d] - 1) / tiles[d];
   return n * element_size;
+}
+
+std::optional<Sharding> sharding_of(const std::vector<int64_t>& shape,
+                                    const std::vector<int>& devices, const std::vector<Box>& boxes) {
+  if (devices.empty() || devices.size() != boxes.size()) return std::nullopt;
+  if (std::set<int>(devices.begin(), devices.end()).size() != devices.size()) return std::nullopt;
+  const size_t rank = shape.size();
+  // Tiles per dimension: the distinct ranges the boxes take along it.
+  Sharding s;
+  s.tiles.assign(rank, 1);
+  std::vector<std::vector<Range>> ranges(rank);
+  for (const Box& b : boxes) {
+    if (b.size() != rank) return std::nullopt;
+    for (size_t d = 0; d < rank; ++d)
+      if (std::find(ranges[d].begin(), ranges[d].end(), b[d]) == ranges[d].end())
+        ranges[d].push_back(b[d]);
+  }
+  for (size_t d = 0; d < rank; ++d) s.tiles[d] = static_cast<int>(ranges[d].size());
+  const int tiles = s.num_tiles();
+  if (tiles <= 0 || devices.size() % static_cast<size_t>(tiles) != 0) return std::nullopt;
+  s.replicas = static_cast<int>(devices.size()) / tiles;
+  // Each tile's devices, in the order given; the tile index is row-major over the coordinates
+  // shard_box assigns.
+  std::vector<std::vector<int>> holders(static_cast<size_t>(tiles));
+  for (size_t k = 0; k < boxes.size(); ++k) {
+    int index = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int coord = -1;
+      for (int c = 0; c < s.tiles[d]; ++c)
+        if (split_range(shape[d], s.tiles[d], c) == boxes[k][d]) coord = c;
+      if (coord < 0) return std::nullopt;
+      index = index * s.tiles[d] + coord;
+    }
+    holders[static_cast<size_t>(index)].push_back(devices[k]);
+  }
+  for (const auto& h : holders) {
+    if (static_cast<int>(h.size()) != s.replicas) return std::nullopt;
+    s.devices.insert(s.devices.end(), h.begin(), h.end());
+  }
+  return s;
 }
 
 Expected<void> Sharding::validate(const std::vector<int64_t>& shape, int num_devices) const {
@@ -88,8 +126,8 @@ Expected<void> Sharding::validate(const std::vector<int64_t>& shape, int num_dev
   for (size_t d = 0; d < tiles.size(); ++d) {
     if (tiles[d] < 1) return fail(fmt::format("dimension {} has {} pieces", d, tiles[d]));
     if (tiles[d] > std::max<int64_t>(shape[d], 1))
-      return fail(fmt::format("dimension {} of size {} cannot be split {} ways", d, shape[d],
-                              tiles[d]));
+      return fail(
+          fmt::format("dimension {} of size {} cannot be split {} ways", d, shape[d], tiles[d]));
   }
   if (partial < 1 || replicas < 1) return fail("partial and replica counts must be at least 1");
   if (static_cast<int>(devices.size()) != num_shards())
@@ -113,8 +151,7 @@ std::string Sharding::to_string() const {
     size_t j = i;
     while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
     if (i > 0) s += ",";
-    s += j > i ? fmt::format("{}-{}", devices[i], devices[j])
-                                 : std::to_string(devices[i]);
+    s += j > i ? fmt::format("{}-{}", devices[i], devices[j]) : std::to_string(devices[i]);
     i = j + 1;
   }
   return s;
@@ -184,8 +221,10 @@ OutputLayout output_layout(const OpConfig& c, int rank, const std::vector<int>& 
   sh.tiles.assign(static_cast<size_t>(rank), 1);
   int partial = 1, replicas = c.replicas;
   for (size_t i = 0; i < c.splits.size(); ++i) {
-    if (dims[i] >= 0) sh.tiles[static_cast<size_t>(dims[i])] *= c.splits[i].second;
-    else (partial_split[i] ? partial : replicas) *= c.splits[i].second;
+    if (dims[i] >= 0)
+      sh.tiles[static_cast<size_t>(dims[i])] *= c.splits[i].second;
+    else
+      (partial_split[i] ? partial : replicas) *= c.splits[i].second;
   }
   sh.partial = partial;
   sh.replicas = replicas;
@@ -199,7 +238,8 @@ OutputLayout output_layout(const OpConfig& c, int rank, const std::vector<int>& 
     int p = 0, r = 0;
     for (size_t i = 0; i < c.splits.size(); ++i) {
       if (dims[i] >= 0)
-        tile[static_cast<size_t>(dims[i])] = tile[static_cast<size_t>(dims[i])] * c.splits[i].second + coords[i];
+        tile[static_cast<size_t>(dims[i])] =
+            tile[static_cast<size_t>(dims[i])] * c.splits[i].second + coords[i];
       else if (partial_split[i])
         p = p * c.splits[i].second + coords[i];
       else

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,12 @@ struct Sharding {
 
   bool operator==(const Sharding&) const = default;
 };
+
+/// The sharding under which device devices[k] holds boxes[k] (any order, one entry per device),
+/// when there is one: the boxes form a grid of tiles as Sharding::shard_box cuts them, every tile
+/// held by the same number of devices. nullopt otherwise (an irregular layout).
+std::optional<Sharding> sharding_of(const std::vector<int64_t>& shape,
+                                    const std::vector<int>& devices, const std::vector<Box>& boxes);
 
 /// Parses the canonical text form; errors quote the text.
 Expected<Sharding> parse_sharding(std::string_view text);

@@ -60,7 +60,7 @@ struct Schedule {
   // Copies of each task's resource and duration, dense for the hot loop (a Task is far larger).
   std::vector<ResourceId> resource;
   std::vector<double> duration;
-  std::vector<int64_t> tie;  // Task::order
+  std::vector<int64_t> tie;                // Task::order
   std::vector<std::vector<TaskId>> order;  // per resource, sorted by key
   // Scratch for a run: predecessors not yet simulated (only meaningful for queued tasks).
   std::vector<int32_t> remaining;
@@ -275,7 +275,8 @@ Expected<void> check_cycles(const TaskGraph& graph, const std::vector<int32_t>& 
     size_t next = 0;
   };
   auto color = [&](const TaskRef& r) -> uint8_t& {
-    return r.is_new ? new_color[static_cast<size_t>(r.index)] : old_color[static_cast<size_t>(r.index)];
+    return r.is_new ? new_color[static_cast<size_t>(r.index)]
+                    : old_color[static_cast<size_t>(r.index)];
   };
   auto children_of = [&](const TaskRef& r) {
     if (r.is_new) return new_out[static_cast<size_t>(r.index)];

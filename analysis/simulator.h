@@ -6,8 +6,9 @@
 // FIFO order of readiness. A task is ready when all its predecessors have ended; among tasks of
 // one resource, the order is by ready time, then by level (the longest dependency chain from a
 // source, so a task ready at the same instant as a zero-duration predecessor still comes after
-// it), then by Task::order, then by task id. start = max(ready, end of the previous task on the resource),
-// end = start + duration. Full and delta simulation compute exactly this schedule, bit for bit.
+// it), then by Task::order, then by task id. start = max(ready, end of the previous task on the
+// resource), end = start + duration. Full and delta simulation compute exactly this schedule, bit
+// for bit.
 #pragma once
 
 #include <cstdint>

@@ -99,13 +99,16 @@ class Analyzer {
 
   // Concrete regions of every input (declared coordinates) and output for one shard: each
   // variable in `ranges` over its [lo, hi], every other variable whole.
-  Expected<ShardRegions> shard_regions(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
+  Expected<ShardRegions> shard_regions(
+      const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
     for (const auto& [name, r] : ranges)
       if (!vars_.count(name)) return fail(fmt::format("no index variable '{}'", name));
     size_t n_in = inst_.inputs.size(), n_out = inst_.outputs.size();
     // Each body sees its own output's extents; a shard's range is clipped to them.
     auto clipped = [](const Interval& whole, std::pair<int64_t, int64_t> r) {
-      int64_t hi = whole.hi().is_constant() ? std::min<int64_t>(r.second, whole.hi().constant().num()) : r.second;
+      int64_t hi = whole.hi().is_constant()
+                       ? std::min<int64_t>(r.second, whole.hi().constant().num())
+                       : r.second;
       return Interval(Affine(r.first), Affine(std::max<int64_t>(hi, r.first - 1)));
     };
     std::vector<std::map<std::string, Interval>> body_ranges(n_out);
@@ -571,6 +574,32 @@ class Analyzer {
     return Interval::range(extent).halves()[static_cast<size_t>(w)];
   }
 
+  // A split along the axis a recurrence runs on is no parallel split: where a body reads its own
+  // output shifted along the split dimension (LSTM's Y[s - 1, ...] under a split of s), each
+  // worker waits for the one before it, so the workers would run one after the other. Such a
+  // split is invalid. A read of the whole dimension (the hidden state under a split of h) is an
+  // exchange every step, which the lowering prices, and stays valid.
+  void mark_sequential(Strategy& s) const {
+    for (size_t o = 0; o < s.state_regions.size(); ++o) {
+      if (!s.state_regions[o]) continue;
+      const std::vector<std::string>& vars = inst_.outputs[o].vars;
+      for (size_t d = 0; d < vars.size(); ++d) {
+        if (vars[d] != s.var) continue;
+        Interval whole = Interval::range(ext(static_cast<int>(o), vars[d]));
+        for (size_t w = 0; w < 2; ++w) {
+          const Region& state = (*s.state_regions[o])[w];
+          const Region& out = s.output_regions[o][w];
+          if (d >= state.dims.size() || d >= out.dims.size()) continue;
+          if (state.dims[d] == out.dims[d] || state.dims[d] == whole) continue;
+          s.valid = false;
+          s.invalid_reason = fmt::format("sequential: output {} reads itself along {} (a recurrence)",
+                                         o, s.var);
+          return;
+        }
+      }
+    }
+  }
+
   Expected<Strategy> strategy(const std::string& var, Strategy::Kind kind) const {
     Strategy s;
     s.var = var;
@@ -629,6 +658,7 @@ class Analyzer {
         }
       }
     }
+    if (s.valid && kind == Strategy::Kind::kOutput) mark_sequential(s);
     for (size_t i = 0; i < n_in; ++i)
       s.replicated.push_back(s.input_regions[i][0] == result_.input_bounds[i] &&
                              s.input_regions[i][1] == result_.input_bounds[i]);

@@ -134,7 +134,8 @@ class ShardEvaluator {
 
   /// The regions when each variable in `ranges` covers [first, second] (inclusive) and every
   /// other variable its whole extent.
-  Expected<ShardRegions> evaluate(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  Expected<ShardRegions> evaluate(
+      const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
 
  private:
   ShardEvaluator();

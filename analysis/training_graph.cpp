@@ -22,9 +22,12 @@ namespace planner::analysis {
 
 std::string_view phase_name(Phase phase) {
   switch (phase) {
-    case Phase::kForward: return "forward";
-    case Phase::kBackward: return "backward";
-    case Phase::kUpdate: return "update";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kUpdate:
+      return "update";
   }
   return "?";
 }
@@ -68,7 +71,8 @@ class Builder {
       if (!needs_grad_[static_cast<size_t>(out)]) continue;
       const Tensor t = fwd_.tensor(out);
       group_ = t.producer;
-      TensorId seed = emit1("LossGrad", kPlannerDomain, {out}, t.dtype, t.shape, {}, "grad:" + t.name);
+      TensorId seed =
+          emit1("LossGrad", kPlannerDomain, {out}, t.dtype, t.shape, {}, "grad:" + t.name);
       add_part(out, seed);
       ++contributors_[static_cast<size_t>(out)];
     }
@@ -116,8 +120,8 @@ class Builder {
   void mark_needs_grad() {
     needs_grad_.assign(static_cast<size_t>(fwd_.num_tensors()), false);
     for (TensorId t = 0; t < fwd_.num_tensors(); ++t)
-      needs_grad_[static_cast<size_t>(t)] = fwd_.tensor(t).role == TensorRole::kParameter &&
-                                            ir::is_floating(fwd_.tensor(t).dtype);
+      needs_grad_[static_cast<size_t>(t)] =
+          fwd_.tensor(t).role == TensorRole::kParameter && ir::is_floating(fwd_.tensor(t).dtype);
     for (OpId id : fwd_.topo_order()) {
       const Op& op = fwd_.op(id);
       bool any = false;
@@ -250,7 +254,8 @@ class Builder {
 
   std::vector<TensorId> emit(const std::string& type, const std::string& domain,
                              std::vector<TensorId> inputs, const std::vector<OutSpec>& outs,
-                             std::map<std::string, Attribute> attrs, Phase phase = Phase::kBackward) {
+                             std::map<std::string, Attribute> attrs,
+                             Phase phase = Phase::kBackward) {
     Op op;
     std::string base = group_ == ir::kNoOp ? "update" : fwd_.op(group_).name;
     op.name = unique_name(fmt::format("{}/{}", base, phase == Phase::kUpdate ? "update" : "grad"));
@@ -490,8 +495,7 @@ class Builder {
       if (wants(2)) {
         TensorId dc = reduce_to(dy, T(in(2)).shape, beta == 1.0 ? gname(2) : "");
         if (beta != 1.0)
-          dc = emit1("Mul", "", {dc, float_scalar(beta)}, T(dy).dtype, T(dc).shape,
-                     {}, gname(2));
+          dc = emit1("Mul", "", {dc, float_scalar(beta)}, T(dy).dtype, T(dc).shape, {}, gname(2));
         add_part(in(2), dc);
       }
       return ok();
@@ -512,7 +516,8 @@ class Builder {
         // The bias gradient sums dY over the batch and every spatial position: flatten space,
         // then two single-axis reductions.
         const Shape sy = T(dy).shape;
-        TensorId flat = sy.size() == 3 ? dy : reshape(dy, {sy[0], sy[1], product(sy, 2, sy.size())}, "");
+        TensorId flat =
+            sy.size() == 3 ? dy : reshape(dy, {sy[0], sy[1], product(sy, 2, sy.size())}, "");
         TensorId per_sample = emit1("ReduceSum", "", {flat, int_constant({2})}, T(dy).dtype,
                                     {sy[0], sy[1]}, {{"keepdims", Attribute{int64_t{0}}}});
         add_part(in(2), emit1("ReduceSum", "", {per_sample, int_constant({0})}, T(dy).dtype,
@@ -522,9 +527,9 @@ class Builder {
     }
 
     static const std::set<std::string> kUnary = {
-        "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Gelu", "Softplus",
-        "LeakyRelu", "Elu", "Selu", "Clip", "Reciprocal", "Softsign", "HardSigmoid", "Sin",
-        "Cos", "Pow", "Mish", "HardSwish"};
+        "Relu",        "Sigmoid",  "Tanh",      "Erf", "Sqrt", "Exp",      "Log",        "Abs",
+        "Gelu",        "Softplus", "LeakyRelu", "Elu", "Selu", "Clip",     "Reciprocal", "Softsign",
+        "HardSigmoid", "Sin",      "Cos",       "Pow", "Mish", "HardSwish"};
     if (kUnary.count(type)) {
       // d/dx of a unary function needs x and/or y; the op reads both so one description fits
       // every function. Pow's exponent (a constant here) rides along as a third input.
@@ -536,10 +541,11 @@ class Builder {
         if (in(1) != ir::kNoTensor) ins.push_back(in(1));
       }
       if (wants(0))
-        add_part(in(0), reduce_to(emit1("UnaryGrad", kPlannerDomain, ins, T(dy).dtype,
-                                        T(dy).shape, attrs),
-                                  T(in(0)).shape, gname(0)));
-      if (type == "Pow" && wants(1)) return error("the gradient of a trainable exponent is not supported");
+        add_part(in(0),
+                 reduce_to(emit1("UnaryGrad", kPlannerDomain, ins, T(dy).dtype, T(dy).shape, attrs),
+                           T(in(0)).shape, gname(0)));
+      if (type == "Pow" && wants(1))
+        return error("the gradient of a trainable exponent is not supported");
       return ok();
     }
     if (type == "Neg") {
@@ -610,8 +616,8 @@ class Builder {
       std::vector<TensorId> ins = {dy, in(0)};
       if (type == "ReduceMax" || type == "ReduceMin") ins.push_back(op.outputs[0]);
       if (wants(0))
-        add_part(in(0), emit1("ReduceGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
-                              attrs, gname(0)));
+        add_part(in(0), emit1("ReduceGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape, attrs,
+                              gname(0)));
       return ok();
     }
     if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
@@ -624,8 +630,8 @@ class Builder {
       std::map<std::string, Attribute> attrs = op.attributes;
       attrs["op"] = Attribute{type};
       if (wants(0))
-        add_part(in(0), emit1("PoolGrad", kPlannerDomain, {dy, in(0), op.outputs[0]},
-                              T(dy).dtype, T(in(0)).shape, attrs, gname(0)));
+        add_part(in(0), emit1("PoolGrad", kPlannerDomain, {dy, in(0), op.outputs[0]}, T(dy).dtype,
+                              T(in(0)).shape, attrs, gname(0)));
       return ok();
     }
 
@@ -654,8 +660,10 @@ class Builder {
                                           : std::vector<TensorId>{dy, in(0), in(3), in(4)};
         std::vector<OutSpec> outs;
         for (size_t i = 1; i < 3; ++i) {
-          if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
-          else outs.push_back({DType::kFloat32, {}, ""});
+          if (wants(i))
+            outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+          else
+            outs.push_back({DType::kFloat32, {}, ""});
         }
         auto ids = emit(layer ? "LayerNormParamGrad" : "BatchNormParamGrad", kPlannerDomain, ins,
                         outs, attrs);
@@ -671,7 +679,8 @@ class Builder {
         std::iota(perm.rbegin(), perm.rend(), 0);
       }
       std::vector<int64_t> inverse(perm.size());
-      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      for (size_t i = 0; i < perm.size(); ++i)
+        inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
       if (wants(0))
         add_part(in(0), emit1("Transpose", "", {dy}, T(dy).dtype, T(in(0)).shape,
                               {{"perm", Attribute{inverse}}}, gname(0)));
@@ -692,8 +701,7 @@ class Builder {
     if (type == "Cast") {
       if (wants(0))
         add_part(in(0), emit1("Cast", "", {dy}, T(in(0)).dtype, T(in(0)).shape,
-                              {{"to", Attribute{static_cast<int64_t>(T(in(0)).dtype)}}},
-                              gname(0)));
+                              {{"to", Attribute{static_cast<int64_t>(T(in(0)).dtype)}}}, gname(0)));
       return ok();
     }
     if (type == "Concat") {
@@ -805,8 +813,10 @@ class Builder {
       if (wants(1) || wants(2) || wants(3)) {
         std::vector<OutSpec> wouts;
         for (size_t i = 1; i < 4; ++i) {
-          if (wants(i)) wouts.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
-          else wouts.push_back({DType::kFloat32, {}, ""});
+          if (wants(i))
+            wouts.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+          else
+            wouts.push_back({DType::kFloat32, {}, ""});
         }
         auto w = emit("LSTMGradWeights", kPlannerDomain, {in(0), data[4], in(5), data[3]}, wouts,
                       op.attributes);
@@ -824,8 +834,10 @@ class Builder {
       for (size_t i = 0; i < 2; ++i) ins.push_back(i < dys.size() ? dys[i] : ir::kNoTensor);
       std::vector<OutSpec> outs;
       for (size_t i = 0; i < op.inputs.size(); ++i) {
-        if (wants(i)) outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
-        else outs.push_back({DType::kFloat32, {}, ""});
+        if (wants(i))
+          outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+        else
+          outs.push_back({DType::kFloat32, {}, ""});
       }
       auto ids = emit(type + "Grad", kPlannerDomain, ins, outs, op.attributes);
       for (size_t i = 0; i < op.inputs.size(); ++i)
@@ -887,8 +899,8 @@ class Builder {
       if (t == ir::kNoTensor || !needs_grad_[static_cast<size_t>(t)] ||
           !input_differentiable(op, i))
         continue;
-      if (std::find_if(which.begin(), which.end(),
-                       [&](size_t w) { return op.inputs[w] == t; }) != which.end())
+      if (std::find_if(which.begin(), which.end(), [&](size_t w) { return op.inputs[w] == t; }) !=
+          which.end())
         continue;
       which.push_back(i);
       outs.push_back({T(t).dtype, T(t).shape, "grad:" + fwd_.tensor(t).name});

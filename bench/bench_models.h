@@ -46,7 +46,8 @@ inline const SharedModel* shared_model(const std::string& name, int gpus) {
   if (!all) return nullptr;
   p->strategies = std::move(*all);
   p->topology = std::make_unique<importers::Topology>(importers::h100_cluster(gpus));
-  p->lowering = std::make_unique<analysis::Lowering>(p->training.graph, p->strategies, *p->topology);
+  p->lowering =
+      std::make_unique<analysis::Lowering>(p->training.graph, p->strategies, *p->topology);
   return cache.emplace(key, std::move(p)).first->second.get();
 }
 

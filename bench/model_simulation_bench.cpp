@@ -15,11 +15,11 @@
 #include <random>
 
 #include "analysis/lowering.h"
-#include "bench/bench_models.h"
 #include "analysis/plan_delta.h"
 #include "analysis/plan_simulation.h"
 #include "analysis/simulator.h"
 #include "analysis/training_graph.h"
+#include "bench/bench_models.h"
 #include "importers/onnx_import.h"
 #include "tdl/library.h"
 
@@ -42,7 +42,8 @@ Prepared* prepare(const std::string& name) {
   if (!m) return nullptr;
   auto configs = analysis::baseline_configs(*m->lowering, analysis::Baseline::kDataParallel, 16);
   if (!configs) return nullptr;
-  auto p = std::make_unique<Prepared>(Prepared{m->training, m->lowering.get(), std::move(*configs)});
+  auto p =
+      std::make_unique<Prepared>(Prepared{m->training, m->lowering.get(), std::move(*configs)});
   return cache.emplace(name, std::move(p)).first->second.get();
 }
 
@@ -63,8 +64,8 @@ void BM_FullSimulation(benchmark::State& state, const std::string& name) {
     benchmark::DoNotOptimize(t);
   }
   state.counters["tasks"] = static_cast<double>(tasks);
-  state.counters["tasks_per_s"] =
-      benchmark::Counter(static_cast<double>(tasks * state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["tasks_per_s"] = benchmark::Counter(
+      static_cast<double>(tasks * state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_Lowering(benchmark::State& state, const std::string& name) {
@@ -112,7 +113,8 @@ DeltaSetup* delta_setup(const std::string& name) {
     if (k < 2) continue;
     std::vector<analysis::OpConfig> next = p->configs;
     std::vector<int> devices(static_cast<size_t>(k));
-    std::iota(devices.begin(), devices.end(), static_cast<int>(rng() % static_cast<unsigned>(17 - k)));
+    std::iota(devices.begin(), devices.end(),
+              static_cast<int>(rng() % static_cast<unsigned>(17 - k)));
     next[static_cast<size_t>(op)] = analysis::OpConfig::split(v->first, devices);
     auto target = p->lowering->lower(next);
     if (!target) continue;
@@ -185,7 +187,8 @@ void BM_Proposal(benchmark::State& state, const std::string& name) {
     }
     int shards = c.num_shards();
     c.devices.resize(static_cast<size_t>(shards));
-    std::iota(c.devices.begin(), c.devices.end(), static_cast<int>(rng() % static_cast<unsigned>(17 - shards)));
+    std::iota(c.devices.begin(), c.devices.end(),
+              static_cast<int>(rng() % static_cast<unsigned>(17 - shards)));
     if (!p->lowering->check_config(op, c)) continue;
     proposals.emplace_back(op, std::move(c));
   }
@@ -215,8 +218,8 @@ void BM_Proposal(benchmark::State& state, const std::string& name) {
   }
 }
 
-const char* kModels[] = {"alexnet", "vgg16", "resnet50", "inception_v3", "bert_base", "gpt2_small",
-                         "lstm_lm", "lstm_lm_unrolled", "mlp_8192x4"};
+const char* kModels[] = {"alexnet",    "vgg16",   "resnet50",         "inception_v3", "bert_base",
+                         "gpt2_small", "lstm_lm", "lstm_lm_unrolled", "mlp_8192x4"};
 
 int register_all() {
   for (const char* m : kModels) {

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "analysis/lowering.h"
-#include "bench/bench_models.h"
 #include "analysis/training_graph.h"
+#include "bench/bench_models.h"
 #include "importers/onnx_import.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
@@ -38,8 +38,9 @@ Prepared* prepare(const std::string& name, int gpus) {
   if (!m) return nullptr;
   auto space = search::GroupSpace::create(*m->lowering, &m->training);
   if (!space) return nullptr;
-  auto p = std::make_unique<Prepared>(Prepared{m->training, m->topology.get(), m->lowering.get(),
-                                               std::make_unique<search::GroupSpace>(std::move(*space))});
+  auto p =
+      std::make_unique<Prepared>(Prepared{m->training, m->topology.get(), m->lowering.get(),
+                                          std::make_unique<search::GroupSpace>(std::move(*space))});
   return cache.emplace(key, std::move(p)).first->second.get();
 }
 
@@ -77,17 +78,22 @@ void run(benchmark::State& state, const std::string& model, const std::string& a
   }
 }
 
-#define SEARCH_BENCH(model, algorithm, name)                                                         \
-  BENCHMARK_CAPTURE(run, name, std::string(model), std::string(algorithm))                           \
-      ->ArgNames({"gpus", "threads"})->Args({16, 0})->Args({16, 1})->Args({8, 0})                     \
-      ->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime()
+#define SEARCH_BENCH(model, algorithm, name)                               \
+  BENCHMARK_CAPTURE(run, name, std::string(model), std::string(algorithm)) \
+      ->ArgNames({"gpus", "threads"})                                      \
+      ->Args({16, 0})                                                      \
+      ->Args({16, 1})                                                      \
+      ->Args({8, 0})                                                       \
+      ->Unit(benchmark::kMillisecond)                                      \
+      ->Iterations(1)                                                      \
+      ->UseRealTime()
 
-SEARCH_BENCH("gpt2_small", "dp", dp/gpt2_small);
-SEARCH_BENCH("resnet50", "dp", dp/resnet50);
-SEARCH_BENCH("gpt2_small", "frontier", frontier/gpt2_small);
-SEARCH_BENCH("resnet50", "frontier", frontier/resnet50);
-SEARCH_BENCH("gpt2_small", "mcmc", mcmc500/gpt2_small);
-SEARCH_BENCH("resnet50", "mcmc", mcmc500/resnet50);
+SEARCH_BENCH("gpt2_small", "dp", dp / gpt2_small);
+SEARCH_BENCH("resnet50", "dp", dp / resnet50);
+SEARCH_BENCH("gpt2_small", "frontier", frontier / gpt2_small);
+SEARCH_BENCH("resnet50", "frontier", frontier / resnet50);
+SEARCH_BENCH("gpt2_small", "mcmc", mcmc500 / gpt2_small);
+SEARCH_BENCH("resnet50", "mcmc", mcmc500 / resnet50);
 
 }  // namespace
 

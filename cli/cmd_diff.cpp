@@ -240,10 +240,11 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   std::vector<std::vector<std::string>> header;
   header.push_back({"plans", flags.old_path + " → " + flags.new_path});
   header.push_back(
-      {"model", diff.model_changed()
-                    ? fmt::format("{} (file changed: sha256 {} → {})", diff.model.name,
-                                  diff.old_model.sha256.substr(0, 12), diff.model.sha256.substr(0, 12))
-                    : fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
+      {"model",
+       diff.model_changed()
+           ? fmt::format("{} (file changed: sha256 {} → {})", diff.model.name,
+                         diff.old_model.sha256.substr(0, 12), diff.model.sha256.substr(0, 12))
+           : fmt::format("{} (sha256 {})", diff.model.name, diff.model.sha256.substr(0, 12))});
   header.push_back({"topology", diff.topology_changed() ? topology_text(diff.old_topology) + " → " +
                                                               topology_text(diff.new_topology)
                                                         : topology_text(diff.new_topology)});

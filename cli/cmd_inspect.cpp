@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "analysis/coarsen.h"
 #include "analysis/op_strategies.h"
@@ -29,9 +29,9 @@ struct InspectFlags {
   Format format = Format::kTable;
   bool dump_graph = false;
   TdlFlags tdl;
-  bool strategies = false;  ///< per operator, the number of partition strategies
-  std::string mode = "infer";      ///< train: also summarise the training step and its groups
-  std::string optimizer = "sgd";   ///< the update in train mode
+  bool strategies = false;        ///< per operator, the number of partition strategies
+  std::string mode = "infer";     ///< train: also summarise the training step and its groups
+  std::string optimizer = "sgd";  ///< the update in train mode
 };
 
 // `inspect --mode train`: the training step's size and Tofu's coarsening of it.
@@ -78,7 +78,8 @@ std::map<std::string, int> undescribed_ops(const ir::Graph& graph, const tdl::Li
   std::map<std::string, int> out;
   for (const ir::Op& op : graph.ops())
     if (!library.find(op.op_type, op.domain))
-      ++out[op.domain.empty() || op.domain == "ai.onnx" ? op.op_type : op.domain + "." + op.op_type];
+      ++out[op.domain.empty() || op.domain == "ai.onnx" ? op.op_type
+                                                        : op.domain + "." + op.op_type];
   return out;
 }
 
@@ -95,7 +96,8 @@ std::vector<std::pair<std::string, int>> sorted_counts(const std::map<std::strin
 }
 
 // `inspect --strategies`: per operator, how many ways the planner can split it.
-int print_strategies(const ir::Graph& graph, const tdl::Library& library, const InspectFlags& flags) {
+int print_strategies(const ir::Graph& graph, const tdl::Library& library,
+                     const InspectFlags& flags) {
   analysis::StrategyCache cache(library);
   auto all = analysis::analyze_graph(cache, graph, flags.model.model_path);
   if (!all) return report(all.error());
@@ -125,13 +127,14 @@ int print_strategies(const ir::Graph& graph, const tdl::Library& library, const 
         type_width,
         terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type).size());
   }
-  std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), "op", static_cast<int>(type_width), "type",
-              "strategies");
+  std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), "op", static_cast<int>(type_width),
+              "type", "strategies");
   for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
     const analysis::OpStrategies* s = all->per_op[static_cast<size_t>(id)];
     const ir::Op& op = graph.op(id);
     std::string type = terminal_safe(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type);
-    std::string what = s->replicated ? "replicated (no description)" : std::to_string(s->num_strategies());
+    std::string what =
+        s->replicated ? "replicated (no description)" : std::to_string(s->num_strategies());
     std::printf("%-*s  %-*s  %s\n", static_cast<int>(name_width), terminal_safe(op.name).c_str(),
                 static_cast<int>(type_width), type.c_str(), what.c_str());
   }
@@ -192,13 +195,15 @@ int run_inspect(const InspectFlags& flags) {
   }
 
   std::string ops;
-  for (const auto& [type, n] : counts) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
+  for (const auto& [type, n] : counts)
+    ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", type, n);
   std::printf("model        %s (graph '%s')\n", terminal_safe(flags.model.model_path).c_str(),
               terminal_safe(graph->name).c_str());
   std::printf("operators    %lld: %s\n", static_cast<long long>(stats.num_ops),
               terminal_safe(ops).c_str());
   std::string missing;
-  for (const auto& [type, n] : undescribed) missing += fmt::format("{}{} {}", missing.empty() ? "" : ", ", type, n);
+  for (const auto& [type, n] : undescribed)
+    missing += fmt::format("{}{} {}", missing.empty() ? "" : ", ", type, n);
   std::printf("undescribed  %s\n",
               missing.empty()
                   ? "none"
@@ -225,12 +230,15 @@ int run_inspect(const InspectFlags& flags) {
   print_tensors("inputs", graph->inputs);
   print_tensors("outputs", graph->outputs);
   if (training) {
-    std::printf("training     %d operators: %d forward, %d backward, %d update (%s)\n", training->ops,
-                training->forward, training->backward, training->update, flags.optimizer.c_str());
-    std::printf("groups       %d (each forward operator with its backward operators; %d element-wise "
-                "merges), %d classes, %d repeated blocks\n",
-                training->groups, training->merged, training->classes, training->blocks);
-    std::printf("opt. state   %s\n", format_bytes(static_cast<double>(training->optimizer_state_bytes)).c_str());
+    std::printf("training     %d operators: %d forward, %d backward, %d update (%s)\n",
+                training->ops, training->forward, training->backward, training->update,
+                flags.optimizer.c_str());
+    std::printf(
+        "groups       %d (each forward operator with its backward operators; %d element-wise "
+        "merges), %d classes, %d repeated blocks\n",
+        training->groups, training->merged, training->classes, training->blocks);
+    std::printf("opt. state   %s\n",
+                format_bytes(static_cast<double>(training->optimizer_state_bytes)).c_str());
   }
   return 0;
 }
@@ -245,7 +253,8 @@ void configure_inspect(CLI::App& app, std::function<int()>& run) {
   app.add_flag("--strategies", flags->strategies,
                "per operator, the number of partition strategies its description offers");
   flags->tdl.add_to(app);
-  app.add_option("--mode", flags->mode, "infer (the forward graph) or train (also the training step)")
+  app.add_option("--mode", flags->mode,
+                 "infer (the forward graph) or train (also the training step)")
       ->check(CLI::IsMember({"infer", "train"}));
   app.add_option("--optimizer", flags->optimizer, "the optimizer of the training step")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));

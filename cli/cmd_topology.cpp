@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/topology_flags.h"
-#include "support/text.h"
 #include "importers/topology.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {

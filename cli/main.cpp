@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "support/text.h"
@@ -26,12 +26,15 @@ constexpr std::array kCommands = {
     CommandSpec{"simulate", "simulate a baseline strategy: step time, memory, communication",
                 configure_simulate},
     CommandSpec{"plan", "search for a plan and write the plan file", configure_plan},
-    CommandSpec{"explain", "why a plan chose what it chose, operator by operator", configure_explain},
-    CommandSpec{"frontier", "the memory/time frontier, for one GPU count or several", configure_frontier},
+    CommandSpec{"explain", "why a plan chose what it chose, operator by operator",
+                configure_explain},
+    CommandSpec{"frontier", "the memory/time frontier, for one GPU count or several",
+                configure_frontier},
     CommandSpec{"compare", "run every search and baseline on a model and compare their plans",
                 configure_compare},
     CommandSpec{"diff", "compare two plan files; --fail-if-* gates for CI", configure_diff},
-    CommandSpec{"compile", "compile a plan: partitioned ONNX files and a launcher", configure_compile},
+    CommandSpec{"compile", "compile a plan: partitioned ONNX files and a launcher",
+                configure_compile},
     CommandSpec{"verify", "check a plan: run it partitioned and whole, compare the results",
                 configure_verify},
 };

@@ -20,7 +20,8 @@ namespace planner::cli {
 /// import options and optimizer recorded in plan.search.options ("batch", "dims",
 /// "optimizer"), falling back to the given flags. Then checks that the plan is for this model:
 /// the file's SHA-256, the operators (count, names, types) and the tensors' shapes.
-Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan, const ModelFlags& model,
+Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
+                                                          const ModelFlags& model,
                                                           const std::string& optimizer);
 
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
@@ -37,14 +38,16 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 /// THE place where searches plug into `verify --search NAME`: the configs that search NAME
 /// finds for the prepared model on its topology. Today the baselines ("data-parallel",
 /// "model-parallel"); a new search adds one branch here.
-Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name, const PreparedModel& model);
+Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
+                                                         const PreparedModel& model);
 
 /// The names search_configs knows.
 std::vector<std::string> search_names();
 
 /// Partitions `configs` over `num_ranks` ranks, errors prefixed with the model file.
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,
-                                             const std::vector<analysis::OpConfig>& configs, int num_ranks);
+                                             const std::vector<analysis::OpConfig>& configs,
+                                             int num_ranks);
 
 /// Every operator on rank 0, whole: the unpartitioned reference step.
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& model);

@@ -19,7 +19,8 @@ namespace planner::cli {
 void SearchFlags::add_to(CLI::App& app, bool with_search) {
   if (with_search) {
     std::string names;
-    for (const auto& s : search::searches()) names += (names.empty() ? "" : "|") + std::string(s.name);
+    for (const auto& s : search::searches())
+      names += (names.empty() ? "" : "|") + std::string(s.name);
     app.add_option("--search", search, "the search: " + names + " (default dp)");
   }
   app.add_option("--seed", seed, "random seed (the same seed gives the same plan)");
@@ -27,23 +28,28 @@ void SearchFlags::add_to(CLI::App& app, bool with_search) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--memory-limit", memory_limit,
                  "memory per device a plan may use, e.g. 40GiB (default: the device's memory)");
-  app.add_option("--frontier-points", frontier_points, "most points the frontier keeps (default 10)")
+  app.add_option("--frontier-points", frontier_points,
+                 "most points the frontier keeps (default 10)")
       ->check(CLI::Range(2, 64));
   app.add_flag("--no-progress", no_progress, "never draw the progress line");
   app.add_option("--max-proposals", max_proposals,
                  "mcmc: stop after this many proposals (reproducible whatever the machine's speed)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--objective", objective,
-                 "dp: minimise time (compute and communication; the default) or comm (bytes sent, as Tofu and SoyBean)")
+                 "dp: minimise time (compute and communication; the default) or comm (bytes sent, "
+                 "as Tofu and SoyBean)")
       ->check(CLI::IsMember({"time", "comm"}));
   app.add_flag("--min-gpus", min_gpus,
                "with --search frontier: use the fewest GPUs (1, 2, 4, ...) on which a plan fits");
+  app.add_flag("--all-gpus", all_gpus,
+               "dp and frontier: use every GPU, even where a plan over fewer is predicted faster");
   app.add_option("--threads", threads,
                  "worker threads for dp and frontier, 1 to 256 (default: one per hardware thread; "
                  "the plan does not depend on it)")
       ->check(CLI::Range(1, kMaxThreads));
-  app.add_flag("--no-fallback", no_fallback,
-               "write the search's own plan even when data parallelism is faster under the simulator");
+  app.add_flag(
+      "--no-fallback", no_fallback,
+      "write the search's own plan even when data parallelism is faster under the simulator");
 }
 
 Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& topology) const {
@@ -52,13 +58,15 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
   o.budget_s = budget_s;
   o.frontier_points = frontier_points;
   o.min_gpus = min_gpus;
+  o.fewer_devices = !all_gpus;
   o.max_proposals = max_proposals;
   o.threads = threads > 0 ? threads : default_threads();
   o.objective = objective == "comm" ? search::Objective::kCommBytes : search::Objective::kTime;
   if (!memory_limit.empty()) {
     auto bytes = parse_bytes(memory_limit);
     if (!bytes || *bytes <= 0)
-      return make_error("--memory-limit: '{}' is not a size (e.g. 40GiB, 512MiB, 8e9)", memory_limit);
+      return make_error("--memory-limit: '{}' is not a size (e.g. 40GiB, 512MiB, 8e9)",
+                        memory_limit);
     o.memory_limit = *bytes;
   } else {
     o.memory_limit = search::default_memory_limit(topology);
@@ -70,8 +78,8 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
 std::function<void(double, std::string_view)> terminal_progress(bool disabled) {
   if (disabled || !isatty(STDERR_FILENO)) return {};
   return [](double fraction, std::string_view what) {
-    std::fprintf(stderr, "\r\033[K[%3d%%] %.*s", static_cast<int>(fraction * 100 + 0.5), static_cast<int>(what.size()),
-                 what.data());
+    std::fprintf(stderr, "\r\033[K[%3d%%] %.*s", static_cast<int>(fraction * 100 + 0.5),
+                 static_cast<int>(what.size()), what.data());
     std::fflush(stderr);
   };
 }
@@ -84,9 +92,10 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   SearchSession s;
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
-  s.lowering = std::make_unique<analysis::Lowering>(s.model->graph, s.model->strategies, *s.model->topology,
-                                                    s.model->lowering_options());
-  auto space = search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
+  s.lowering = std::make_unique<analysis::Lowering>(
+      s.model->graph, s.model->strategies, *s.model->topology, s.model->lowering_options());
+  auto space =
+      search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
   return s;
@@ -105,7 +114,8 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   auto result = info->run(session.context(), options);
   if (options.progress) std::fprintf(stderr, "\r\033[K");
   if (!result) return result.error().with_context(m.source);
-  out.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.notes = result->notes;
   out.frontier = result->frontier;
   out.frontier_gpus = result->frontier_gpus;
@@ -120,11 +130,13 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron";
-  if (!is_baseline && !search_flags.no_fallback && predicted->step_time_s > dp_metrics->step_time_s &&
+  if (!is_baseline && !search_flags.no_fallback &&
+      predicted->step_time_s > dp_metrics->step_time_s &&
       dp_metrics->peak_memory_bytes <= options.memory_limit) {
-    out.notes.push_back(fmt::format("the search's plan ({}) was slower than data parallelism ({}) under the "
-                                    "simulator: kept data parallelism",
-                                    format_seconds(predicted->step_time_s), format_seconds(dp_metrics->step_time_s)));
+    out.notes.push_back(fmt::format(
+        "the search's plan ({}) was slower than data parallelism ({}) under the "
+        "simulator: kept data parallelism",
+        format_seconds(predicted->step_time_s), format_seconds(dp_metrics->step_time_s)));
     configs = dp->configs;
   }
 
@@ -147,7 +159,8 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["budget_s"] = options.budget_s;
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
-  if (m.precision != ir::Precision::kFp32) o["precision"] = std::string(ir::precision_name(m.precision));
+  if (m.precision != ir::Precision::kFp32)
+    o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
   if (!pipeline.model.dims.empty()) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::object();
@@ -171,8 +184,8 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     }
   }
   header.search.options = std::move(o);
-  auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr, std::move(header),
-                                 {{"data_parallel", *dp_metrics}});
+  auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr,
+                                 std::move(header), {{"data_parallel", *dp_metrics}});
   if (!plan) return plan.error().with_context(m.source);
   out.plan = std::move(*plan);
   out.configs = std::move(configs);

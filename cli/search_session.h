@@ -18,17 +18,19 @@ namespace planner::cli {
 
 /// Flags of a search: which one, its seed, budget and memory limit.
 struct SearchFlags {
-  std::string search = "dp";   ///< a name from search::searches()
-  uint64_t seed = 0;           ///< random seed
-  double budget_s = 60;        ///< --budget: seconds any search may take
-  std::string memory_limit;    ///< --memory-limit: bytes per device ("80GiB"); default the device's
-  int frontier_points = 10;    ///< --frontier-points
-  bool no_progress = false;    ///< --no-progress: never draw the progress line
-  int64_t max_proposals = 0;   ///< --max-proposals: mcmc's proposal cap (0: budget alone)
+  std::string search = "dp";  ///< a name from search::searches()
+  uint64_t seed = 0;          ///< random seed
+  double budget_s = 60;       ///< --budget: seconds any search may take
+  std::string memory_limit;   ///< --memory-limit: bytes per device ("80GiB"); default the device's
+  int frontier_points = 10;   ///< --frontier-points
+  bool no_progress = false;   ///< --no-progress: never draw the progress line
+  int64_t max_proposals = 0;  ///< --max-proposals: mcmc's proposal cap (0: budget alone)
   std::string objective = "time";  ///< --objective time|comm (dp)
-  bool min_gpus = false;       ///< --min-gpus: frontier on the fewest GPUs that fit
-  bool no_fallback = false;    ///< --no-fallback: keep the search's plan even if data parallelism is faster
-  int threads = 0;             ///< --threads: worker threads (0: one per hardware thread)
+  bool all_gpus = false;           ///< --all-gpus: dp and frontier never leave GPUs idle
+  bool min_gpus = false;           ///< --min-gpus: frontier on the fewest GPUs that fit
+  bool no_fallback =
+      false;        ///< --no-fallback: keep the search's plan even if data parallelism is faster
+  int threads = 0;  ///< --threads: worker threads (0: one per hardware thread)
 
   /// Adds the flags (and --search unless `with_search` is false).
   void add_to(CLI::App& app, bool with_search = true);

@@ -34,7 +34,8 @@ Expected<void> write_all(const Programs& p, const CompileOptions& o, const fs::p
     PLANNER_TRY(write_new_file(dir / path, text));
   fs::path rt = o.runtime_stub.empty() ? fs::path(runtime_stub_dir()) : fs::path(o.runtime_stub);
   if (!fs::exists(rt / "CMakeLists.txt") || !fs::exists(rt / "include/planner_rt/tensor.h"))
-    return make_error("{}: not the runtime_stub source folder (set PLANNER_RUNTIME_STUB_DIR)", rt.string());
+    return make_error("{}: not the runtime_stub source folder (set PLANNER_RUNTIME_STUB_DIR)",
+                      rt.string());
   std::error_code ec;
   fs::create_directories(dir / "runtime_stub", ec);
   for (const char* part : {"CMakeLists.txt", "include", "src"}) {

@@ -14,9 +14,9 @@ namespace planner::codegen {
 
 /// Options of compile_to_directory.
 struct CompileOptions {
-  std::string backend = "cpu";   ///< the launcher's default PLANNER_RT_BACKEND: cpu or cuda
-  std::string model_name;        ///< for the ONNX graph names and the manifest
-  int64_t opset = 17;            ///< the default-domain opset of the rank models
+  std::string backend = "cpu";  ///< the launcher's default PLANNER_RT_BACKEND: cpu or cuda
+  std::string model_name;       ///< for the ONNX graph names and the manifest
+  int64_t opset = 17;           ///< the default-domain opset of the rank models
   /// The runtime_stub/ source folder copied next to the launcher; empty: runtime_stub_dir().
   std::string runtime_stub;
 };

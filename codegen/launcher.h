@@ -24,7 +24,8 @@ struct LauncherOptions {
 
 /// The launcher's files by relative path (launcher/main.cpp, launcher/launcher.h,
 /// launcher/program.cpp, launcher/CMakeLists.txt).
-std::map<std::string, std::string> launcher_files(const Programs& programs, const LauncherOptions& options);
+std::map<std::string, std::string> launcher_files(const Programs& programs,
+                                                  const LauncherOptions& options);
 
 /// Only program.cpp (for golden tests).
 std::string launcher_program_source(const Programs& programs);

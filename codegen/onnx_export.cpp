@@ -7,9 +7,9 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <nlohmann/json.hpp>
 
 namespace planner::codegen {
 
@@ -60,19 +60,27 @@ void set_attribute(onnx::NodeProto& node, const std::string& name, const ir::Att
   }
 }
 
-void int_attr(onnx::NodeProto& node, const std::string& name, int64_t v) { set_attribute(node, name, ir::Attribute{v}); }
+void int_attr(onnx::NodeProto& node, const std::string& name, int64_t v) {
+  set_attribute(node, name, ir::Attribute{v});
+}
 
 const char* reducer_text(analysis::Reducer r) {
   switch (r) {
-    case analysis::Reducer::kSum: return "sum";
-    case analysis::Reducer::kMax: return "max";
-    case analysis::Reducer::kMin: return "min";
-    case analysis::Reducer::kProd: return "prod";
+    case analysis::Reducer::kSum:
+      return "sum";
+    case analysis::Reducer::kMax:
+      return "max";
+    case analysis::Reducer::kMin:
+      return "min";
+    case analysis::Reducer::kProd:
+      return "prod";
   }
   return "sum";
 }
 
-bool is_half(ir::DType d) { return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16; }
+bool is_half(ir::DType d) {
+  return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16;
+}
 
 // How an ONNX operator of a mixed-precision program computes, when its floating tensors do not
 // all have one type: `type` is what its inputs are cast to and its outputs computed in; `via`,
@@ -97,19 +105,21 @@ std::optional<ComputeType> compute_type(const Programs& p, const Step& s) {
       if (b < 0) continue;
       const ir::DType d = p.buffers[static_cast<size_t>(b)].dtype;
       if (is_half(d)) half = d;
-      if (ir::is_floating(d) && std::find(floats.begin(), floats.end(), d) == floats.end()) floats.push_back(d);
+      if (ir::is_floating(d) && std::find(floats.begin(), floats.end(), d) == floats.end())
+        floats.push_back(d);
     }
   if (floats.size() < 2) return std::nullopt;
   const bool tensor_core = s.op_type == "MatMul" || s.op_type == "Gemm" || s.op_type == "Conv";
   if (!half || !tensor_core) return ComputeType{};
   bool f32_result = false;
-  for (int b : s.outputs) f32_result |= b >= 0 && p.buffers[static_cast<size_t>(b)].dtype == ir::DType::kFloat32;
+  for (int b : s.outputs)
+    f32_result |= b >= 0 && p.buffers[static_cast<size_t>(b)].dtype == ir::DType::kFloat32;
   if (f32_result) return ComputeType{ir::DType::kFloat32, *half};
   return ComputeType{*half, std::nullopt};
 }
 
-void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& from, const std::string& to,
-              ir::DType dtype) {
+void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& from,
+              const std::string& to, ir::DType dtype) {
   onnx::NodeProto* cast = g.add_node();
   cast->set_name(node);
   cast->set_op_type("Cast");
@@ -121,8 +131,10 @@ void add_cast(onnx::GraphProto& g, const std::string& node, const std::string& f
 // Adds the Casts step `s` (named `step_name`) needs before it (compute_type) and renames its
 // input and output values `ins` / `outs` to the cast ones; returns the outputs to cast back
 // after it (output index, stored type).
-std::vector<std::pair<size_t, ir::DType>> add_input_casts(onnx::GraphProto& g, const Programs& p, const Step& s,
-                                                          const std::string& step_name, std::vector<std::string>& ins,
+std::vector<std::pair<size_t, ir::DType>> add_input_casts(onnx::GraphProto& g, const Programs& p,
+                                                          const Step& s,
+                                                          const std::string& step_name,
+                                                          std::vector<std::string>& ins,
                                                           std::vector<std::string>& outs) {
   std::vector<std::pair<size_t, ir::DType>> cast_back;
   const std::optional<ComputeType> c = compute_type(p, s);
@@ -133,7 +145,8 @@ std::vector<std::pair<size_t, ir::DType>> add_input_casts(onnx::GraphProto& g, c
     const ir::DType d = p.buffers[static_cast<size_t>(s.inputs[i])].dtype;
     if (!ir::is_floating(d)) continue;
     if (c->via && d == ir::DType::kFloat32) {  // an f32 operand rounded to 16 bit, then widened
-      const std::string rounded = ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
+      const std::string rounded =
+          ins[i] + fmt::format(":{}@{}", ir::dtype_name(*c->via), step_name);
       add_cast(g, fmt::format("{}.cast_in{}_round", step_name, i), ins[i], rounded, *c->via);
       add_cast(g, fmt::format("{}.cast_in{}", step_name, i), rounded, ins[i] + suffix, c->type);
       ins[i] += suffix;
@@ -159,11 +172,13 @@ std::vector<std::string> value_names(const Programs& p) {
   std::vector<std::string> names(p.buffers.size());
   std::map<std::pair<int, std::string>, int> count;
   for (const Buffer& b : p.buffers) {
-    names[static_cast<size_t>(b.id)] = b.tensor == ir::kNoTensor ? b.tensor_name : b.tensor_name + region_text(b.region);
+    names[static_cast<size_t>(b.id)] =
+        b.tensor == ir::kNoTensor ? b.tensor_name : b.tensor_name + region_text(b.region);
     ++count[{b.rank, names[static_cast<size_t>(b.id)]}];
   }
   for (const Buffer& b : p.buffers)
-    if (count[{b.rank, names[static_cast<size_t>(b.id)]}] > 1) names[static_cast<size_t>(b.id)] += fmt::format("#{}", b.id);
+    if (count[{b.rank, names[static_cast<size_t>(b.id)]}] > 1)
+      names[static_cast<size_t>(b.id)] += fmt::format("#{}", b.id);
   return names;
 }
 
@@ -180,7 +195,8 @@ Expected<void> check_onnx(const std::string& bytes, const std::string& what) {
   return ok();
 }
 
-Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, const std::string& model_name) {
+Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset,
+                                const std::string& model_name) {
   const std::vector<std::string> names = value_names(p);
   auto name = [&](int b) { return b < 0 ? std::string() : names[static_cast<size_t>(b)]; };
   onnx::ModelProto model;
@@ -219,7 +235,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
   for (int b : p.outputs)
     if (mine[static_cast<size_t>(b)]) outs.push_back(b);
   for (auto [updated, home] : p.carries)
-    if (mine[static_cast<size_t>(updated)] && std::find(outs.begin(), outs.end(), updated) == outs.end())
+    if (mine[static_cast<size_t>(updated)] &&
+        std::find(outs.begin(), outs.end(), updated) == outs.end())
       outs.push_back(updated);
   for (int b : outs) set_type(*g->add_output(), p.buffers[static_cast<size_t>(b)], name(b));
   // An output cannot also be listed as value_info.
@@ -241,7 +258,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
     for (int b : s.inputs) ins.push_back(name(b));
     for (int b : s.outputs) outs_of_node.push_back(name(b));
     // Mixed-precision operators get explicit Casts, so each rank model is typed as ONNX wants.
-    const std::vector<std::pair<size_t, ir::DType>> cast_back = add_input_casts(*g, p, s, step_name, ins, outs_of_node);
+    const std::vector<std::pair<size_t, ir::DType>> cast_back =
+        add_input_casts(*g, p, s, step_name, ins, outs_of_node);
     onnx::NodeProto* node = g->add_node();
     node->set_name(step_name);
     for (const std::string& n : ins) node->add_input(n);
@@ -256,7 +274,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
         int_attr(*node, "group_size", p.num_ranks);
       } else {
         node->set_domain(kCommDomain);
-        set_attribute(*node, "group", ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
+        set_attribute(*node, "group",
+                      ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
       }
     };
     switch (s.kind) {
@@ -272,7 +291,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
           set_attribute(*node, "reduction", ir::Attribute{std::string(reducer_text(s.reducer))});
         if (whole_world && s.reducer != analysis::Reducer::kSum) {
           node->set_domain(kCommDomain);
-          set_attribute(*node, "group", ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
+          set_attribute(*node, "group",
+                        ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
         }
         break;
       case StepKind::kAllGather:
@@ -290,7 +310,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
         // com.microsoft has no ReduceScatter: always the planner's domain.
         node->set_op_type("ReduceScatter");
         node->set_domain(kCommDomain);
-        set_attribute(*node, "group", ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
+        set_attribute(*node, "group",
+                      ir::Attribute{std::vector<int64_t>(s.group.begin(), s.group.end())});
         int_attr(*node, "axis", s.axis);
         int_attr(*node, "group_size", static_cast<int64_t>(s.group.size()));
         set_attribute(*node, "reduction", ir::Attribute{std::string(reducer_text(s.reducer))});
@@ -311,10 +332,12 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset, cons
       }
     }
     for (auto [i, dtype] : cast_back)
-      add_cast(*g, fmt::format("{}.cast_out{}", step_name, i), outs_of_node[i], name(s.outputs[i]), dtype);
+      add_cast(*g, fmt::format("{}.cast_out{}", step_name, i), outs_of_node[i], name(s.outputs[i]),
+               dtype);
   }
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) return make_error("rank {}: cannot serialise the ONNX model", rank);
+  if (!model.SerializeToString(&bytes))
+    return make_error("rank {}: cannot serialise the ONNX model", rank);
   PLANNER_TRY(check_onnx(bytes, fmt::format("rank_{}.onnx", rank)));
   return bytes;
 }
@@ -329,7 +352,9 @@ std::string manifest_json(const Programs& p, const std::string& model_name) {
   j["precision"] = std::string(ir::precision_name(p.precision));
   j["ranks"] = nlohmann::ordered_json::array();
   for (int r = 0; r < p.num_ranks; ++r)
-    j["ranks"].push_back({{"rank", r}, {"device", r}, {"file", fmt::format("rank_{}.onnx", r)},
+    j["ranks"].push_back({{"rank", r},
+                          {"device", r},
+                          {"file", fmt::format("rank_{}.onnx", r)},
                           {"steps", p.ranks[static_cast<size_t>(r)].steps.size()}});
   // Tensors in first-appearance order of their buffers.
   std::vector<ir::TensorId> order;
@@ -351,14 +376,17 @@ std::string manifest_json(const Programs& p, const std::string& model_name) {
       const Buffer& b = p.buffers[static_cast<size_t>(id)];
       nlohmann::ordered_json region = nlohmann::ordered_json::array();
       for (const analysis::Range& r : b.region) region.push_back({r.begin, r.end});
-      nlohmann::ordered_json sj = {{"rank", b.rank}, {"value", names[static_cast<size_t>(id)]}, {"region", region}};
+      nlohmann::ordered_json sj = {
+          {"rank", b.rank}, {"value", names[static_cast<size_t>(id)]}, {"region", region}};
       if (b.partial) sj["partial"] = true;
       tj["slices"].push_back(std::move(sj));
     }
     j["tensors"].push_back(std::move(tj));
   }
   j["outputs"] = nlohmann::ordered_json::array();
-  for (int b : p.outputs) j["outputs"].push_back({{"rank", p.buffers[static_cast<size_t>(b)].rank}, {"value", names[static_cast<size_t>(b)]}});
+  for (int b : p.outputs)
+    j["outputs"].push_back({{"rank", p.buffers[static_cast<size_t>(b)].rank},
+                            {"value", names[static_cast<size_t>(b)]}});
   return j.dump(2) + "\n";
 }
 

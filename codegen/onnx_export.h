@@ -15,7 +15,8 @@ inline constexpr const char* kCommDomain = "ai.planner.comm";
 
 /// Rank `rank`'s program as a serialised ONNX ModelProto, checked with onnx::checker.
 /// `opset` is the default-domain opset of the original model.
-Expected<std::string> rank_onnx(const Programs& programs, int rank, int64_t opset, const std::string& model_name);
+Expected<std::string> rank_onnx(const Programs& programs, int rank, int64_t opset,
+                                const std::string& model_name);
 
 /// The manifest (JSON text): ranks and their devices and files, and for every tensor of the
 /// original graph its slices: rank, ONNX value name and region.

@@ -41,10 +41,13 @@ bool overlaps(const Box& a, const Box& b) {
   return true;
 }
 
-std::string op_label(const ir::Op& op) { return fmt::format("node '{}' ({})", op.name, op.op_type); }
+std::string op_label(const ir::Op& op) {
+  return fmt::format("node '{}' ({})", op.name, op.op_type);
+}
 
 bool is_update_op(const ir::Op& op) {
-  return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
+  return op.domain == "ai.planner" &&
+         (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
 std::vector<uint8_t> int64_bytes(const std::vector<int64_t>& v) {
@@ -95,8 +98,8 @@ struct PendingReduction {
 
 class Partitioner {
  public:
-  Partitioner(const ir::Graph& g, const analysis::GraphStrategies& s, const std::vector<OpConfig>& c,
-              int n, bool train, const PartitionOptions& options)
+  Partitioner(const ir::Graph& g, const analysis::GraphStrategies& s,
+              const std::vector<OpConfig>& c, int n, bool train, const PartitionOptions& options)
       : g_(g), strategies_(s), configs_(c), n_(n), options_(options) {
     out_.num_ranks = n;
     out_.train = train;
@@ -145,7 +148,9 @@ class Partitioner {
     return add_constant(rank, t);
   }
   const Buffer& buf(int id) const { return out_.buffers[static_cast<size_t>(id)]; }
-  void emit(int rank, Step step) { out_.ranks[static_cast<size_t>(rank)].steps.push_back(std::move(step)); }
+  void emit(int rank, Step step) {
+    out_.ranks[static_cast<size_t>(rank)].steps.push_back(std::move(step));
+  }
 
   bool resident_unowned(ir::TensorId t) const {
     return g_.tensor(t).producer == ir::kNoOp && owner_[static_cast<size_t>(t)] == ir::kNoOp;
@@ -154,7 +159,8 @@ class Partitioner {
   Expected<void> ensure_sources(ir::TensorId t);
   int slice_local(int src, const Box& cell);
   Expected<int> obtain(ir::TensorId t, int rank, const Box& want);
-  Expected<std::vector<int>> fetch(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants);
+  Expected<std::vector<int>> fetch(ir::TensorId t, const std::vector<int>& ranks,
+                                   const std::vector<Box>& wants);
   bool try_all_gather(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants,
                       std::vector<int>& result);
   bool try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants,
@@ -165,9 +171,12 @@ class Partitioner {
   void all_reduce(ir::TensorId t, const PendingReduction& p);
   void add_piece(ir::TensorId t, int id) {
     std::vector<Piece>& pieces = sources_[static_cast<size_t>(t)];
-    auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == buf(id).region; });
-    if (it == pieces.end()) pieces.push_back({buf(id).region, {id}});
-    else it->buffers.push_back(id);
+    auto it = std::find_if(pieces.begin(), pieces.end(),
+                           [&](const Piece& p) { return p.box == buf(id).region; });
+    if (it == pieces.end())
+      pieces.push_back({buf(id).region, {id}});
+    else
+      it->buffers.push_back(id);
   }
   void add_local(ir::TensorId t, int id) { local_[{t, buf(id).rank}].push_back(id); }
   Expected<void> compile_op(ir::OpId id);
@@ -199,8 +208,9 @@ Expected<void> Partitioner::build_info() {
     const ir::Op& op = g_.op(id);
     info->instance_input.assign(op.inputs.size(), -1);
     info->instance_output.assign(op.outputs.size(), -1);
-    const analysis::OpStrategies* s =
-        static_cast<size_t>(id) < strategies_.per_op.size() ? strategies_.per_op[static_cast<size_t>(id)] : nullptr;
+    const analysis::OpStrategies* s = static_cast<size_t>(id) < strategies_.per_op.size()
+                                          ? strategies_.per_op[static_cast<size_t>(id)]
+                                          : nullptr;
     if (s && !s->replicated && s->instance && s->analysis) {
       auto e = analysis::ShardEvaluator::create(*s->instance);
       if (e) {
@@ -279,7 +289,8 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
       std::map<std::string, std::pair<int64_t, int64_t>> ranges;
       std::vector<int> coords = c.piece_coords(s);
       for (size_t i = 0; i < c.splits.size(); ++i) {
-        Range r = analysis::split_range(in.splittable.at(c.splits[i].first), c.splits[i].second, coords[i]);
+        Range r = analysis::split_range(in.splittable.at(c.splits[i].first), c.splits[i].second,
+                                        coords[i]);
         ranges[c.splits[i].first] = {r.begin, r.end - 1};
       }
       auto r = in.evaluator->evaluate(ranges);
@@ -293,7 +304,8 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
         continue;
       }
       Box b = whole_box(g_.tensor(op.inputs[i]).shape);
-      if (have && in.instance_input[i] >= 0) b = regions.inputs[static_cast<size_t>(in.instance_input[i])];
+      if (have && in.instance_input[i] >= 0)
+        b = regions.inputs[static_cast<size_t>(in.instance_input[i])];
       sb.inputs.push_back(std::move(b));
     }
     for (size_t o = 0; o < op.outputs.size(); ++o) {
@@ -302,7 +314,8 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
         continue;
       }
       Box b = whole_box(g_.tensor(op.outputs[o]).shape);
-      if (have && in.instance_output[o] >= 0) b = regions.outputs[static_cast<size_t>(in.instance_output[o])];
+      if (have && in.instance_output[o] >= 0)
+        b = regions.outputs[static_cast<size_t>(in.instance_output[o])];
       sb.outputs.push_back(std::move(b));
     }
     sb.partial.assign(op.outputs.size(), -1);
@@ -334,14 +347,16 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
       }
     }
     if (reducers.size() > 1)
-      return make_error("{}: config {}: splits reductions with different reducers", op_label(op), c.to_string());
+      return make_error("{}: config {}: splits reductions with different reducers", op_label(op),
+                        c.to_string());
     if (!reducers.empty()) out.reducer[o] = *reducers.begin();
     // The layout itself: the lowering's rule (analysis::output_layout).
     analysis::OutputLayout layout = analysis::output_layout(c, tensor.rank(), dim_of, is_partial);
     analysis::Sharding sh = std::move(layout.sharding);
     if (sh.partial > 1)
       for (int s = 0; s < shards; ++s)
-        out.shards[static_cast<size_t>(s)].partial[o] = layout.partial_index[static_cast<size_t>(s)];
+        out.shards[static_cast<size_t>(s)].partial[o] =
+            layout.partial_index[static_cast<size_t>(s)];
     out.sharding[o] = std::move(sh);
   }
   return out;
@@ -355,9 +370,10 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   switch (tensor.role) {
     case ir::TensorRole::kConstant:
       b.init = BufferInit::kConstant;
-      b.data = tensor.has_data() ? slice_data(tensor, b.region)
-                                 : std::vector<uint8_t>(static_cast<size_t>(analysis::box_elements(b.region)) *
-                                                        ir::dtype_size(tensor.dtype));
+      b.data = tensor.has_data()
+                   ? slice_data(tensor, b.region)
+                   : std::vector<uint8_t>(static_cast<size_t>(analysis::box_elements(b.region)) *
+                                          ir::dtype_size(tensor.dtype));
       return;
     case ir::TensorRole::kOptimizerState:
     case ir::TensorRole::kActivation:
@@ -370,13 +386,15 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   b.lo = -1;
   b.hi = 1;
   if (tensor.role == ir::TensorRole::kParameter && tensor.rank() >= 2) {
-    double fan_in = static_cast<double>(tensor.num_elements() / std::max<int64_t>(1, tensor.shape[0]));
+    double fan_in =
+        static_cast<double>(tensor.num_elements() / std::max<int64_t>(1, tensor.shape[0]));
     b.hi = std::sqrt(3.0 / std::max(1.0, fan_in));
     b.lo = -b.hi;
   }
   for (ir::OpId c : tensor.consumers) {
     const ir::Op& op = g_.op(c);
-    auto index = static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
+    auto index =
+        static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
     if (op.op_type == "BatchNormalization" && op.domain.empty() && index == 4) {
       b.lo = 0.5;
       b.hi = 1.5;
@@ -417,7 +435,8 @@ Expected<void> Partitioner::ensure_sources(ir::TensorId t) {
   PLANNER_TRY(check_config(own));
   PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(own));
   const ir::Op& op = g_.op(own);
-  size_t oi = static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
+  size_t oi =
+      static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
   const OpConfig& c = configs_[static_cast<size_t>(own)];
   std::vector<Piece>& pieces = sources_[static_cast<size_t>(t)];
   for (int s = 0; s < c.num_shards(); ++s) {
@@ -425,9 +444,12 @@ Expected<void> Partitioner::ensure_sources(ir::TensorId t) {
     const Box& b = shards.shards[static_cast<size_t>(s)].inputs[oi];
     int id = resident_buffer(t, rank, b);
     add_local(t, id);
-    auto it = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == b; });
-    if (it == pieces.end()) pieces.push_back({b, {id}});
-    else it->buffers.push_back(id);
+    auto it =
+        std::find_if(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.box == b; });
+    if (it == pieces.end())
+      pieces.push_back({b, {id}});
+    else
+      it->buffers.push_back(id);
   }
   return ok();
 }
@@ -450,7 +472,8 @@ int Partitioner::slice_local(int src, const Box& cell) {
   out_.buffers[static_cast<size_t>(out)].partial = partial;
   Step st;
   st.op_type = "Slice";
-  st.inputs = {src, int64_constant(rank, starts), int64_constant(rank, ends), int64_constant(rank, axes)};
+  st.inputs = {src, int64_constant(rank, starts), int64_constant(rank, ends),
+               int64_constant(rank, axes)};
   st.outputs = {out};
   emit(rank, std::move(st));
   if (!partial) add_local(t, out);
@@ -507,10 +530,12 @@ Expected<int> Partitioner::obtain(ir::TensorId t, int rank, const Box& want) {
     if (got < 0) {
       std::vector<int> holders;
       for (const Piece& p : pieces)
-        if (contains(p.box, cell)) holders.insert(holders.end(), p.buffers.begin(), p.buffers.end());
+        if (contains(p.box, cell))
+          holders.insert(holders.end(), p.buffers.begin(), p.buffers.end());
       if (holders.empty())
         return make_error("tensor '{}': no rank holds the part rank {} needs", tensor.name, rank);
-      std::sort(holders.begin(), holders.end(), [&](int a, int b) { return buf(a).rank < buf(b).rank; });
+      std::sort(holders.begin(), holders.end(),
+                [&](int a, int b) { return buf(a).rank < buf(b).rank; });
       int from = holders[static_cast<size_t>(rank) % holders.size()];
       int src = slice_local(from, cell);
       int src_rank = buf(src).rank;
@@ -554,8 +579,8 @@ Expected<int> Partitioner::obtain(ir::TensorId t, int rank, const Box& want) {
 
 // Every member wants the same box, tiled along one axis by single-holder pieces held by
 // exactly the members: one all-gather.
-bool Partitioner::try_all_gather(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants,
-                                 std::vector<int>& result) {
+bool Partitioner::try_all_gather(ir::TensorId t, const std::vector<int>& ranks,
+                                 const std::vector<Box>& wants, std::vector<int>& result) {
   if (ranks.size() < 2 || resident_unowned(t)) return false;
   const Box& w = wants[0];
   for (const Box& b : wants)
@@ -615,8 +640,8 @@ bool Partitioner::try_all_gather(ir::TensorId t, const std::vector<int>& ranks, 
 
 // Pieces tile the whole tensor along axis a, wants tile it along axis b, both over the same
 // ranks in matching order and equal sizes: one all-to-all.
-bool Partitioner::try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants,
-                                 std::vector<int>& result) {
+bool Partitioner::try_all_to_all(ir::TensorId t, const std::vector<int>& ranks,
+                                 const std::vector<Box>& wants, std::vector<int>& result) {
   const size_t n = ranks.size();
   if (n < 2 || resident_unowned(t)) return false;
   const ir::Tensor& tensor = g_.tensor(t);
@@ -631,11 +656,14 @@ bool Partitioner::try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, 
           if (axis >= 0 && axis != static_cast<int>(d)) return false;
           axis = static_cast<int>(d);
         }
-    if (axis < 0 || tensor.shape[static_cast<size_t>(axis)] % static_cast<int64_t>(n) != 0) return false;
+    if (axis < 0 || tensor.shape[static_cast<size_t>(axis)] % static_cast<int64_t>(n) != 0)
+      return false;
     int64_t size = tensor.shape[static_cast<size_t>(axis)] / static_cast<int64_t>(n);
     std::set<int64_t> begins;
     for (const Box& b : boxes) {
-      if (b[static_cast<size_t>(axis)].size() != size || b[static_cast<size_t>(axis)].begin % size != 0) return false;
+      if (b[static_cast<size_t>(axis)].size() != size ||
+          b[static_cast<size_t>(axis)].begin % size != 0)
+        return false;
       begins.insert(b[static_cast<size_t>(axis)].begin);
     }
     return begins.size() == n;
@@ -684,8 +712,8 @@ bool Partitioner::try_all_to_all(ir::TensorId t, const std::vector<int>& ranks, 
 // A group whose members want equal contiguous chunks of its tile along one axis, one chunk
 // each: a reduce-scatter, ordered by chunk. Anything else (a member wanting the whole tile, a
 // halo, nothing) is left to an all-reduce and local slices.
-bool Partitioner::try_reduce_scatter(ir::TensorId t, const PendingReduction& p, const std::vector<int>& ranks,
-                                     const std::vector<Box>& wants) {
+bool Partitioner::try_reduce_scatter(ir::TensorId t, const PendingReduction& p,
+                                     const std::vector<int>& ranks, const std::vector<Box>& wants) {
   if (!options_.reduce_scatter) return false;
   const int64_t n = static_cast<int64_t>(p.members.size());
   std::vector<const Box*> want_of;
@@ -753,7 +781,8 @@ void Partitioner::all_reduce(ir::TensorId t, const PendingReduction& p) {
 
 // Reduces the partial results of `t` for its first fetch: per tile a reduce-scatter where the
 // fetching ranks' boxes allow one, else an all-reduce.
-void Partitioner::reduce_pending(ir::TensorId t, const std::vector<int>& ranks, const std::vector<Box>& wants) {
+void Partitioner::reduce_pending(ir::TensorId t, const std::vector<int>& ranks,
+                                 const std::vector<Box>& wants) {
   auto it = pending_.find(t);
   if (it == pending_.end()) return;
   std::vector<PendingReduction> groups = std::move(it->second);
@@ -767,7 +796,8 @@ Expected<std::vector<int>> Partitioner::fetch(ir::TensorId t, const std::vector<
   std::vector<int> result;
   PLANNER_TRY(ensure_sources(t));
   reduce_pending(t, ranks, wants);
-  if (try_all_gather(t, ranks, wants, result) || try_all_to_all(t, ranks, wants, result)) return result;
+  if (try_all_gather(t, ranks, wants, result) || try_all_to_all(t, ranks, wants, result))
+    return result;
   for (size_t i = 0; i < ranks.size(); ++i) {
     PLANNER_TRY_ASSIGN(int b, obtain(t, ranks[i], wants[i]));
     result.push_back(b);
@@ -802,11 +832,12 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   }
   for (size_t o = 0; o < op.outputs.size(); ++o)
     if (!report.native && shards.sharding[o].partial > 1 && shards.reducer[o] == Reducer::kProd)
-      return make_error("{}: config {}: product reductions are not supported by the fallback", op_label(op),
-                        c.to_string());
+      return make_error("{}: config {}: product reductions are not supported by the fallback",
+                        op_label(op), c.to_string());
 
   // Inputs, one tensor at a time for all shards (so collectives can serve them together).
-  std::vector<std::vector<int>> in_buf(static_cast<size_t>(n), std::vector<int>(op.inputs.size(), -1));
+  std::vector<std::vector<int>> in_buf(static_cast<size_t>(n),
+                                       std::vector<int>(op.inputs.size(), -1));
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     ir::TensorId t = op.inputs[i];
     if (t == ir::kNoTensor) continue;
@@ -826,7 +857,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   }
 
   // Kernels.
-  std::vector<std::vector<int>> out_buf(static_cast<size_t>(n), std::vector<int>(op.outputs.size(), -1));
+  std::vector<std::vector<int>> out_buf(static_cast<size_t>(n),
+                                        std::vector<int>(op.outputs.size(), -1));
   for (int s = 0; s < n; ++s) {
     const int rank = c.devices[static_cast<size_t>(s)];
     const ShardBoxes& sb = shards.shards[static_cast<size_t>(s)];
@@ -866,8 +898,10 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
       if (!k) {
         // Fallback: the whole result, then the shard's box; partials other than 0 hold zeros
         // for a sum (max and min keep the whole value).
-        if (sb.partial[o] < 0) add_local(t, b);
-        else out_.buffers[static_cast<size_t>(b)].partial = true;
+        if (sb.partial[o] < 0)
+          add_local(t, b);
+        else
+          out_.buffers[static_cast<size_t>(b)].partial = true;
         int part = slice_local(b, sb.outputs[o]);
         if (sb.partial[o] > 0 && shards.reducer[o] == Reducer::kSum) {
           int z = add_buffer(rank, t, sb.outputs[o]);
@@ -891,7 +925,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
         size_t i = o == 0 ? 0 : o + 1;
         if (i >= op.inputs.size() || out_buf[static_cast<size_t>(s)][o] < 0) continue;
         int home = in_buf[static_cast<size_t>(s)][i];
-        if (home >= 0 && buf(home).persistent() && buf(home).region == buf(out_buf[static_cast<size_t>(s)][o]).region)
+        if (home >= 0 && buf(home).persistent() &&
+            buf(home).region == buf(out_buf[static_cast<size_t>(s)][o]).region)
           out_.carries.push_back({out_buf[static_cast<size_t>(s)][o], home});
       }
     }
@@ -903,7 +938,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
     if (t == ir::kNoTensor) continue;
     const analysis::Sharding& sh = shards.sharding[o];
     std::map<int, int> buffer_on;  // rank -> shard output buffer
-    for (int s = 0; s < n; ++s) buffer_on[c.devices[static_cast<size_t>(s)]] = out_buf[static_cast<size_t>(s)][o];
+    for (int s = 0; s < n; ++s)
+      buffer_on[c.devices[static_cast<size_t>(s)]] = out_buf[static_cast<size_t>(s)][o];
     if (sh.partial == 1) {
       for (int s = 0; s < n; ++s) {
         int b = out_buf[static_cast<size_t>(s)][o];
@@ -932,7 +968,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
 
 Expected<Programs> Partitioner::run() {
   if (static_cast<int>(configs_.size()) != g_.num_ops())
-    return make_error("the plan has {} operator configs for {} operators", configs_.size(), g_.num_ops());
+    return make_error("the plan has {} operator configs for {} operators", configs_.size(),
+                      g_.num_ops());
   if (n_ < 1) return make_error("a plan needs at least one rank");
   PLANNER_TRY(build_info());
   std::vector<OpReport> reports(static_cast<size_t>(g_.num_ops()));

@@ -2,8 +2,9 @@
 // each shard runs on its slices and the communication that moves slices between ranks. The
 // semantics follow analysis/lowering.h exactly: shards read the boxes their TDL description
 // gives, split reductions are reduced among the shards holding partials of one tile (by an
-// all-reduce, or a reduce-scatter where the first consumer wants the tile in chunks), parameters and optimizer state live where their update operator's shards read them, and
-// model inputs and constants are initialised where each consumer reads them.
+// all-reduce, or a reduce-scatter where the first consumer wants the tile in chunks), parameters
+// and optimizer state live where their update operator's shards read them, and model inputs and
+// constants are initialised where each consumer reads them.
 #pragma once
 
 #include <vector>

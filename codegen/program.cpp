@@ -13,13 +13,20 @@ std::vector<int64_t> Buffer::shape() const {
 
 const char* step_kind_name(StepKind kind) {
   switch (kind) {
-    case StepKind::kKernel: return "kernel";
-    case StepKind::kAllReduce: return "all_reduce";
-    case StepKind::kAllGather: return "all_gather";
-    case StepKind::kAllToAll: return "all_to_all";
-    case StepKind::kReduceScatter: return "reduce_scatter";
-    case StepKind::kSend: return "send";
-    case StepKind::kRecv: return "recv";
+    case StepKind::kKernel:
+      return "kernel";
+    case StepKind::kAllReduce:
+      return "all_reduce";
+    case StepKind::kAllGather:
+      return "all_gather";
+    case StepKind::kAllToAll:
+      return "all_to_all";
+    case StepKind::kReduceScatter:
+      return "reduce_scatter";
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
   }
   return "?";
 }
@@ -50,10 +57,12 @@ std::string Programs::to_text() const {
       std::string extra;
       if (!s.group.empty()) extra += fmt::format(" group=[{}]", fmt::join(s.group, ","));
       if (s.peer >= 0) extra += fmt::format(" peer={}", s.peer);
-      if (s.kind == StepKind::kAllGather || s.kind == StepKind::kAllToAll || s.kind == StepKind::kReduceScatter)
+      if (s.kind == StepKind::kAllGather || s.kind == StepKind::kAllToAll ||
+          s.kind == StepKind::kReduceScatter)
         extra += fmt::format(" axis={}", s.axis);
       if (s.kind == StepKind::kAllToAll) extra += fmt::format(" concat_axis={}", s.axis2);
-      out += fmt::format("  {}{}: ({}) -> ({})\n", what, extra, fmt::join(ins, ", "), fmt::join(outs, ", "));
+      out += fmt::format("  {}{}: ({}) -> ({})\n", what, extra, fmt::join(ins, ", "),
+                         fmt::join(outs, ", "));
     }
   }
   return out;

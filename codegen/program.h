@@ -32,16 +32,16 @@ enum class BufferInit : uint8_t {
 
 /// One buffer of one rank: a box of a tensor of the original graph (or a helper constant).
 struct Buffer {
-  int id = 0;                            ///< index in Programs::buffers
-  int rank = 0;                          ///< the rank that owns it
-  ir::TensorId tensor = ir::kNoTensor;   ///< the original tensor (kNoTensor: helper constant)
-  std::string tensor_name;               ///< its name (or a generated one for helpers)
+  int id = 0;                           ///< index in Programs::buffers
+  int rank = 0;                         ///< the rank that owns it
+  ir::TensorId tensor = ir::kNoTensor;  ///< the original tensor (kNoTensor: helper constant)
+  std::string tensor_name;              ///< its name (or a generated one for helpers)
   ir::DType dtype = ir::DType::kFloat32;
-  std::vector<int64_t> global_shape;     ///< the original tensor's shape
-  analysis::Box region;                  ///< the box it holds, in global coordinates
+  std::vector<int64_t> global_shape;  ///< the original tensor's shape
+  analysis::Box region;               ///< the box it holds, in global coordinates
   BufferInit init = BufferInit::kComputed;
-  double lo = -1, hi = 1;                ///< kUniform's range
-  std::vector<uint8_t> data;             ///< kConstant's bytes (little-endian, row-major)
+  double lo = -1, hi = 1;     ///< kUniform's range
+  std::vector<uint8_t> data;  ///< kConstant's bytes (little-endian, row-major)
   /// Holds a partial sum (before its all-reduce).
   bool partial = false;
 
@@ -67,11 +67,11 @@ const char* step_kind_name(StepKind kind);
 struct Step {
   StepKind kind = StepKind::kKernel;
   // Kernels.
-  std::string op_type;                               ///< e.g. "Gemm", "Slice"
-  std::string domain;                                ///< "" or "ai.planner"
-  std::string node;                                  ///< the original node's name ("" for helpers)
-  ir::OpId op = ir::kNoOp;                           ///< the original op (kNoOp for helpers)
-  std::map<std::string, ir::Attribute> attributes;   ///< rewritten for the shard
+  std::string op_type;                              ///< e.g. "Gemm", "Slice"
+  std::string domain;                               ///< "" or "ai.planner"
+  std::string node;                                 ///< the original node's name ("" for helpers)
+  ir::OpId op = ir::kNoOp;                          ///< the original op (kNoOp for helpers)
+  std::map<std::string, ir::Attribute> attributes;  ///< rewritten for the shard
   bool fallback = false;  ///< the whole op run on gathered inputs (not sharded natively)
   // Buffers (-1 for an absent optional input/output).
   std::vector<int> inputs;

@@ -35,7 +35,8 @@ bool is_whole(const Box& b, const std::vector<int64_t>& shape) {
 
 // A box is one run of memory in row-major order when every dim before some d holds one index
 // and every dim after d is whole. Returns (first element, count) or nullopt.
-std::optional<std::pair<int64_t, int64_t>> flat_run(const Box& b, const std::vector<int64_t>& shape) {
+std::optional<std::pair<int64_t, int64_t>> flat_run(const Box& b,
+                                                    const std::vector<int64_t>& shape) {
   size_t d = 0;
   while (d < b.size() && b[d].size() == 1) ++d;
   for (size_t e = d + 1; e < b.size(); ++e)
@@ -158,15 +159,17 @@ const std::set<std::string> kPlannerNative = {"Adam",
                                               "WhereGrad",
                                               "ZerosLike"};
 
-const std::set<std::string> kOnnxPartial = {"MatMul", "Gemm", "Conv", "ReduceSum", "ReduceMax",
-                                            "ReduceMin", "Einsum"};
+const std::set<std::string> kOnnxPartial = {"MatMul",    "Gemm",      "Conv",  "ReduceSum",
+                                            "ReduceMax", "ReduceMin", "Einsum"};
 const std::set<std::string> kPlannerPartial = {
     "ConvGradData",       "ConvGradFilter", "LayerNormParamGrad",
     "BatchNormParamGrad", "BatchNormStats", "BatchNormTrainParamGrad",
     "LSTMGradWeights",    "GatherGrad",     "MatMulGradWeight",
     "MatMulTransB",       "GRUGrad",        "RNNGrad"};
 
-bool is_planner(const ir::Op& op) { return op.domain == "ai.planner"; }
+bool is_planner(const ir::Op& op) {
+  return op.domain == "ai.planner";
+}
 
 // Spatial dims (2 ..) of node input `i` whole?
 bool spatial_whole(const ShardRequest& r, size_t i) {
@@ -183,7 +186,8 @@ int64_t norm_axis(int64_t axis, size_t rank) {
 }
 
 // Conv/pool pads for the shard's input and output boxes along each spatial dim.
-bool rewrite_pads(const ShardRequest& r, std::map<std::string, ir::Attribute>& attrs, std::string& why) {
+bool rewrite_pads(const ShardRequest& r, std::map<std::string, ir::Attribute>& attrs,
+                  std::string& why) {
   const ir::Op& op = r.graph->op(r.op);
   const auto& xs = r.graph->tensor(op.inputs[0]).shape;
   const auto& ys = r.graph->tensor(op.outputs[0]).shape;
@@ -199,7 +203,8 @@ bool rewrite_pads(const ShardRequest& r, std::map<std::string, ir::Attribute>& a
   std::vector<int64_t> pads = op.ints_attr("pads", std::vector<int64_t>(2 * n, 0));
   std::vector<int64_t> strides = op.ints_attr("strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> dil = op.ints_attr("dilations", std::vector<int64_t>(n, 1));
-  if (pads.size() != 2 * n || strides.size() != n || dil.size() != n) return why = "bad pads", false;
+  if (pads.size() != 2 * n || strides.size() != n || dil.size() != n)
+    return why = "bad pads", false;
   if (op.int_attr("ceil_mode", 0) != 0) return why = "ceil_mode", false;
   bool changed = false;
   for (size_t i = 0; i < n; ++i) {
@@ -232,7 +237,8 @@ bool rewrite_slice(const ShardRequest& r, ShardKernel& k, std::string& why) {
     return t.int_values();
   };
   auto starts = values(1), ends = values(2), axes = values(3), steps = values(4);
-  if (op.inputs.size() < 3 || !starts || !ends || !axes || !steps) return why = "non-constant bounds", false;
+  if (op.inputs.size() < 3 || !starts || !ends || !axes || !steps)
+    return why = "non-constant bounds", false;
   std::vector<int64_t> offset(xs.size(), 0);
   for (size_t j = 0; j < starts->size(); ++j) {
     int64_t axis = axes->empty() ? static_cast<int64_t>(j) : norm_axis((*axes)[j], xs.size());
@@ -290,7 +296,9 @@ std::optional<std::vector<bool>> slice_whole_axes(const ShardRequest& r, size_t 
   if (!starts || !ends || !axes || !steps || ends->size() != starts->size()) return std::nullopt;
   std::vector<bool> whole(shape.size(), true);
   for (size_t j = 0; j < starts->size(); ++j) {
-    int64_t axis = axes->empty() ? static_cast<int64_t>(j) : j < axes->size() ? norm_axis((*axes)[j], shape.size()) : -1;
+    int64_t axis = axes->empty()      ? static_cast<int64_t>(j)
+                   : j < axes->size() ? norm_axis((*axes)[j], shape.size())
+                                      : -1;
     if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return std::nullopt;
     const int64_t dim = shape[static_cast<size_t>(axis)];
     const int64_t step = j < steps->size() ? (*steps)[j] : 1;
@@ -321,8 +329,8 @@ std::optional<std::vector<bool>> unpadded_axes(const ShardRequest& r, size_t ran
 // Pad, SliceGrad and PadGrad are element-wise along an axis they leave untouched: a shard
 // split only along such axes reads the same range of its data input (input 0, of the same
 // extent there) and the whole of every other axis; the pads and bounds stay as they are.
-bool untouched_axes_split(const ShardRequest& r, const std::optional<std::vector<bool>>& untouched, ShardKernel& k,
-                          std::string& why) {
+bool untouched_axes_split(const ShardRequest& r, const std::optional<std::vector<bool>>& untouched,
+                          ShardKernel& k, std::string& why) {
   const ir::Op& op = r.graph->op(r.op);
   if (!untouched) return why = "non-constant pads or bounds", false;
   const auto& xs = r.graph->tensor(op.inputs[0]).shape;
@@ -334,7 +342,8 @@ bool untouched_axes_split(const ShardRequest& r, const std::optional<std::vector
       in.push_back({0, xs[d]});
       continue;
     }
-    if (!(*untouched)[d] || xs[d] != ys[d]) return why = fmt::format("split along axis {}, which it pads or slices", d), false;
+    if (!(*untouched)[d] || xs[d] != ys[d])
+      return why = fmt::format("split along axis {}, which it pads or slices", d), false;
     in.push_back(r.output_boxes[0][d]);
   }
   k.inputs[0].box = std::move(in);
@@ -346,12 +355,15 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
   const ir::Op& op = r.graph->op(r.op);
   const ir::Graph& g = *r.graph;
   const std::string& t = op.op_type;
-  auto in_shape = [&](size_t i) -> const std::vector<int64_t>& { return g.tensor(op.inputs[i]).shape; };
+  auto in_shape = [&](size_t i) -> const std::vector<int64_t>& {
+    return g.tensor(op.inputs[i]).shape;
+  };
   auto present = [&](size_t i) { return i < op.inputs.size() && op.inputs[i] != ir::kNoTensor; };
   if (t == "ReduceGrad") {
     std::vector<int64_t> axes = op.ints_attr("axes");
     for (int64_t a : axes)
-      if (!whole_on(r.input_boxes[1], in_shape(1), static_cast<size_t>(norm_axis(a, in_shape(1).size()))))
+      if (!whole_on(r.input_boxes[1], in_shape(1),
+                    static_cast<size_t>(norm_axis(a, in_shape(1).size()))))
         return why = "split along a reduced axis", false;
   } else if (t == "GlobalPoolGrad" || t == "PoolGrad") {
     if (!spatial_whole(r, 1)) return why = "spatial split", false;
@@ -364,7 +376,8 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
   } else if (t == "LayerNormGrad" || t == "LayerNormParamGrad") {
     int64_t axis = norm_axis(op.int_attr("axis", -1), in_shape(1).size());
     for (size_t d = static_cast<size_t>(axis); d < in_shape(1).size(); ++d)
-      if (!whole_on(r.input_boxes[1], in_shape(1), d)) return why = "split along normalised axes", false;
+      if (!whole_on(r.input_boxes[1], in_shape(1), d))
+        return why = "split along normalised axes", false;
   } else if (t == "SoftmaxGrad") {
     int64_t axis = norm_axis(op.int_attr("axis", -1), in_shape(0).size());
     if (!whole_on(r.input_boxes[0], in_shape(0), static_cast<size_t>(axis)) ||
@@ -373,7 +386,8 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
   } else if (t == "GatherGrad") {
     const auto& os = g.tensor(op.outputs[0]).shape;
     int64_t axis = norm_axis(op.int_attr("axis", 0), os.size());
-    if (!whole_on(r.output_boxes[0], os, static_cast<size_t>(axis))) return why = "split along the gather axis", false;
+    if (!whole_on(r.output_boxes[0], os, static_cast<size_t>(axis)))
+      return why = "split along the gather axis", false;
   } else if (t == "BatchNormStats" || t == "BatchNormRunningStats" || t == "BatchNormTrain" ||
              t == "BatchNormTrainParamGrad" || t == "BatchNormTrainGrad") {
     // The statistics [2, C] are computed and read as whole rows: a shard holds all of sum(x)
@@ -398,7 +412,8 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
       return why = "row ranges differ", false;
   } else if (t == "LSTMGradData" || t == "GRUGrad" || t == "RNNGrad") {
     for (size_t i = 1; i <= 3; ++i)
-      if (present(i) && !is_whole(r.input_boxes[i], in_shape(i))) return why = "split of the weights", false;
+      if (present(i) && !is_whole(r.input_boxes[i], in_shape(i)))
+        return why = "split of the weights", false;
   } else if (t == "LSTMGradWeights") {
     // X [S, B, I], H [S, D, B, H], initial_h [D, B, H], dGates [S, D, B, 4H]: one batch range.
     auto batch = [&](size_t i, size_t d) { return r.input_boxes[i][d]; };
@@ -406,13 +421,15 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
     if (present(2) && batch(2, 1) != batch(0, 1)) return why = "batch ranges differ", false;
     if (present(3) && batch(3, 2) != batch(0, 1)) return why = "batch ranges differ", false;
     for (size_t o = 0; o < op.outputs.size(); ++o)
-      if (op.outputs[o] != ir::kNoTensor && !is_whole(r.output_boxes[o], g.tensor(op.outputs[o]).shape))
+      if (op.outputs[o] != ir::kNoTensor &&
+          !is_whole(r.output_boxes[o], g.tensor(op.outputs[o]).shape))
         return why = "split of the weights", false;
   }
   // Inputs of one shape (dY and X) are read at one box.
   for (size_t i = 0; i < op.inputs.size(); ++i)
     for (size_t j = i + 1; j < op.inputs.size(); ++j)
-      if (present(i) && present(j) && in_shape(i) == in_shape(j) && r.input_boxes[i] != r.input_boxes[j])
+      if (present(i) && present(j) && in_shape(i) == in_shape(j) &&
+          r.input_boxes[i] != r.input_boxes[j])
         return why = "inputs of one shape read at different boxes", false;
   // Element-wise consistency: an input of an output's full shape is read at the output's box.
   for (size_t o = 0; o < op.outputs.size(); ++o) {
@@ -465,7 +482,8 @@ bool shapes_match(const ShardRequest& r, const ShardKernel& k, std::string& why)
     if (op.outputs[o] == ir::kNoTensor) continue;
     if (o >= out->size() || !(*out)[o].is_static()) return why = "no shape rule", false;
     if (*(*out)[o].dims != box_shape(r.output_boxes[o]))
-      return why = fmt::format("local output {} would be {}, not {}", o, ir::shape_to_string(*(*out)[o].dims),
+      return why = fmt::format("local output {} would be {}, not {}", o,
+                               ir::shape_to_string(*(*out)[o].dims),
                                ir::shape_to_string(box_shape(r.output_boxes[o]))),
              false;
   }
@@ -485,7 +503,8 @@ std::vector<uint8_t> slice_data(const ir::Tensor& t, const Box& box) {
   for (int64_t e = 0; e < n; ++e) {
     int64_t src = 0;
     for (size_t d = 0; d < shape.size(); ++d) src = src * t.shape[d] + box[d].begin + idx[d];
-    std::memcpy(out.data() + static_cast<size_t>(e) * es, t.data.data() + static_cast<size_t>(src) * es, es);
+    std::memcpy(out.data() + static_cast<size_t>(e) * es,
+                t.data.data() + static_cast<size_t>(src) * es, es);
     for (size_t d = shape.size(); d-- > 0;) {
       if (++idx[d] < shape[d]) break;
       idx[d] = 0;
@@ -495,7 +514,8 @@ std::vector<uint8_t> slice_data(const ir::Tensor& t, const Box& box) {
 }
 
 bool partial_sums_native(const ir::Op& op) {
-  return is_planner(op) ? kPlannerPartial.count(op.op_type) > 0 : kOnnxPartial.count(op.op_type) > 0;
+  return is_planner(op) ? kPlannerPartial.count(op.op_type) > 0
+                        : kOnnxPartial.count(op.op_type) > 0;
 }
 
 std::vector<std::string> native_op_types() {
@@ -537,20 +557,22 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       why = "an input the shard does not read";
       return std::nullopt;
     }
-  bool any_partial = std::any_of(r.partial_index.begin(), r.partial_index.end(), [](int p) { return p >= 0; });
+  bool any_partial =
+      std::any_of(r.partial_index.begin(), r.partial_index.end(), [](int p) { return p >= 0; });
   if (any_partial && !partial_sums_native(op)) {
     why = "partial results of a non-linear operator";
     return std::nullopt;
   }
   // Biases are added once: by partial 0.
-  if (any_partial && (op.op_type == "Gemm" || op.op_type == "Conv") && !planner && op.inputs.size() > 2 &&
-      r.partial_index[0] > 0)
+  if (any_partial && (op.op_type == "Gemm" || op.op_type == "Conv") && !planner &&
+      op.inputs.size() > 2 && r.partial_index[0] > 0)
     k.inputs[2].kind = ShardInput::Kind::kAbsent;
 
   if (planner) {
     if (op.op_type == "SliceGrad" || op.op_type == "PadGrad") {
       const auto& xs = g.tensor(op.outputs[0]).shape;
-      auto untouched = op.op_type == "SliceGrad" ? slice_whole_axes(r, 1, xs) : unpadded_axes(r, xs.size());
+      auto untouched =
+          op.op_type == "SliceGrad" ? slice_whole_axes(r, 1, xs) : unpadded_axes(r, xs.size());
       if (!untouched_axes_split(r, untouched, k, why)) return std::nullopt;
       return k;
     }
@@ -574,7 +596,8 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     }
     if (t == "Conv" && op.int_attr("group", 1) != 1) {
       const auto& xs = g.tensor(op.inputs[0]).shape;
-      if (!whole_on(r.input_boxes[0], xs, 1) || !is_whole(r.input_boxes[1], g.tensor(op.inputs[1]).shape)) {
+      if (!whole_on(r.input_boxes[0], xs, 1) ||
+          !is_whole(r.input_boxes[1], g.tensor(op.inputs[1]).shape)) {
         why = "grouped convolution split along channels";
         return std::nullopt;
       }
@@ -591,16 +614,20 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       return std::nullopt;
     }
     if (t == "Reshape" && op.inputs.size() > 1)
-      k.inputs[1] = {ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
+      k.inputs[1] = {
+          ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
   } else if (t == "Expand") {
-    k.inputs[1] = {ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
+    k.inputs[1] = {
+        ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
   } else if (t == "Slice") {
     if (!rewrite_slice(r, k, why)) return std::nullopt;
   } else if (t == "Pad") {
-    if (!untouched_axes_split(r, unpadded_axes(r, g.tensor(op.inputs[0]).shape.size()), k, why)) return std::nullopt;
+    if (!untouched_axes_split(r, unpadded_axes(r, g.tensor(op.inputs[0]).shape.size()), k, why))
+      return std::nullopt;
   } else if (t == "Gather") {
     const auto& ds = g.tensor(op.inputs[0]).shape;
-    if (!whole_on(r.input_boxes[0], ds, static_cast<size_t>(norm_axis(op.int_attr("axis", 0), ds.size())))) {
+    if (!whole_on(r.input_boxes[0], ds,
+                  static_cast<size_t>(norm_axis(op.int_attr("axis", 0), ds.size())))) {
       why = "data split along the gather axis";
       return std::nullopt;
     }

@@ -33,8 +33,8 @@ struct ShardRequest {
 struct ShardInput {
   enum class Kind { kSlice, kConstant, kAbsent };
   Kind kind = Kind::kSlice;
-  analysis::Box box;        ///< kSlice: the box of the node input to read
-  ir::Tensor constant;      ///< kConstant: a replacement (rewritten shape, bounds), with data
+  analysis::Box box;    ///< kSlice: the box of the node input to read
+  ir::Tensor constant;  ///< kConstant: a replacement (rewritten shape, bounds), with data
 };
 
 /// The kernel a shard runs natively.

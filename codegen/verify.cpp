@@ -106,12 +106,15 @@ double element(const DumpedSlice& s, int64_t i) {
   }
 }
 
-bool is_half(ir::DType d) { return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16; }
+bool is_half(ir::DType d) {
+  return d == ir::DType::kFloat16 || d == ir::DType::kBFloat16;
+}
 
 // The operators AMP runs on tensor cores (planner_rt::is_tensor_core_op): their results are
 // rounded to 16 bit under mixed precision even where they are stored in f32.
 bool tensor_core_op(const std::string& op) {
-  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvGradData" || op == "ConvGradFilter";
+  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvGradData" ||
+         op == "ConvGradFilter";
 }
 
 }  // namespace
@@ -132,14 +135,16 @@ int rounding_depth(const Programs& p, int steps) {
         for (int b : step.outputs)
           if (b >= 0) half_out |= is_half(p.buffers[static_cast<size_t>(b)].dtype);
         const bool tensor_core = step.kind == StepKind::kKernel && tensor_core_op(step.op_type);
-        if (p.precision == ir::Precision::kTf32 ? tensor_core
-                                                : step.kind == StepKind::kKernel && (half_out || (half_in && tensor_core)))
+        if (p.precision == ir::Precision::kTf32
+                ? tensor_core
+                : step.kind == StepKind::kKernel && (half_out || (half_in && tensor_core)))
           ++d;
         for (int b : step.outputs)
           if (b >= 0) depth[static_cast<size_t>(b)] = d;
         deepest = std::max(deepest, d);
       }
-    for (auto [updated, home] : p.carries) depth[static_cast<size_t>(home)] = depth[static_cast<size_t>(updated)];
+    for (auto [updated, home] : p.carries)
+      depth[static_cast<size_t>(home)] = depth[static_cast<size_t>(updated)];
   }
   return deepest;
 }
@@ -169,7 +174,8 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
   std::map<std::string, std::vector<bool>> covered;
   std::map<std::string, double> scale;
   for (const auto& [name, r] : by_name) {
-    int64_t n = static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
+    int64_t n =
+        static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
     covered[name].assign(static_cast<size_t>(n), false);
     double m = 0;
     int64_t non_finite = 0;
@@ -184,8 +190,8 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
     if (non_finite && c.reference_finite) {
       c.ok = c.reference_finite = false;
       c.problem = fmt::format(
-          "the unpartitioned step itself is not finite: '{}' holds {} NaN or infinite values{}", name, non_finite,
-          r->dtype == ir::DType::kFloat16 ? " (f16 overflows past 65504)" : "");
+          "the unpartitioned step itself is not finite: '{}' holds {} NaN or infinite values{}",
+          name, non_finite, r->dtype == ir::DType::kFloat16 ? " (f16 overflows past 65504)" : "");
     }
   }
   for (const DumpedSlice& s : part) {
@@ -206,9 +212,12 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       double diff = std::fabs(a - b);
       if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
       const double rel = diff / std::max(scale[s.name], 1e-30);
-      const double allowed = tol.atol * scale[s.name] + tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0);
+      const double allowed =
+          tol.atol * scale[s.name] + tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0);
       // A NaN or infinity on either side is never within tolerance.
-      const double ratio = diff == 0 ? 0 : std::isfinite(diff) ? diff / std::max(allowed, 1e-300) : INFINITY;
+      const double ratio = diff == 0             ? 0
+                           : std::isfinite(diff) ? diff / std::max(allowed, 1e-300)
+                                                 : INFINITY;
       if (diff > c.max_abs) c.max_abs = diff;
       c.max_rel = std::max(c.max_rel, rel);
       if (ratio > c.max_ratio || (std::isinf(ratio) && c.worst.empty())) {
@@ -226,7 +235,8 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
     ++c.tensors;
     if (std::find(cov.begin(), cov.end(), false) != cov.end()) {
       c.ok = false;
-      if (c.problem.empty()) c.problem = fmt::format("the partitioned run does not produce all of '{}'", name);
+      if (c.problem.empty())
+        c.problem = fmt::format("the partitioned run does not produce all of '{}'", name);
     }
   }
   if (!(c.max_ratio <= 1)) c.ok = false;
@@ -269,7 +279,9 @@ std::string quote_cmake(const std::string& s) {
   return out + "\"";
 }
 
-std::string tail(const std::string& s, size_t n = 3000) { return s.size() > n ? s.substr(s.size() - n) : s; }
+std::string tail(const std::string& s, size_t n = 3000) {
+  return s.size() > n ? s.substr(s.size() - n) : s;
+}
 
 // The runtime library built from `src` (a runtime_stub folder), cached by content hash.
 Expected<std::string> prebuilt_runtime(const fs::path& src, bool verbose) {
@@ -280,7 +292,8 @@ Expected<std::string> prebuilt_runtime(const fs::path& src, bool verbose) {
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);
-    all += fs::relative(f, src).string() + '\0' + std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
+    all += fs::relative(f, src).string() + '\0' +
+           std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
   }
   std::string key = sha256_hex(all).substr(0, 16);
   fs::path dir = fs::path(cache_dir()) / ("runtime-" + key);
@@ -295,11 +308,13 @@ Expected<std::string> prebuilt_runtime(const fs::path& src, bool verbose) {
     fs::remove_all(dir / "src", ec);
     fs::copy(src, dir / "src", fs::copy_options::recursive, ec);
     std::string out;
-    std::string cmd = fmt::format("cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build {}",
-                                  quote((dir / "src").string()), quote((dir / "build").string()),
-                                  quote((dir / "build").string()));
+    std::string cmd =
+        fmt::format("cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build {}",
+                    quote((dir / "src").string()), quote((dir / "build").string()),
+                    quote((dir / "build").string()));
     if (verbose) std::fprintf(stderr, "building the runtime library: %s\n", cmd.c_str());
-    if (run_command(cmd, out) != 0) result = make_error("building the runtime library failed:\n{}", tail(out));
+    if (run_command(cmd, out) != 0)
+      result = make_error("building the runtime library failed:\n{}", tail(out));
   }
   ::flock(lock, LOCK_UN);
   ::close(lock);
@@ -308,10 +323,11 @@ Expected<std::string> prebuilt_runtime(const fs::path& src, bool verbose) {
 
 }  // namespace
 
-Expected<std::vector<std::string>> build_launchers(const std::vector<std::string>& dirs, const std::string& build_dir,
-                                                   bool verbose) {
+Expected<std::vector<std::string>> build_launchers(const std::vector<std::string>& dirs,
+                                                   const std::string& build_dir, bool verbose) {
   if (dirs.empty()) return std::vector<std::string>{};
-  PLANNER_TRY_ASSIGN(std::string lib, prebuilt_runtime(fs::path(dirs[0]) / "runtime_stub", verbose));
+  PLANNER_TRY_ASSIGN(std::string lib,
+                     prebuilt_runtime(fs::path(dirs[0]) / "runtime_stub", verbose));
   fs::path root = fs::path(build_dir) / "project";
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -328,17 +344,20 @@ Expected<std::vector<std::string>> build_launchers(const std::vector<std::string
   }
   std::string launcher_flag;
   std::string out;
-  if (run_command("command -v ccache", out) == 0) launcher_flag = "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
+  if (run_command("command -v ccache", out) == 0)
+    launcher_flag = "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
   // Paths under the work folder are hashed relative to it, so that ccache finds main.cpp (the
   // same interpreter in every launcher) compiled by an earlier verify in another folder.
   std::string cmd = fmt::format(
-      "export CCACHE_BASEDIR={}; cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANNER_RT_PREBUILT={} {} && "
+      "export CCACHE_BASEDIR={}; cmake -S {} -B {} -G Ninja -DCMAKE_BUILD_TYPE=Release "
+      "-DPLANNER_RT_PREBUILT={} {} && "
       "cmake --build {}",
       quote(fs::absolute(build_dir).parent_path().string()), quote(root.string()),
       quote((fs::path(build_dir) / "build").string()), quote(lib), launcher_flag,
       quote((fs::path(build_dir) / "build").string()));
   if (verbose) std::fprintf(stderr, "building the launchers: %s\n", cmd.c_str());
-  if (run_command(cmd, out) != 0) return make_error("building the launchers failed:\n{}", tail(out));
+  if (run_command(cmd, out) != 0)
+    return make_error("building the launchers failed:\n{}", tail(out));
   return exes;
 }
 
@@ -362,8 +381,9 @@ const OutputFolderKind& verify_folder_kind() {
   return kind;
 }
 
-Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, const std::vector<Programs>& partitioned,
-                                                   const VerifyOptions& o) {
+Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
+                                                    const std::vector<Programs>& partitioned,
+                                                    const VerifyOptions& o) {
   std::string work = o.work_dir;
   std::error_code ec;
   if (work.empty()) {
@@ -399,14 +419,16 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, c
     dirs.push_back((fs::path(work) / fmt::format("partitioned{}", i)).string());
     PLANNER_TRY(compile_to_directory(partitioned[i], co, dirs.back()));
   }
-  PLANNER_TRY_ASSIGN(std::vector<std::string> exes, build_launchers(dirs, (fs::path(work) / "build").string(), o.verbose));
+  PLANNER_TRY_ASSIGN(std::vector<std::string> exes,
+                     build_launchers(dirs, (fs::path(work) / "build").string(), o.verbose));
   auto run = [&](size_t i, std::string& out) -> Expected<std::vector<DumpedSlice>> {
     std::string dump = (fs::path(work) / fmt::format("run{}.dump", i)).string();
-    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --timeout 60", quote(exes[i]), o.steps, o.seed,
-                                  quote(dump));
+    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --timeout 60", quote(exes[i]),
+                                  o.steps, o.seed, quote(dump));
     if (o.verbose) std::fprintf(stderr, "running %s\n", cmd.c_str());
     if (run_command(cmd, out) != 0)
-      return make_error("{} launcher failed:\n{}", i == 0 ? "the reference" : "the partitioned", tail(out));
+      return make_error("{} launcher failed:\n{}", i == 0 ? "the reference" : "the partitioned",
+                        tail(out));
     return read_dump(dump);
   };
   std::string ref_out;

@@ -17,7 +17,7 @@ namespace planner::codegen {
 
 /// One buffer of a launcher's --dump file.
 struct DumpedSlice {
-  std::string name;                   ///< the original tensor's name
+  std::string name;  ///< the original tensor's name
   ir::DType dtype = ir::DType::kFloat32;
   int rank = 0;
   std::vector<int64_t> global_shape, offset, shape;
@@ -50,20 +50,20 @@ Tolerance default_tolerance(ir::Precision precision, int depth);
 /// How two runs compare.
 struct Comparison {
   bool ok = true;
-  int tensors = 0;            ///< reference tensors compared
-  double max_abs = 0;         ///< largest |partitioned - reference|
-  double max_rel = 0;         ///< largest |difference| / max |reference| of its tensor
-  double max_ratio = 0;       ///< largest |difference| / what the tolerance allows there
-  std::string worst;          ///< the tensor with the largest difference against its allowance
-  std::string problem;        ///< why not ok, when it is something else than the tolerance
+  int tensors = 0;               ///< reference tensors compared
+  double max_abs = 0;            ///< largest |partitioned - reference|
+  double max_rel = 0;            ///< largest |difference| / max |reference| of its tensor
+  double max_ratio = 0;          ///< largest |difference| / what the tolerance allows there
+  std::string worst;             ///< the tensor with the largest difference against its allowance
+  std::string problem;           ///< why not ok, when it is something else than the tolerance
   bool reference_finite = true;  ///< false: the reference itself holds NaN or infinity
 };
 
 /// Compares every slice of `partitioned` with the same region of the (whole) tensors of
 /// `reference`: ok when every reference tensor is covered and every element is within
 /// `tolerance`. f16 and bf16 slices are read exactly (as f32).
-Comparison compare_dumps(const std::vector<DumpedSlice>& partitioned, const std::vector<DumpedSlice>& reference,
-                         const Tolerance& tolerance);
+Comparison compare_dumps(const std::vector<DumpedSlice>& partitioned,
+                         const std::vector<DumpedSlice>& reference, const Tolerance& tolerance);
 
 /// Where verify keeps its runtime builds: $PLANNER_CACHE_DIR, else $XDG_CACHE_HOME/planner or
 /// ~/.cache/planner.
@@ -85,27 +85,28 @@ const OutputFolderKind& verify_folder_kind();
 
 /// Options of verify_programs.
 struct VerifyOptions {
-  int steps = 2;              ///< training steps run (parameters carried between them)
-  uint64_t seed = 1;          ///< initialisation seed of both runs
+  int steps = 2;      ///< training steps run (parameters carried between them)
+  uint64_t seed = 1;  ///< initialisation seed of both runs
   /// Overrides of the precision's default_tolerance (negative: the default).
   double atol = -1, rtol = -1;
-  std::string work_dir;       ///< where to compile and build; empty: a fresh temporary folder
-  bool keep = false;          ///< keep work_dir afterwards
+  std::string work_dir;  ///< where to compile and build; empty: a fresh temporary folder
+  bool keep = false;     ///< keep work_dir afterwards
   bool verbose = false;
 };
 
 /// What one partitioned program did against the reference.
 struct VerifyResult {
   Comparison comparison;
-  Tolerance tolerance;       ///< what the comparison allowed
-  double step_ms = 0;        ///< the last step's time, slowest rank
-  std::string output;        ///< the launcher's output
+  Tolerance tolerance;  ///< what the comparison allowed
+  double step_ms = 0;   ///< the last step's time, slowest rank
+  std::string output;   ///< the launcher's output
 };
 
 /// Compiles `reference` (normally a 1-rank program) and every program of `partitioned` for the
 /// cpu backend, builds them as one project, runs each with the same seed and compares every
 /// output and updated parameter with the reference's. Errors: a build or a run that fails.
-Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference, const std::vector<Programs>& partitioned,
-                                                   const VerifyOptions& options);
+Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
+                                                    const std::vector<Programs>& partitioned,
+                                                    const VerifyOptions& options);
 
 }  // namespace planner::codegen

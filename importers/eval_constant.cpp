@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -75,13 +77,30 @@ void store(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
+// A double as an integer, saturating where it is out of range (NaN is 0): converting such a
+// value is undefined behaviour in C++, and ONNX leaves the result unspecified.
+int64_t saturating_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+// A double as a float, overflowing to an infinity as IEEE rounding does (a plain conversion
+// of a value beyond float's range is undefined behaviour).
+float narrow_float(double v) {
+  if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
+    return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  return static_cast<float>(v);
+}
+
 // Writes `v` as element i of `t`, converting to its dtype.
 void put(ir::Tensor& t, int64_t i, double v, int64_t iv, bool from_int) {
   uint8_t* p = t.data.data() + i * ir::dtype_size(t.dtype);
-  auto as_int = [&]() { return from_int ? iv : static_cast<int64_t>(v); };
+  auto as_int = [&]() { return from_int ? iv : saturating_int(v); };
   switch (t.dtype) {
     case ir::DType::kFloat32:
-      store<float>(p, from_int ? static_cast<float>(iv) : static_cast<float>(v));
+      store<float>(p, from_int ? static_cast<float>(iv) : narrow_float(v));
       break;
     case ir::DType::kFloat64:
       store<double>(p, from_int ? static_cast<double>(iv) : v);
@@ -222,7 +241,7 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
       return static_cast<size_t>(broadcast_offset(idx, in[i]->shape, strides[i]));
     };
     auto iv = [&](size_t i) {
-      return vals[i].is_int ? vals[i].ints[off(i)] : static_cast<int64_t>(vals[i].floats[off(i)]);
+      return vals[i].is_int ? vals[i].ints[off(i)] : saturating_int(vals[i].floats[off(i)]);
     };
     auto fv = [&](size_t i) {
       return vals[i].is_int ? static_cast<double>(vals[i].ints[off(i)]) : vals[i].floats[off(i)];

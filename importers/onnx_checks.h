@@ -28,8 +28,8 @@ Expected<void> check_model_text(std::string_view text, const std::string& source
 /// Conv, ConvTranspose, ConvInteger, QLinearConv, MaxPool, AveragePool, LpPool, MaxUnpool,
 /// MaxRoiPool and GatherND: zero or negative strides, dilations and kernel sizes, pads of the
 /// wrong length or negative, a weight (or indices) whose rank disagrees with the input, groups
-/// that do not divide the channels, sizes whose sums overflow int64, batch_dims out of range. A failed check is an
-/// onnx::InferenceError, reported like any other inference failure of that node.
+/// that do not divide the channels, sizes whose sums overflow int64, batch_dims out of range. A
+/// failed check is an onnx::InferenceError, reported like any other inference failure of that node.
 void guard_shape_inference();
 
 }  // namespace planner::importers

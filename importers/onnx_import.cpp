@@ -27,8 +27,8 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "importers/fuse_layer_norm.h"
 #include "importers/fold_constants.h"
+#include "importers/fuse_layer_norm.h"
 #include "importers/onnx_checks.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
@@ -645,7 +645,7 @@ struct Builder {
   Expected<void> check_arity(const onnx::OpSchema& schema, const onnx::NodeProto& n,
                              const std::string& name) {
     auto range = [](int lo, int hi) {
-      return lo == hi ? fmt::format("{}", lo)
+      return lo == hi                                ? fmt::format("{}", lo)
              : hi == std::numeric_limits<int>::max() ? fmt::format("at least {}", lo)
                                                      : fmt::format("{} to {}", lo, hi);
     };
@@ -654,10 +654,10 @@ struct Builder {
                      make_error("{} has {} inputs; opset {} takes {}", n.op_type(), n.input_size(),
                                 opset, range(schema.min_input(), schema.max_input())));
     if (n.output_size() < schema.min_output() || n.output_size() > schema.max_output())
-      return at_node(name, n,
-                     make_error("{} has {} outputs; opset {} gives {}", n.op_type(),
-                                n.output_size(), opset,
-                                range(schema.min_output(), schema.max_output())));
+      return at_node(
+          name, n,
+          make_error("{} has {} outputs; opset {} gives {}", n.op_type(), n.output_size(), opset,
+                     range(schema.min_output(), schema.max_output())));
     return ok();
   }
 

@@ -140,8 +140,13 @@ Expected<std::optional<bool>> bool_field(const json& obj, const std::string& pat
 }
 
 // A strictly positive number (bandwidths, latencies, FLOP/s).
-Expected<std::optional<double>> positive_number(const json& obj, const std::string& path,
-                                                const std::string& key, bool required) {
+// A link's latency is at most a second: routes add latencies as integer picoseconds, and no
+// interconnect is slower (fuzz finding latency_overflow: 1e66 overflowed the sum).
+constexpr double kMaxLatency = 1.0;
+
+Expected<std::optional<double>> positive_number(
+    const json& obj, const std::string& path, const std::string& key, bool required,
+    double max = std::numeric_limits<double>::infinity()) {
   PLANNER_TRY_ASSIGN(const json* v, field(obj, path, key, required));
   if (!v) return std::optional<double>();
   if (!v->is_number())
@@ -149,6 +154,8 @@ Expected<std::optional<double>> positive_number(const json& obj, const std::stri
   double d = v->get<double>();
   if (!(d > 0) || !std::isfinite(d))
     return at(key_path(path, key), fmt::format("must be positive, got {}", v->dump()));
+  if (d > max)
+    return at(key_path(path, key), fmt::format("must be at most {}, got {}", max, v->dump()));
   return std::optional<double>(d);
 }
 
@@ -355,7 +362,7 @@ Expected<void> parse_link(const json& j, const std::string& path,
   PLANNER_TRY_ASSIGN(auto type, string_field(j, path, "type", false));
   PLANNER_TRY_ASSIGN(auto count, positive_integer(j, path, "count", false));
   PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(j, path, "bandwidth", false));
-  PLANNER_TRY_ASSIGN(auto latency, positive_number(j, path, "latency", false));
+  PLANNER_TRY_ASSIGN(auto latency, positive_number(j, path, "latency", false, kMaxLatency));
   if (type) {
     if (bandwidth || latency)
       return at(path, "give either 'type' or 'bandwidth' and 'latency', not both");
@@ -507,7 +514,8 @@ Expected<std::vector<DeviceType>> parse_device_types(const json& root, json& can
     PLANNER_TRY(check_name(it.key(), path, false));
     const json& t = it.value();
     if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
-    PLANNER_TRY(check_fields(t, path, {"model", "memory_bytes", "memory_bandwidth", "peak_flops", "sm_count"}));
+    PLANNER_TRY(check_fields(
+        t, path, {"model", "memory_bytes", "memory_bandwidth", "peak_flops", "sm_count"}));
     DeviceType dt;
     dt.name = it.key();
     PLANNER_TRY_ASSIGN(auto model, string_field(t, path, "model", true));
@@ -559,7 +567,7 @@ Expected<std::map<std::string, LinkTypeSpec>> parse_link_types(const json& root,
     if (!t.is_object()) return at(path, fmt::format("expected an object, got {}", describe(t)));
     PLANNER_TRY(check_fields(t, path, {"bandwidth", "latency"}));
     PLANNER_TRY_ASSIGN(auto bandwidth, positive_number(t, path, "bandwidth", true));
-    PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true));
+    PLANNER_TRY_ASSIGN(auto latency, positive_number(t, path, "latency", true, kMaxLatency));
     out[it.key()] = {*bandwidth, *latency};
     canon["link_types"][it.key()] = {{"bandwidth", t.at("bandwidth")},
                                      {"latency", t.at("latency")}};
@@ -899,7 +907,8 @@ Route Topology::route(DeviceId from, DeviceId to) const {
   return r;
 }
 
-void Topology::append_hops(DeviceId from, DeviceId to, std::vector<std::pair<LinkId, bool>>& out) const {
+void Topology::append_hops(DeviceId from, DeviceId to,
+                           std::vector<std::pair<LinkId, bool>>& out) const {
   // walk() runs from the higher rank's end: from that end the crossing is the walk's own
   // direction, from the lower end it is the reverse.
   const bool from_high = from > to;

@@ -27,7 +27,8 @@ enum class DType : int32_t {
 
 /// Bytes per element (strings count as pointer-sized handles).
 int64_t dtype_size(DType dtype);
-/// Short name used in text forms and plan files: f32, f16, bf16, f64, i8 … i64, u8 … u64, bool, str.
+/// Short name used in text forms and plan files: f32, f16, bf16, f64, i8 … i64, u8 … u64, bool,
+/// str.
 std::string_view dtype_name(DType dtype);
 /// DType for an ONNX TensorProto data type code, if the planner supports it.
 std::optional<DType> dtype_from_onnx(int32_t code);

@@ -12,11 +12,16 @@ namespace planner::ir {
 
 std::string_view role_name(TensorRole role) {
   switch (role) {
-    case TensorRole::kInput: return "input";
-    case TensorRole::kParameter: return "param";
-    case TensorRole::kActivation: return "activation";
-    case TensorRole::kConstant: return "const";
-    case TensorRole::kOptimizerState: return "state";
+    case TensorRole::kInput:
+      return "input";
+    case TensorRole::kParameter:
+      return "param";
+    case TensorRole::kActivation:
+      return "activation";
+    case TensorRole::kConstant:
+      return "const";
+    case TensorRole::kOptimizerState:
+      return "state";
   }
   return "?";
 }
@@ -40,27 +45,42 @@ T load(const uint8_t* p) {
 double element_as_double(const Tensor& t, int64_t i) {
   const uint8_t* p = t.data.data() + i * dtype_size(t.dtype);
   switch (t.dtype) {
-    case DType::kFloat32: return load<float>(p);
-    case DType::kFloat64: return load<double>(p);
-    case DType::kInt8: return load<int8_t>(p);
-    case DType::kUInt8: return load<uint8_t>(p);
-    case DType::kInt16: return load<int16_t>(p);
-    case DType::kUInt16: return load<uint16_t>(p);
-    case DType::kInt32: return load<int32_t>(p);
-    case DType::kUInt32: return load<uint32_t>(p);
-    case DType::kInt64: return static_cast<double>(load<int64_t>(p));
-    case DType::kUInt64: return static_cast<double>(load<uint64_t>(p));
-    case DType::kBool: return load<uint8_t>(p) ? 1.0 : 0.0;
-    default: return 0.0;
+    case DType::kFloat32:
+      return load<float>(p);
+    case DType::kFloat64:
+      return load<double>(p);
+    case DType::kInt8:
+      return load<int8_t>(p);
+    case DType::kUInt8:
+      return load<uint8_t>(p);
+    case DType::kInt16:
+      return load<int16_t>(p);
+    case DType::kUInt16:
+      return load<uint16_t>(p);
+    case DType::kInt32:
+      return load<int32_t>(p);
+    case DType::kUInt32:
+      return load<uint32_t>(p);
+    case DType::kInt64:
+      return static_cast<double>(load<int64_t>(p));
+    case DType::kUInt64:
+      return static_cast<double>(load<uint64_t>(p));
+    case DType::kBool:
+      return load<uint8_t>(p) ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
 int64_t element_as_int(const Tensor& t, int64_t i) {
   const uint8_t* p = t.data.data() + i * dtype_size(t.dtype);
   switch (t.dtype) {
-    case DType::kInt64: return load<int64_t>(p);
-    case DType::kUInt64: return static_cast<int64_t>(load<uint64_t>(p));
-    default: return static_cast<int64_t>(element_as_double(t, i));
+    case DType::kInt64:
+      return load<int64_t>(p);
+    case DType::kUInt64:
+      return static_cast<int64_t>(load<uint64_t>(p));
+    default:
+      return static_cast<int64_t>(element_as_double(t, i));
   }
 }
 
@@ -100,7 +120,8 @@ std::string Attribute::to_string() const {
     }
     std::string operator()(const std::shared_ptr<const Tensor>& t) const {
       if (!t) return "tensor()";
-      std::string out = fmt::format("tensor<{}{}>", dtype_name(t->dtype), shape_to_string(t->shape));
+      std::string out =
+          fmt::format("tensor<{}{}>", dtype_name(t->dtype), shape_to_string(t->shape));
       if (t->has_data() && t->num_elements() <= 8 && t->dtype != DType::kString) {
         if (is_floating(t->dtype))
           out += fmt::format("({})", fmt::join(t->float_values(), ","));
@@ -187,8 +208,9 @@ Expected<void> Graph::finalize(const std::string& source) {
     t.producer = kNoOp;
     t.consumers.clear();
     for (int64_t d : t.shape)
-      if (d < 0) return fail(make_error("tensor '{}' has negative dimension {} in shape {}",
-                                        t.name, d, shape_to_string(t.shape)));
+      if (d < 0)
+        return fail(make_error("tensor '{}' has negative dimension {} in shape {}", t.name, d,
+                               shape_to_string(t.shape)));
     // Byte size must fit in int64.
     __int128 bytes = dtype_size(t.dtype);
     for (int64_t d : t.shape) {
@@ -223,9 +245,10 @@ Expected<void> Graph::finalize(const std::string& source) {
       if (t == kNoTensor) continue;
       Tensor& in = tensors_[static_cast<size_t>(t)];
       if (in.role == TensorRole::kActivation && in.producer == kNoOp)
-        return fail(make_error("{}: input '{}' is not defined (no node produces it and it is "
-                               "not a graph input or initializer)",
-                               node_where(op), in.name));
+        return fail(
+            make_error("{}: input '{}' is not defined (no node produces it and it is "
+                       "not a graph input or initializer)",
+                       node_where(op), in.name));
       in.consumers.push_back(id);
     }
   }
@@ -265,8 +288,8 @@ Expected<void> Graph::finalize(const std::string& source) {
 }
 
 void Graph::erase_ops(const std::vector<bool>& erase) {
-  PLANNER_CHECK(erase.size() == ops_.size(), "erase mask has {} entries for {} ops",
-                erase.size(), ops_.size());
+  PLANNER_CHECK(erase.size() == ops_.size(), "erase mask has {} entries for {} ops", erase.size(),
+                ops_.size());
   std::vector<Op> kept;
   kept.reserve(ops_.size());
   for (size_t i = 0; i < ops_.size(); ++i)
@@ -345,8 +368,7 @@ std::string to_text(const Graph& graph) {
   for (OpId id : graph.topo_order()) {
     const Op& op = graph.op(id);
     std::vector<std::string> outs, ins, attrs;
-    for (TensorId t : op.outputs)
-      outs.push_back(t == kNoTensor ? "_" : ref(t) + ": " + type_of(t));
+    for (TensorId t : op.outputs) outs.push_back(t == kNoTensor ? "_" : ref(t) + ": " + type_of(t));
     for (TensorId t : op.inputs) ins.push_back(ref(t));
     for (const auto& [key, attr] : op.attributes) attrs.push_back(key + "=" + attr.to_string());
     std::string type = op.domain.empty() ? op.op_type : op.domain + "." + op.op_type;

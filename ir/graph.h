@@ -28,10 +28,10 @@ inline constexpr OpId kNoOp = -1;          ///< no producer (graph input, parame
 
 /// What a tensor is for; decides how it is counted (parameters vs activations) and planned.
 enum class TensorRole : uint8_t {
-  kInput,       ///< a model input fed every step (tokens, images, RNN initial state)
-  kParameter,   ///< a trainable weight (an ONNX initializer that is not a graph constant)
-  kActivation,  ///< computed by an operator
-  kConstant,    ///< a non-trainable constant (shape vectors, masks, axes) with known values
+  kInput,           ///< a model input fed every step (tokens, images, RNN initial state)
+  kParameter,       ///< a trainable weight (an ONNX initializer that is not a graph constant)
+  kActivation,      ///< computed by an operator
+  kConstant,        ///< a non-trainable constant (shape vectors, masks, axes) with known values
   kOptimizerState,  ///< optimizer state kept across steps (momentum, Adam moments)
 };
 
@@ -41,7 +41,7 @@ std::string_view role_name(TensorRole role);
 struct ExternalData {
   std::string location;  ///< path relative to the model's folder (checked not to escape it)
   int64_t offset = 0;
-  int64_t length = -1;   ///< -1: to the end of the file
+  int64_t length = -1;  ///< -1: to the end of the file
 };
 
 /// A tensor: a named, typed, statically shaped value.
@@ -50,8 +50,8 @@ struct Tensor {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;  ///< static, every dimension >= 0; {} is a scalar
   TensorRole role = TensorRole::kActivation;
-  OpId producer = kNoOp;          ///< filled by Graph::finalize()
-  std::vector<OpId> consumers;    ///< filled by Graph::finalize(), ascending, one entry per use
+  OpId producer = kNoOp;        ///< filled by Graph::finalize()
+  std::vector<OpId> consumers;  ///< filled by Graph::finalize(), ascending, one entry per use
 
   /// Values of small constants (shape vectors, axes, scalars) as raw little-endian bytes in
   /// `dtype`; empty when unknown or not loaded. Parameters never carry data here unless a later
@@ -73,9 +73,9 @@ struct Tensor {
 /// An operator attribute (ONNX's AttributeProto, minus graphs). Tensor-valued attributes are
 /// kept as a Tensor value.
 struct Attribute {
-  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                             std::vector<double>, std::vector<std::string>,
-                             std::shared_ptr<const Tensor>>;
+  using Value =
+      std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                   std::vector<std::string>, std::shared_ptr<const Tensor>>;
   Value value;
 
   bool is_int() const { return std::holds_alternative<int64_t>(value); }
@@ -92,12 +92,12 @@ struct Attribute {
 
 /// An operator: one ONNX node.
 struct Op {
-  std::string name;      ///< unique within the graph (importers name unnamed nodes)
-  std::string op_type;   ///< e.g. "Conv"
-  std::string domain;    ///< "" for the default ONNX domain
+  std::string name;     ///< unique within the graph (importers name unnamed nodes)
+  std::string op_type;  ///< e.g. "Conv"
+  std::string domain;   ///< "" for the default ONNX domain
   std::map<std::string, Attribute> attributes;  ///< sorted by name: deterministic
-  std::vector<TensorId> inputs;   ///< kNoTensor for an omitted optional input
-  std::vector<TensorId> outputs;  ///< kNoTensor for an omitted optional output
+  std::vector<TensorId> inputs;                 ///< kNoTensor for an omitted optional input
+  std::vector<TensorId> outputs;                ///< kNoTensor for an omitted optional output
 
   const Attribute* attribute(std::string_view key) const;
   int64_t int_attr(std::string_view key, int64_t fallback) const;

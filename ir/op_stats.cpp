@@ -107,9 +107,9 @@ double count_flops(const Graph& g, const Op& op) {
            static_cast<double>(b.shape.size() == 2 ? b.shape[1] : 1);
   }
   if (type == "BatchNormTrainGrad") return 8.0 * static_cast<double>(out_elems);
-  if (in(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
-                "Split", "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant",
-                "Dropout"}))
+  if (in(type,
+         {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Split",
+          "Slice", "Gather", "Pad", "Cast", "Expand", "Tile", "Shape", "Constant", "Dropout"}))
     return 0.0;  // data movement only
   return static_cast<double>(out_elems);
 }

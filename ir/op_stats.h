@@ -12,9 +12,9 @@ namespace planner::ir {
 /// Work done by one operator on one device when it is not partitioned (byte counts saturate
 /// at INT64_MAX).
 struct OpStats {
-  double flops = 0;         ///< floating-point operations (a multiply-add counts as 2)
-  int64_t bytes_read = 0;   ///< bytes of all inputs
-  int64_t bytes_written = 0;///< bytes of all outputs
+  double flops = 0;           ///< floating-point operations (a multiply-add counts as 2)
+  int64_t bytes_read = 0;     ///< bytes of all inputs
+  int64_t bytes_written = 0;  ///< bytes of all outputs
 };
 
 /// FLOPs and bytes for one operator, from its type, attributes and static shapes. Operators the
@@ -25,7 +25,7 @@ OpStats op_stats(const Graph& graph, OpId op);
 /// shows as that, never as a wrapped negative number).
 struct GraphStats {
   int64_t num_ops = 0;
-  int64_t parameter_count = 0;   ///< elements of all parameters
+  int64_t parameter_count = 0;  ///< elements of all parameters
   int64_t parameter_bytes = 0;
   int64_t activation_bytes = 0;  ///< bytes of every op output (what a step materialises)
   int64_t input_bytes = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the planner builds and tests with; a no-op when present.
 # clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) are for scripts/fuzz.sh
-# and scripts/sanitize.sh; the planner itself builds with gcc.
+# and scripts/sanitize.sh, clang-format for the formatting check; the planner itself builds
+# with gcc.
 # Optional packages (chromium, for the test that screenshots a report; python3-torch,
 # -torchvision and -onnx, which export the accuracy benchmark's models) are tried after the
 # required ones; if they cannot be installed the script says so and still succeeds, and the
@@ -13,7 +14,7 @@ packages=(
   libfmt-dev libspdlog-dev libboost-graph-dev doctest-dev
   libopenblas-dev libbenchmark-dev
   libopenmpi-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
 )
 optional=(chromium python3-torch python3-torchvision python3-onnx)
 missing_of() {

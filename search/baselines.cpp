@@ -19,7 +19,8 @@ bool is_fully_connected(const ir::Graph& g, const ir::Op& op) {
 }
 
 bool is_forward(const SearchContext& context, ir::OpId op) {
-  return !context.training || context.training->op_phase[static_cast<size_t>(op)] == analysis::Phase::kForward;
+  return !context.training ||
+         context.training->op_phase[static_cast<size_t>(op)] == analysis::Phase::kForward;
 }
 
 // Number of forward ops of a type.
@@ -43,12 +44,15 @@ int count_fully_connected(const SearchContext& context) {
 // split of it splits that dimension), or "".
 std::string var_for_dim(const analysis::Lowering& lowering, ir::OpId op, size_t input, int dim) {
   const ir::Tensor& t = lowering.graph().tensor(lowering.graph().op(op).inputs[input]);
-  if (dim < 0 || static_cast<size_t>(dim) >= t.shape.size() || t.shape[static_cast<size_t>(dim)] < 2) return "";
+  if (dim < 0 || static_cast<size_t>(dim) >= t.shape.size() ||
+      t.shape[static_cast<size_t>(dim)] < 2)
+    return "";
   for (const auto& [var, extent] : lowering.splittable(op)) {
     if (extent < 2) continue;
     auto boxes = lowering.input_boxes_for(op, analysis::OpConfig::split(var, {0, 1}), input);
     if (!boxes || boxes->empty() || static_cast<size_t>(dim) >= (*boxes)[0].size()) continue;
-    if ((*boxes)[0][static_cast<size_t>(dim)].size() < t.shape[static_cast<size_t>(dim)]) return var;
+    if ((*boxes)[0][static_cast<size_t>(dim)].size() < t.shape[static_cast<size_t>(dim)])
+      return var;
   }
   return "";
 }
@@ -63,13 +67,15 @@ std::string batch_var(const analysis::OpConfig& dp) {
 // Sets every member of `group` from `cuts` on all devices.
 void set_group(const GroupSpace& space, int group, const CutList& cuts, int n,
                std::vector<analysis::OpConfig>& configs) {
-  for (auto& [op, config] : space.configs(group, cuts, all_devices(n))) configs[static_cast<size_t>(op)] = std::move(config);
+  for (auto& [op, config] : space.configs(group, cuts, all_devices(n)))
+    configs[static_cast<size_t>(op)] = std::move(config);
 }
 
 Expected<SearchResult> data_parallel_fallback(const SearchContext& context, std::string note) {
   SearchResult r;
-  PLANNER_TRY_ASSIGN(r.configs, analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
-                                                           context.lowering.topology().num_devices()));
+  PLANNER_TRY_ASSIGN(r.configs,
+                     analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
+                                                context.lowering.topology().num_devices()));
   r.notes.push_back(std::move(note));
   r.plans_evaluated = 1;
   return r;
@@ -82,8 +88,9 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const S
   const ir::Graph& g = lowering.graph();
   const int n = lowering.topology().num_devices();
   if (count_forward(context, "Conv") == 0 || count_fully_connected(context) == 0)
-    return data_parallel_fallback(context, "not a CNN (no convolution followed by a fully "
-                                           "connected layer); kept data parallelism");
+    return data_parallel_fallback(context,
+                                  "not a CNN (no convolution followed by a fully "
+                                  "connected layer); kept data parallelism");
   PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
                      analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
   PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> mp,
@@ -95,7 +102,8 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const S
     const ir::Op& op = g.op(id);
     bool a = is_fully_connected(g, op);
     for (ir::TensorId t : op.inputs)
-      if (t != ir::kNoTensor && g.tensor(t).producer != ir::kNoOp && after[static_cast<size_t>(g.tensor(t).producer)])
+      if (t != ir::kNoTensor && g.tensor(t).producer != ir::kNoOp &&
+          after[static_cast<size_t>(g.tensor(t).producer)])
         a = true;
     after[static_cast<size_t>(id)] = a;
   }
@@ -111,7 +119,8 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const S
     if (auto cuts = space.cuts_of(grp, mp[static_cast<size_t>(leader)])) {
       set_group(space, grp, *cuts, n, r.configs);
     } else {
-      for (ir::OpId m : space.members(grp)) r.configs[static_cast<size_t>(m)] = mp[static_cast<size_t>(m)];
+      for (ir::OpId m : space.members(grp))
+        r.configs[static_cast<size_t>(m)] = mp[static_cast<size_t>(m)];
     }
   }
   r.options["model_parallel_groups"] = model_parallel;
@@ -125,8 +134,9 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
   const importers::Topology& topology = lowering.topology();
   const int n = topology.num_devices();
   if (count_forward(context, "Softmax") == 0 || count_fully_connected(context) < 2)
-    return data_parallel_fallback(context, "not a transformer (no attention softmax between fully "
-                                           "connected layers); kept data parallelism");
+    return data_parallel_fallback(context,
+                                  "not a transformer (no attention softmax between fully "
+                                  "connected layers); kept data parallelism");
   // Tensor parallelism inside a node, data parallelism across nodes; a topology whose nodes
   // hold different numbers of devices is treated as one node.
   int nodes = std::max(1, topology.num_nodes());
@@ -153,7 +163,8 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
     const std::string bvar = batch_var(dp[static_cast<size_t>(id)]);
     auto splits_output = [&](const std::string& v) {
       for (size_t o = 0; o < op.outputs.size(); ++o)
-        if (op.outputs[o] != ir::kNoTensor && lowering.output_dim_of(id, o, analysis::OpConfig::split(v, {0, 1})) >= 0)
+        if (op.outputs[o] != ir::kNoTensor &&
+            lowering.output_dim_of(id, o, analysis::OpConfig::split(v, {0, 1})) >= 0)
           return true;
       return false;
     };
@@ -164,7 +175,8 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
     if (!fc && op.outputs.size() == 1 && op.outputs[0] != ir::kNoTensor)
       for (ir::TensorId t : op.inputs)
         residual |= t != ir::kNoTensor && g.tensor(t).role == ir::TensorRole::kActivation &&
-                    tp_dim[static_cast<size_t>(t)] < 0 && g.tensor(t).shape == g.tensor(op.outputs[0]).shape &&
+                    tp_dim[static_cast<size_t>(t)] < 0 &&
+                    g.tensor(t).shape == g.tensor(op.outputs[0]).shape &&
                     std::any_of(op.inputs.begin(), op.inputs.end(), [&](ir::TensorId u) {
                       return u != ir::kNoTensor && tp_dim[static_cast<size_t>(u)] >= 0;
                     });
@@ -178,8 +190,10 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
     // parallel); an input split otherwise is gathered and the layer is column parallel.
     if (fc && !var.empty() && splits_output(var)) var.clear();
     if (!var.empty()) {
-      if (fc) ++row;
-      else ++followed;
+      if (fc)
+        ++row;
+      else
+        ++followed;
     }
     if (var.empty() && fc) {
       // Column parallel: the parameter's dimension whose variable splits the output.
@@ -199,7 +213,8 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
     for (size_t o = 0; o < op.outputs.size(); ++o) {
       ir::TensorId t = op.outputs[o];
       if (t == ir::kNoTensor) continue;
-      tp_dim[static_cast<size_t>(t)] = var.empty() ? -1 : lowering.output_dim_of(id, o, analysis::OpConfig::split(var, {0, 1}));
+      tp_dim[static_cast<size_t>(t)] =
+          var.empty() ? -1 : lowering.output_dim_of(id, o, analysis::OpConfig::split(var, {0, 1}));
     }
     CutList cuts;
     if (nodes > 1) cuts.push_back({bvar, nodes});
@@ -208,10 +223,11 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
   }
   r.options["nodes"] = nodes;
   r.options["tensor_parallel"] = per_node;
-  r.notes.push_back(fmt::format("{}-way tensor parallelism inside each node ({} column- and {} "
-                                "row-parallel layers, {} operators following), {}-way data parallelism "
-                                "across nodes",
-                                per_node, column, row, followed, nodes));
+  r.notes.push_back(
+      fmt::format("{}-way tensor parallelism inside each node ({} column- and {} "
+                  "row-parallel layers, {} operators following), {}-way data parallelism "
+                  "across nodes",
+                  per_node, column, row, followed, nodes));
   r.plans_evaluated = 1;
   return r;
 }

@@ -18,7 +18,8 @@ Deadline Deadline::after(double seconds) {
   Deadline d;
   if (seconds > 0)
     d.at = std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(seconds));
   return d;
 }
 
@@ -27,16 +28,20 @@ namespace {
 using analysis::Box;
 
 // In bytes, every reduction counts in full (no overlap discount).
-bool bytes_objective_reductions_count(Objective o) { return o == Objective::kCommBytes; }
+bool bytes_objective_reductions_count(Objective o) {
+  return o == Objective::kCommBytes;
+}
 
 bool is_update_op(const ir::Op& op) {
-  return op.domain == "ai.planner" && (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
+  return op.domain == "ai.planner" &&
+         (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
 bool contains(const Box& outer, const Box& inner) {
   if (outer.size() != inner.size()) return false;
   for (size_t i = 0; i < outer.size(); ++i)
-    if (inner[i].size() > 0 && (inner[i].begin < outer[i].begin || inner[i].end > outer[i].end)) return false;
+    if (inner[i].size() > 0 && (inner[i].begin < outer[i].begin || inner[i].end > outer[i].end))
+      return false;
   return true;
 }
 
@@ -86,7 +91,8 @@ class Pricer {
     pool.for_each(static_cast<int>(requests_.size()), [&](int i, int) {
       if (deadline.passed()) return;
       const Request& r = requests_[static_cast<size_t>(i)];
-      *r.out = compute(placements_[static_cast<size_t>(r.held)], placements_[static_cast<size_t>(r.need)], r.element_size);
+      *r.out = compute(placements_[static_cast<size_t>(r.held)],
+                       placements_[static_cast<size_t>(r.need)], r.element_size);
     });
     requests_.clear();
   }
@@ -177,8 +183,8 @@ class Pricer {
 // consumer's input.
 struct Flow {
   ir::OpId producer;
-  int slot;        // output index, or for a resident tensor the owner's input index
-  bool resident;   // the producer side is where the owner reads it
+  int slot;       // output index, or for a resident tensor the owner's input index
+  bool resident;  // the producer side is where the owner reads it
   ir::OpId consumer;
   int input;
   int64_t element_size;
@@ -186,7 +192,8 @@ struct Flow {
 
 }  // namespace
 
-Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
+Expected<CostTables> CostTables::build(const GroupSpace& space,
+                                       const std::vector<std::vector<CutList>>& candidates,
                                        const std::vector<int>& devices, const Deadline& deadline,
                                        Objective objective, int threads) {
   WorkerPool pool(threads);
@@ -201,7 +208,8 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
   out.node_.resize(static_cast<size_t>(groups));
 
   // Owners of resident tensors: the update op whose shards keep them.
-  std::vector<std::pair<ir::OpId, int>> owner(static_cast<size_t>(g.num_tensors()), {ir::kNoOp, -1});
+  std::vector<std::pair<ir::OpId, int>> owner(static_cast<size_t>(g.num_tensors()),
+                                              {ir::kNoOp, -1});
   for (ir::OpId id = 0; id < g.num_ops(); ++id) {
     const ir::Op& op = g.op(id);
     if (!is_update_op(op)) continue;
@@ -219,7 +227,8 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
       int64_t es = static_cast<int64_t>(ir::dtype_size(tensor.dtype));
       if (tensor.producer != ir::kNoOp) {
         const ir::Op& p = g.op(tensor.producer);
-        int slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
+        int slot =
+            static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
         flows.push_back({tensor.producer, slot, false, q, static_cast<int>(i), es});
       } else {
         auto [own, slot] = owner[static_cast<size_t>(t)];
@@ -260,7 +269,9 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
         w.error = sharded.error();
         return w;
       }
-      double op_time = count_bytes ? 0.0 : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+      double op_time =
+          count_bytes ? 0.0
+                      : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
       time += op_time;
       if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
       MemberWork& mw = w.members.emplace_back();
@@ -273,10 +284,14 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
         for (size_t s = 0; s < config.devices.size(); ++s)
           p.push_back({sharded->input_boxes[i][s], config.devices[s]});
         // Resident tensors kept here count once per device.
-        if (g.tensor(op.inputs[i]).producer == ir::kNoOp && (is_update_op(op) || owner[static_cast<size_t>(op.inputs[i])].first == ir::kNoOp)) {
+        if (g.tensor(op.inputs[i]).producer == ir::kNoOp &&
+            (is_update_op(op) || owner[static_cast<size_t>(op.inputs[i])].first == ir::kNoOp)) {
           std::map<int, int64_t> per_device;
           for (const auto& [box, d] : p)
-            per_device[d] = std::max(per_device[d], analysis::box_elements(box) * static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+            per_device[d] =
+                std::max(per_device[d],
+                         analysis::box_elements(box) *
+                             static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
           for (const auto& [d, b] : per_device) memory[d] += static_cast<double>(b);
         }
       }
@@ -287,8 +302,9 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
         for (size_t s = 0; s < config.devices.size(); ++s) {
           p.push_back({sharded->output_boxes[o][s], config.devices[s]});
           if (!is_update_op(op))
-            memory[config.devices[s]] += static_cast<double>(analysis::box_elements(sharded->output_boxes[o][s]) *
-                                                             static_cast<int64_t>(ir::dtype_size(t.dtype)));
+            memory[config.devices[s]] +=
+                static_cast<double>(analysis::box_elements(sharded->output_boxes[o][s]) *
+                                    static_cast<int64_t>(ir::dtype_size(t.dtype)));
         }
         // Partial sums: every tile's partials are all-reduced (concurrently).
         const analysis::Sharding& sh = sharded->output_sharding[o];
@@ -298,15 +314,20 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
             for (int r = 0; r < sh.replicas; ++r) {
               std::vector<importers::DeviceId> members;
               for (int pp = 0; pp < sh.partial; ++pp)
-                members.push_back(sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
+                members.push_back(
+                    sh.devices[static_cast<size_t>((tile * sh.partial + pp) * sh.replicas + r)]);
               analysis::Box b = sh.shard_box(t.shape, (tile * sh.partial) * sh.replicas + r);
-              double bytes = static_cast<double>(analysis::box_elements(b) * static_cast<int64_t>(ir::dtype_size(t.dtype)));
-              auto cc = analysis::collective_cost(topology, analysis::Collective::kAllReduce, members, bytes);
-              worst = objective == Objective::kCommBytes ? worst + cc.bytes_sent : std::max(worst, cc.time);
+              double bytes = static_cast<double>(analysis::box_elements(b) *
+                                                 static_cast<int64_t>(ir::dtype_size(t.dtype)));
+              auto cc = analysis::collective_cost(topology, analysis::Collective::kAllReduce,
+                                                  members, bytes);
+              worst = objective == Objective::kCommBytes ? worst + cc.bytes_sent
+                                                         : std::max(worst, cc.time);
             }
           bool feeds_update = !t.consumers.empty();
           for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
-          (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) += worst;
+          (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) +=
+              worst;
         }
       }
     }
@@ -322,7 +343,8 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
   std::vector<std::pair<int, size_t>> pairs;
   std::vector<CandidateWork> work;
   for (int first = 0; first < groups;) {
-    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing operators");
+    if (deadline.passed())
+      return make_error("the search ran out of its time budget while pricing operators");
     pairs.clear();
     int last = first;
     for (; last < groups && pairs.size() < kBatch; ++last) {
@@ -348,7 +370,9 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
         f.need.assign(op.inputs.size(), -1);
         for (size_t i = 0; i < op.inputs.size(); ++i)
           if (op.inputs[i] != ir::kNoTensor)
-            f.need[i] = pricer.intern(std::move(mw.need[i]), static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
+            f.need[i] =
+                pricer.intern(std::move(mw.need[i]),
+                              static_cast<int64_t>(ir::dtype_size(g.tensor(op.inputs[i]).dtype)));
         for (size_t o = 0; o < op.outputs.size(); ++o)
           if (op.outputs[o] != ir::kNoTensor) f.held[o] = pricer.intern(std::move(mw.held[o]));
       }
@@ -359,12 +383,14 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
   // Conversions: every distinct (held, needed) pair is priced first, on the workers; then
   // inside a group onto its node cost, between groups onto an edge.
   for (const Flow& f : flows) {
-    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
+    if (deadline.passed())
+      return make_error("the search ran out of its time budget while pricing conversions");
     int gp = space.group_of(f.producer), gc = space.group_of(f.consumer);
     const auto& pfacts = facts[static_cast<size_t>(f.producer)];
     const auto& cfacts = facts[static_cast<size_t>(f.consumer)];
     for (size_t cp = 0; cp < pfacts.size(); ++cp) {
-      int held = f.resident ? pfacts[cp].need[static_cast<size_t>(f.slot)] : pfacts[cp].held[static_cast<size_t>(f.slot)];
+      int held = f.resident ? pfacts[cp].need[static_cast<size_t>(f.slot)]
+                            : pfacts[cp].held[static_cast<size_t>(f.slot)];
       if (gp == gc) {
         pricer.request(held, cfacts[cp].need[static_cast<size_t>(f.input)], f.element_size);
         continue;
@@ -374,19 +400,24 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
     }
   }
   pricer.price_requests(pool, deadline);
-  if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
+  if (deadline.passed())
+    return make_error("the search ran out of its time budget while pricing conversions");
   std::map<std::pair<int, int>, size_t> edge_index;
   for (const Flow& f : flows) {
-    if (deadline.passed()) return make_error("the search ran out of its time budget while pricing conversions");
+    if (deadline.passed())
+      return make_error("the search ran out of its time budget while pricing conversions");
     int gp = space.group_of(f.producer), gc = space.group_of(f.consumer);
     auto held_of = [&](size_t c) {
       const OpFacts& pf = facts[static_cast<size_t>(f.producer)][c];
-      return f.resident ? pf.need[static_cast<size_t>(f.slot)] : pf.held[static_cast<size_t>(f.slot)];
+      return f.resident ? pf.need[static_cast<size_t>(f.slot)]
+                        : pf.held[static_cast<size_t>(f.slot)];
     };
     if (gp == gc) {
       auto& node = out.node_[static_cast<size_t>(gp)];
       for (size_t c = 0; c < node.size(); ++c)
-        node[c].time += pricer.price(held_of(c), facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
+        node[c].time += pricer.price(
+            held_of(c),
+            facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
       continue;
     }
     int a = std::min(gp, gc), b = std::max(gp, gc);
@@ -400,11 +431,13 @@ Expected<CostTables> CostTables::build(const GroupSpace& space, const std::vecto
       out.edges_.push_back(std::move(e));
     }
     Edge& e = out.edges_[it->second];
-    size_t np = candidates[static_cast<size_t>(gp)].size(), nc = candidates[static_cast<size_t>(gc)].size();
+    size_t np = candidates[static_cast<size_t>(gp)].size(),
+           nc = candidates[static_cast<size_t>(gc)].size();
     for (size_t cp = 0; cp < np; ++cp) {
       int held = held_of(cp);
       for (size_t cc = 0; cc < nc; ++cc) {
-        double t = pricer.price(held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
+        double t = pricer.price(
+            held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
         size_t ca = gp == a ? cp : cc, cb = gp == a ? cc : cp;
         e.cost[ca * static_cast<size_t>(e.nb) + cb] += t;
       }
@@ -422,8 +455,9 @@ Cost CostTables::total(const std::vector<int>& choice) const {
     c.memory += n.memory;
   }
   for (const Edge& e : edges_)
-    c.time += e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.a)]) * static_cast<size_t>(e.nb) +
-                     static_cast<size_t>(choice[static_cast<size_t>(e.b)])];
+    c.time +=
+        e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.a)]) * static_cast<size_t>(e.nb) +
+               static_cast<size_t>(choice[static_cast<size_t>(e.b)])];
   return c;
 }
 

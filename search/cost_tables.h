@@ -51,7 +51,8 @@ class CostTables {
   /// Builds the tables for `candidates[g]` of every group, on `devices`. Errors: a config the
   /// lowering refuses (named), or the deadline passing. `threads` workers price candidates
   /// and conversions; the tables do not depend on it.
-  static Expected<CostTables> build(const GroupSpace& space, const std::vector<std::vector<CutList>>& candidates,
+  static Expected<CostTables> build(const GroupSpace& space,
+                                    const std::vector<std::vector<CutList>>& candidates,
                                     const std::vector<int>& devices, const Deadline& deadline,
                                     Objective objective = Objective::kTime, int threads = 1);
 

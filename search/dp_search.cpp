@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "search/elimination.h"
+#include "search/plan_builder.h"
 #include "search/search.h"
 
 namespace planner::search {
@@ -23,13 +24,11 @@ std::vector<int> factorise(int k) {
   return f;
 }
 
-}  // namespace
-
-Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions& options) {
+// The recursive DP over the first n devices.
+Expected<SearchResult> dp_on(const SearchContext& context, const SearchOptions& options, int n,
+                             const Deadline& deadline) {
   const GroupSpace& space = context.space;
-  const int n = context.lowering.topology().num_devices();
   const std::vector<int> devices = all_devices(n);
-  const Deadline deadline = Deadline::after(options.budget_s);
   std::vector<CutList> cuts(static_cast<size_t>(space.num_groups()));
   SearchResult result;
   const std::vector<int> factors = factorise(n);
@@ -39,8 +38,9 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
     const int k = factors[step];
     done *= k;
     const int rest = n / done;
-    if (options.progress) options.progress(static_cast<double>(step) / static_cast<double>(factors.size()),
-                                           fmt::format("cut {} of {} ({} ways)", step + 1, factors.size(), k));
+    if (options.progress)
+      options.progress(static_cast<double>(step) / static_cast<double>(factors.size()),
+                       fmt::format("cut {} of {} ({} ways)", step + 1, factors.size(), k));
     // Candidates of this cut: each variable the group can still split k more ways, or
     // replication; the devices not yet cut replicate the group meanwhile.
     std::vector<std::vector<CutList>> candidates(static_cast<size_t>(space.num_groups()));
@@ -65,7 +65,8 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
       }
       if (cands.empty()) with({"", k});
     }
-    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, options.objective, options.threads));
+    PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline,
+                                                            options.objective, options.threads));
     EliminationOptions eo;
     eo.track_memory = false;
     eo.deadline = deadline;
@@ -73,7 +74,9 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
     PLANNER_TRY_ASSIGN(EliminationResult best, eliminate(tables, eo));
     result.plans_evaluated += static_cast<int64_t>(tables.conversions_priced());
     for (int g = 0; g < space.num_groups(); ++g) {
-      const CutList& chosen = candidates[static_cast<size_t>(g)][static_cast<size_t>(best.choices[0][static_cast<size_t>(g)])];
+      const CutList& chosen =
+          candidates[static_cast<size_t>(g)]
+                    [static_cast<size_t>(best.choices[0][static_cast<size_t>(g)])];
       cuts[static_cast<size_t>(g)].push_back(chosen[cuts[static_cast<size_t>(g)].size()]);
     }
     steps += (steps.empty() ? "" : "x") + std::to_string(k);
@@ -82,6 +85,52 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
   result.options["cuts"] = steps.empty() ? "1" : steps;
   result.options["objective"] = options.objective == Objective::kCommBytes ? "comm" : "time";
   return result;
+}
+
+}  // namespace
+
+std::vector<int> device_blocks(int n) {
+  std::vector<int> out = {n};
+  for (int f : factorise(n)) out.push_back(out.back() / f);
+  return out;
+}
+
+// The DP over all n devices, and over the first n / k1, n / (k1·k2), … (the blocks its first
+// cuts make: a node, half a node, …), the fastest plan that fits by the simulator kept. A plan
+// on fewer devices is a plan on all of them with the rest idle, so more GPUs are never
+// predicted slower than the best plan this search finds on fewer (a batch too small to spread
+// over the whole machine stays on a part of it, and the note says so).
+Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions& options) {
+  const int n = context.lowering.topology().num_devices();
+  const Deadline deadline = Deadline::after(options.budget_s);
+  const int64_t limit = options.memory_limit > 0
+                            ? options.memory_limit
+                            : default_memory_limit(context.lowering.topology());
+  PLANNER_TRY_ASSIGN(SearchResult best, dp_on(context, options, n, deadline));
+  if (options.objective == Objective::kCommBytes || !options.fewer_devices || n == 1) return best;
+  PLANNER_TRY_ASSIGN(PlanMetrics best_m, evaluate_configs(context.lowering, best.configs));
+  int used = n;
+  int64_t evaluated = best.plans_evaluated;
+  for (int m : device_blocks(n)) {
+    if (m == n) continue;
+    PLANNER_TRY_ASSIGN(SearchResult r, dp_on(context, options, m, deadline));
+    evaluated += r.plans_evaluated;
+    PLANNER_TRY_ASSIGN(PlanMetrics rm, evaluate_configs(context.lowering, r.configs));
+    const bool fits = rm.peak_memory_bytes <= limit, best_fits = best_m.peak_memory_bytes <= limit;
+    if ((fits && !best_fits) || (fits == best_fits && rm.step_time_s < best_m.step_time_s)) {
+      best = std::move(r);
+      best_m = rm;
+      used = m;
+    }
+  }
+  best.plans_evaluated = evaluated;
+  if (used < n) {
+    best.options["gpus_used"] = used;
+    best.notes.push_back(fmt::format(
+        "uses {} of the {} GPUs: this search's plans over more of them are predicted slower",
+        used, n));
+  }
+  return best;
 }
 
 }  // namespace planner::search

@@ -34,7 +34,10 @@ struct Prov {
 class Engine {
  public:
   Engine(const CostTables& tables, const EliminationOptions& options)
-      : tables_(tables), options_(options), pool_(options.threads), scratch_(static_cast<size_t>(pool_.size())) {}
+      : tables_(tables),
+        options_(options),
+        pool_(options.threads),
+        scratch_(static_cast<size_t>(pool_.size())) {}
 
   Expected<EliminationResult> run();
 
@@ -45,8 +48,9 @@ class Engine {
   };
 
   const Frontier& edge_at(const EdgeData& e, int x, int cx, int cy) const {
-    return x == e.u ? e.m[static_cast<size_t>(cx) * static_cast<size_t>(e.nv) + static_cast<size_t>(cy)]
-                    : e.m[static_cast<size_t>(cy) * static_cast<size_t>(e.nv) + static_cast<size_t>(cx)];
+    return x == e.u
+               ? e.m[static_cast<size_t>(cx) * static_cast<size_t>(e.nv) + static_cast<size_t>(cy)]
+               : e.m[static_cast<size_t>(cy) * static_cast<size_t>(e.nv) + static_cast<size_t>(cx)];
   }
 
   int prov(int node, int choice, int a, int b, int c) {
@@ -63,7 +67,8 @@ class Engine {
   void prune(std::vector<Point>& f) const {
     if (!options_.track_memory) {
       if (f.size() <= 1) return;
-      auto best = std::min_element(f.begin(), f.end(), [](const Point& a, const Point& b) { return a.time < b.time; });
+      auto best = std::min_element(f.begin(), f.end(),
+                                   [](const Point& a, const Point& b) { return a.time < b.time; });
       Point p = *best;
       f.assign(1, p);
       return;
@@ -77,7 +82,8 @@ class Engine {
         if (p.memory < small.memory || (p.memory == small.memory && p.time < small.time)) small = p;
       }
       auto dominated = [](const Point& p, const Point& by) {
-        return p.time >= by.time && p.memory >= by.memory && (p.time > by.time || p.memory > by.memory);
+        return p.time >= by.time && p.memory >= by.memory &&
+               (p.time > by.time || p.memory > by.memory);
       };
       std::erase_if(f, [&](const Point& p) { return dominated(p, fast) || dominated(p, small); });
     }
@@ -119,7 +125,8 @@ class Engine {
     Frontier fresh, merged;
   };
 
-  Frontier union_of_sums(const std::vector<Block>& blocks, std::vector<Source>& src, Scratch& scratch) const {
+  Frontier union_of_sums(const std::vector<Block>& blocks, std::vector<Source>& src,
+                         Scratch& scratch) const {
     auto& order_ = scratch.order;
     auto& fresh_ = scratch.fresh;
     auto& merged_ = scratch.merged;
@@ -141,10 +148,11 @@ class Engine {
       if (!blocks[i].a->empty() && !blocks[i].b->empty())
         order_.push_back({blocks[i].a->back().time + blocks[i].b->back().time, i});
     std::sort(order_.begin(), order_.end());  // fastest corner first, ties by block
-    Frontier& stair = out;  // memory ascending, time strictly descending
+    Frontier& stair = out;                    // memory ascending, time strictly descending
     // Weakly dominated by the staircase: the last point with memory <= m has the least time.
     auto covered = [&stair](double m, double t) {
-      auto it = std::upper_bound(stair.begin(), stair.end(), m, [](double v, const Point& p) { return v < p.memory; });
+      auto it = std::upper_bound(stair.begin(), stair.end(), m,
+                                 [](double v, const Point& p) { return v < p.memory; });
       return it != stair.begin() && std::prev(it)->time <= t;
     };
     auto by_memory = [](const Point& a, const Point& b) {
@@ -170,7 +178,8 @@ class Engine {
       if (fresh_.empty()) continue;
       std::sort(fresh_.begin(), fresh_.end(), by_memory);
       merged_.clear();
-      std::merge(stair.begin(), stair.end(), fresh_.begin(), fresh_.end(), std::back_inserter(merged_), by_memory);
+      std::merge(stair.begin(), stair.end(), fresh_.begin(), fresh_.end(),
+                 std::back_inserter(merged_), by_memory);
       stair.clear();
       for (const Point& p : merged_)
         if (stair.empty() || p.time < stair.back().time) stair.push_back(p);
@@ -216,9 +225,12 @@ void Engine::add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m) {
   EdgeData& e = edges_[static_cast<size_t>(it->second)];
   for (int cx = 0; cx < nx; ++cx)
     for (int cy = 0; cy < ny; ++cy) {
-      Frontier& cur = x == e.u ? e.m[static_cast<size_t>(cx) * static_cast<size_t>(e.nv) + static_cast<size_t>(cy)]
-                               : e.m[static_cast<size_t>(cy) * static_cast<size_t>(e.nv) + static_cast<size_t>(cx)];
-      const Frontier& add = m[static_cast<size_t>(cx) * static_cast<size_t>(ny) + static_cast<size_t>(cy)];
+      Frontier& cur =
+          x == e.u
+              ? e.m[static_cast<size_t>(cx) * static_cast<size_t>(e.nv) + static_cast<size_t>(cy)]
+              : e.m[static_cast<size_t>(cy) * static_cast<size_t>(e.nv) + static_cast<size_t>(cx)];
+      const Frontier& add =
+          m[static_cast<size_t>(cx) * static_cast<size_t>(ny) + static_cast<size_t>(cy)];
       // Provenances are attached after pruning (only survivors get an entry).
       std::vector<std::pair<int, int>> src;
       Frontier tagged;
@@ -229,7 +241,9 @@ void Engine::add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m) {
           src.push_back({cur[ia].prov, add[ib].prov});
         }
       prune(tagged);
-      for (Point& p : tagged) p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1);
+      for (Point& p : tagged)
+        p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first,
+                      src[static_cast<size_t>(p.prov)].second, -1);
       cur = std::move(tagged);
     }
 }
@@ -260,33 +274,43 @@ void Engine::eliminate_node(int j) {
   // Rows ci are independent: workers fill them, then provenances are recorded in order.
   // Small eliminations stay on this thread.
   const bool worth_it = static_cast<int64_t>(ni) * nj * nk >= kParallelWork;
-  pool_.for_each(ni, [&](int ci, int worker) {
-    std::vector<Block> blocks(1);
-    for (int cj = 0; cj < nj; ++cj) {
-      const size_t li = static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj);
-      blocks[0] = {&edge_at(a, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj};
-      left[li] = union_of_sums(blocks, left_src[li], scratch_[static_cast<size_t>(worker)]);
-    }
-  }, worth_it);
+  pool_.for_each(
+      ni,
+      [&](int ci, int worker) {
+        std::vector<Block> blocks(1);
+        for (int cj = 0; cj < nj; ++cj) {
+          const size_t li =
+              static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj);
+          blocks[0] = {&edge_at(a, i, ci, cj),
+                       &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj};
+          left[li] = union_of_sums(blocks, left_src[li], scratch_[static_cast<size_t>(worker)]);
+        }
+      },
+      worth_it);
   std::vector<std::vector<Source>> src(m.size());
-  pool_.for_each(ni, [&](int ci, int worker) {
-    std::vector<Block> blocks;
-    for (int ck = 0; ck < nk; ++ck) {
-      blocks.clear();
-      for (int cj = 0; cj < nj; ++cj)
-        blocks.push_back({&left[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj)],
-                          &edge_at(b, j, cj, ck), cj});
-      const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
-      m[mi] = union_of_sums(blocks, src[mi], scratch_[static_cast<size_t>(worker)]);
-    }
-  }, worth_it);
+  pool_.for_each(
+      ni,
+      [&](int ci, int worker) {
+        std::vector<Block> blocks;
+        for (int ck = 0; ck < nk; ++ck) {
+          blocks.clear();
+          for (int cj = 0; cj < nj; ++cj)
+            blocks.push_back(
+                {&left[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(cj)],
+                 &edge_at(b, j, cj, ck), cj});
+          const size_t mi =
+              static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
+          m[mi] = union_of_sums(blocks, src[mi], scratch_[static_cast<size_t>(worker)]);
+        }
+      },
+      worth_it);
   for (int ci = 0; ci < ni; ++ci)
     for (int ck = 0; ck < nk; ++ck) {
       const size_t mi = static_cast<size_t>(ci) * static_cast<size_t>(nk) + static_cast<size_t>(ck);
       for (Point& p : m[mi]) {
         const Source& s = src[mi][static_cast<size_t>(p.prov)];
-        const Source& l = left_src[static_cast<size_t>(ci) * static_cast<size_t>(nj) + static_cast<size_t>(s.tag)]
-                                  [static_cast<size_t>(s.pa)];
+        const Source& l = left_src[static_cast<size_t>(ci) * static_cast<size_t>(nj) +
+                                   static_cast<size_t>(s.tag)][static_cast<size_t>(s.pa)];
         p.prov = prov(j, s.tag, l.pa, l.pb, s.pb);
       }
     }
@@ -307,12 +331,17 @@ void Engine::eliminate_branch(int j) {
   std::vector<Frontier> bests(static_cast<size_t>(ni));
   std::vector<std::vector<Source>> bsrcs(static_cast<size_t>(ni));
   // i is captured by copy: clang 14 refuses lambdas that name a structured binding.
-  pool_.for_each(ni, [&, i = i](int ci, int worker) {
-    std::vector<Block> blocks;
-    for (int cj = 0; cj < nj; ++cj)
-      blocks.push_back({&edge_at(e, i, ci, cj), &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj});
-    bests[static_cast<size_t>(ci)] = union_of_sums(blocks, bsrcs[static_cast<size_t>(ci)], scratch_[static_cast<size_t>(worker)]);
-  }, static_cast<int64_t>(ni) * nj * 8 >= kParallelWork);
+  pool_.for_each(
+      ni,
+      [&, i = i](int ci, int worker) {
+        std::vector<Block> blocks;
+        for (int cj = 0; cj < nj; ++cj)
+          blocks.push_back({&edge_at(e, i, ci, cj),
+                            &node_[static_cast<size_t>(j)][static_cast<size_t>(cj)], cj});
+        bests[static_cast<size_t>(ci)] = union_of_sums(blocks, bsrcs[static_cast<size_t>(ci)],
+                                                       scratch_[static_cast<size_t>(worker)]);
+      },
+      static_cast<int64_t>(ni) * nj * 8 >= kParallelWork);
   for (int ci = 0; ci < ni; ++ci) {
     Frontier& best = bests[static_cast<size_t>(ci)];
     for (Point& p : best) {
@@ -328,7 +357,9 @@ void Engine::eliminate_branch(int j) {
         src.push_back({a.prov, b.prov});
       }
     prune(sum);
-    for (Point& p : sum) p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1);
+    for (Point& p : sum)
+      p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first,
+                    src[static_cast<size_t>(p.prov)].second, -1);
     cur = std::move(sum);
   }
   remove_edge(eij);
@@ -346,7 +377,9 @@ void Engine::finish_isolated(int j) {
       src.push_back({static_cast<int>(cj), p.prov});
     }
   prune(f);
-  for (Point& p : f) p.prov = prov(j, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1, -1);
+  for (Point& p : f)
+    p.prov = prov(j, src[static_cast<size_t>(p.prov)].first,
+                  src[static_cast<size_t>(p.prov)].second, -1, -1);
   components_.push_back(std::move(f));
   alive_[static_cast<size_t>(j)] = false;
 }
@@ -368,7 +401,8 @@ void Engine::eliminate_heuristic(int j) {
       double m = std::numeric_limits<double>::infinity();
       for (size_t ci = 0; ci < node_[static_cast<size_t>(i)].size(); ++ci)
         m = std::min(m, min_time(node_[static_cast<size_t>(i)][ci]) +
-                            min_time(edge_at(edges_[static_cast<size_t>(e)], j, static_cast<int>(cj), static_cast<int>(ci))));
+                            min_time(edge_at(edges_[static_cast<size_t>(e)], j,
+                                             static_cast<int>(cj), static_cast<int>(ci))));
       score += m;
     }
     if (score < best_score) {
@@ -377,7 +411,8 @@ void Engine::eliminate_heuristic(int j) {
     }
   }
   fixed_[static_cast<size_t>(j)] = best;
-  std::vector<std::pair<int, int>> nbrs(adj_[static_cast<size_t>(j)].begin(), adj_[static_cast<size_t>(j)].end());
+  std::vector<std::pair<int, int>> nbrs(adj_[static_cast<size_t>(j)].begin(),
+                                        adj_[static_cast<size_t>(j)].end());
   bool carried = false;
   for (const auto& [i, e] : nbrs) {
     const EdgeData& ed = edges_[static_cast<size_t>(e)];
@@ -393,7 +428,9 @@ void Engine::eliminate_heuristic(int j) {
             src.push_back({a.prov, b.prov});
           }
         prune(with);
-        for (Point& p : with) p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1);
+        for (Point& p : with)
+          p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first,
+                        src[static_cast<size_t>(p.prov)].second, -1);
         add = std::move(with);
       }
       Frontier& cur = node_[static_cast<size_t>(i)][ci];
@@ -405,7 +442,9 @@ void Engine::eliminate_heuristic(int j) {
           src.push_back({a.prov, b.prov});
         }
       prune(sum);
-      for (Point& p : sum) p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1);
+      for (Point& p : sum)
+        p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first,
+                      src[static_cast<size_t>(p.prov)].second, -1);
       cur = std::move(sum);
     }
     carried = true;
@@ -435,16 +474,19 @@ Expected<EliminationResult> Engine::run() {
   fixed_.assign(static_cast<size_t>(n), -1);
   for (int g = 0; g < n; ++g)
     for (const Cost& c : tables_.node(g))
-      node_[static_cast<size_t>(g)].push_back({{options_.track_memory ? c.memory : 0.0, c.time, -1}});
+      node_[static_cast<size_t>(g)].push_back(
+          {{options_.track_memory ? c.memory : 0.0, c.time, -1}});
   for (const CostTables::Edge& e : tables_.edges()) {
     std::vector<Frontier> m;
     m.reserve(e.cost.size());
     for (double t : e.cost) m.push_back({{0.0, t, -1}});
-    add_edge(e.a, e.b, static_cast<int>(node_[static_cast<size_t>(e.a)].size()), e.nb, std::move(m));
+    add_edge(e.a, e.b, static_cast<int>(node_[static_cast<size_t>(e.a)].size()), e.nb,
+             std::move(m));
   }
   int remaining = n;
   while (remaining > 0) {
-    if (options_.deadline.passed()) return make_error("the search ran out of its time budget while eliminating");
+    if (options_.deadline.passed())
+      return make_error("the search ran out of its time budget while eliminating");
     // The exact eliminations first, lowest degree first (ties: lowest group, for determinism).
     int pick = -1;
     size_t pick_degree = 0;
@@ -468,7 +510,8 @@ Expected<EliminationResult> Engine::run() {
       int hub = -1;
       for (int g = 0; g < n; ++g)
         if (alive_[static_cast<size_t>(g)] &&
-            (hub < 0 || adj_[static_cast<size_t>(g)].size() > adj_[static_cast<size_t>(hub)].size()))
+            (hub < 0 ||
+             adj_[static_cast<size_t>(g)].size() > adj_[static_cast<size_t>(hub)].size()))
           hub = g;
       eliminate_heuristic(hub);
     }
@@ -485,7 +528,9 @@ Expected<EliminationResult> Engine::run() {
         src.push_back({a.prov, b.prov});
       }
     prune(sum);
-    for (Point& p : sum) p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first, src[static_cast<size_t>(p.prov)].second, -1);
+    for (Point& p : sum)
+      p.prov = prov(-1, -1, src[static_cast<size_t>(p.prov)].first,
+                    src[static_cast<size_t>(p.prov)].second, -1);
     total = std::move(sum);
   }
   for (const Point& p : total) {
@@ -523,13 +568,16 @@ EliminationResult exhaustive(const CostTables& tables, bool track_memory) {
   }
   EliminationResult r;
   if (!track_memory) {
-    auto best = std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first.time < b.first.time; });
+    auto best = std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
+      return a.first.time < b.first.time;
+    });
     r.costs.push_back(best->first);
     r.choices.push_back(best->second);
     return r;
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.first.memory != b.first.memory ? a.first.memory < b.first.memory : a.first.time < b.first.time;
+    return a.first.memory != b.first.memory ? a.first.memory < b.first.memory
+                                            : a.first.time < b.first.time;
   });
   for (const auto& [c, ch] : all)
     if (r.costs.empty() || c.time < r.costs.back().time) {

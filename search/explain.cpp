@@ -10,8 +10,8 @@
 
 namespace planner::search {
 
-Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<analysis::OpConfig>& configs,
-                                    int group) {
+Expected<Explanation> explain_group(const GroupSpace& space,
+                                    const std::vector<analysis::OpConfig>& configs, int group) {
   const analysis::Lowering& lowering = space.lowering();
   const int n = lowering.topology().num_devices();
   const std::vector<int> devices = all_devices(n);
@@ -35,7 +35,8 @@ Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<a
     fixed_ok[static_cast<size_t>(g)] = c.has_value();
   }
   PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, all, devices, {}));
-  PLANNER_TRY_ASSIGN(analysis::PlanSimulation sim, analysis::PlanSimulation::create(lowering, configs));
+  PLANNER_TRY_ASSIGN(analysis::PlanSimulation sim,
+                     analysis::PlanSimulation::create(lowering, configs));
   for (size_t c = 0; c < cands.size(); ++c) {
     ExplainedOption o;
     o.cuts = cands[c];
@@ -57,11 +58,16 @@ Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<a
     out.options.push_back(std::move(o));
   }
   std::stable_sort(out.options.begin(), out.options.end(),
-                   [](const ExplainedOption& a, const ExplainedOption& b) { return a.step_time_s < b.step_time_s; });
-  auto chosen = std::find_if(out.options.begin(), out.options.end(), [](const auto& o) { return o.chosen; });
+                   [](const ExplainedOption& a, const ExplainedOption& b) {
+                     return a.step_time_s < b.step_time_s;
+                   });
+  auto chosen =
+      std::find_if(out.options.begin(), out.options.end(), [](const auto& o) { return o.chosen; });
   if (chosen == out.options.end()) {
-    out.verdict = "the plan's configuration of this group is not a cut list of its leader (hand-written or from "
-                  "another planner), so it is shown against every cut list instead";
+    out.verdict =
+        "the plan's configuration of this group is not a cut list of its leader (hand-written or "
+        "from "
+        "another planner), so it is shown against every cut list instead";
     return out;
   }
   const ExplainedOption& best = out.options.front();
@@ -84,10 +90,11 @@ Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<a
                           format_seconds(chosen->compute_s), format_seconds(next->compute_s));
       else
         why = "the simulator overlaps its communication better";
-      out.verdict = fmt::format("{} wins: the step takes {}; the next best, {}, takes {} ({:+.1f}%): {}",
-                                cuts_to_string(chosen->cuts), format_seconds(chosen->step_time_s),
-                                cuts_to_string(next->cuts), format_seconds(next->step_time_s),
-                                100.0 * (next->step_time_s / chosen->step_time_s - 1.0), why);
+      out.verdict =
+          fmt::format("{} wins: the step takes {}; the next best, {}, takes {} ({:+.1f}%): {}",
+                      cuts_to_string(chosen->cuts), format_seconds(chosen->step_time_s),
+                      cuts_to_string(next->cuts), format_seconds(next->step_time_s),
+                      100.0 * (next->step_time_s / chosen->step_time_s - 1.0), why);
       if (next->peak_memory < chosen->peak_memory)
         out.verdict += fmt::format("; it needs more memory ({} against {})",
                                    format_bytes(static_cast<double>(chosen->peak_memory)),
@@ -95,9 +102,11 @@ Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<a
     }
   } else {
     out.verdict = fmt::format(
-        "{} would make the step faster ({} against the plan's {}); the plan's search did not find it (the searches "
+        "{} would make the step faster ({} against the plan's {}); the plan's search did not find "
+        "it (the searches "
         "decide groups together; changed alone this group gains)",
-        cuts_to_string(best.cuts), format_seconds(best.step_time_s), format_seconds(chosen->step_time_s));
+        cuts_to_string(best.cuts), format_seconds(best.step_time_s),
+        format_seconds(chosen->step_time_s));
     if (best.peak_memory > chosen->peak_memory)
       out.verdict += fmt::format(", but it needs more memory ({} against {})",
                                  format_bytes(static_cast<double>(best.peak_memory)),

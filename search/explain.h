@@ -14,13 +14,13 @@ namespace planner::search {
 
 /// One strategy of a group, costed with every other group as the plan has it.
 struct ExplainedOption {
-  CutList cuts;                  ///< the group's cut list
-  std::string leader_config;     ///< the leader's OpConfig in text form
-  double compute_s = 0;          ///< the group's own time: compute, reductions, internal conversions
-  double conversion_s = 0;       ///< conversions with the neighbouring groups
-  double memory = 0;             ///< bytes on the group's most loaded device
-  double step_time_s = 0;        ///< the whole plan's simulated step time with this option
-  int64_t peak_memory = 0;       ///< the whole plan's largest device peak with this option
+  CutList cuts;               ///< the group's cut list
+  std::string leader_config;  ///< the leader's OpConfig in text form
+  double compute_s = 0;       ///< the group's own time: compute, reductions, internal conversions
+  double conversion_s = 0;    ///< conversions with the neighbouring groups
+  double memory = 0;          ///< bytes on the group's most loaded device
+  double step_time_s = 0;     ///< the whole plan's simulated step time with this option
+  int64_t peak_memory = 0;    ///< the whole plan's largest device peak with this option
   bool chosen = false;
 };
 
@@ -33,7 +33,7 @@ struct Explanation {
 
 /// Explains `group` of a plan whose configs are `configs` on the lowering's topology.
 /// Errors: the plan's configs do not lower.
-Expected<Explanation> explain_group(const GroupSpace& space, const std::vector<analysis::OpConfig>& configs,
-                                    int group);
+Expected<Explanation> explain_group(const GroupSpace& space,
+                                    const std::vector<analysis::OpConfig>& configs, int group);
 
 }  // namespace planner::search

@@ -12,15 +12,17 @@ namespace planner::search {
 /// One plan on the frontier.
 struct FrontierPoint {
   std::vector<analysis::OpConfig> configs;
-  Cost table;         ///< what the cost tables say (the frontier's own axes)
-  PlanMetrics simulated;  ///< what the simulator says
-  bool data_parallel = false;  ///< data parallelism itself, which the tables ranked below a point the simulator finds slower
+  Cost table;                  ///< what the cost tables say (the frontier's own axes)
+  PlanMetrics simulated;       ///< what the simulator says
+  bool data_parallel = false;  ///< data parallelism itself, which the tables ranked below a point
+                               ///< the simulator finds slower
 };
 
 /// The frontier over `devices` (every group's cut lists of at most two cuts on them), each
 /// point simulated; sorted by simulated peak memory, then time. Errors: the deadline, or a
 /// config the lowering refuses.
-Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context, const SearchOptions& options,
+Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context,
+                                                      const SearchOptions& options,
                                                       const std::vector<int>& devices);
 
 /// Index of the fastest point whose peak memory is within `limit`, or -1 when none fits.

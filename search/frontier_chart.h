@@ -23,6 +23,7 @@ struct FrontierSeries {
 
 /// A self-contained SVG document (no scripts, no external resources). Deterministic; `title`
 /// may hold any bytes (it is escaped).
-std::string frontier_svg(const std::string& title, const std::vector<FrontierSeries>& series, int64_t memory_limit);
+std::string frontier_svg(const std::string& title, const std::vector<FrontierSeries>& series,
+                         int64_t memory_limit);
 
 }  // namespace planner::search

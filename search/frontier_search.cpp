@@ -11,7 +11,8 @@
 
 namespace planner::search {
 
-Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context, const SearchOptions& options,
+Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context,
+                                                      const SearchOptions& options,
                                                       const std::vector<int>& devices) {
   const GroupSpace& space = context.space;
   const Deadline deadline = Deadline::after(options.budget_s);
@@ -19,7 +20,8 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   for (int g = 0; g < space.num_groups(); ++g)
     candidates[static_cast<size_t>(g)] = space.candidates(g, static_cast<int>(devices.size()));
   if (options.progress) options.progress(0.0, "pricing candidates");
-  PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline, Objective::kTime, options.threads));
+  PLANNER_TRY_ASSIGN(CostTables tables, CostTables::build(space, candidates, devices, deadline,
+                                                          Objective::kTime, options.threads));
   if (options.progress) options.progress(0.4, "tracking the frontier");
   EliminationOptions eo;
   eo.track_memory = true;
@@ -27,7 +29,8 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   eo.deadline = deadline;
   eo.threads = options.threads;
   PLANNER_TRY_ASSIGN(EliminationResult frontier, eliminate(tables, eo));
-  if (options.progress) options.progress(0.6, fmt::format("simulating {} frontier plans", frontier.choices.size()));
+  if (options.progress)
+    options.progress(0.6, fmt::format("simulating {} frontier plans", frontier.choices.size()));
   // Each point is lowered and simulated on its own (the lowering is safe to share).
   std::vector<FrontierPoint> out(frontier.choices.size());
   std::vector<std::optional<Error>> errors(out.size());
@@ -35,7 +38,8 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   pool.for_each(static_cast<int>(out.size()), [&](int i, int) {
     std::vector<CutList> cuts;
     for (int g = 0; g < space.num_groups(); ++g)
-      cuts.push_back(candidates[static_cast<size_t>(g)][static_cast<size_t>(frontier.choices[static_cast<size_t>(i)][static_cast<size_t>(g)])]);
+      cuts.push_back(candidates[static_cast<size_t>(g)][static_cast<size_t>(
+          frontier.choices[static_cast<size_t>(i)][static_cast<size_t>(g)])]);
     FrontierPoint& p = out[static_cast<size_t>(i)];
     p.configs = space.plan(cuts, devices);
     p.table = frontier.costs[static_cast<size_t>(i)];
@@ -51,8 +55,9 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   // table costs can rank it below a plan the simulator finds slower: it joins the candidates,
   // so the frontier is never beaten by it.
   {
-    PLANNER_TRY_ASSIGN(auto dp, analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
-                                                           static_cast<int>(devices.size())));
+    PLANNER_TRY_ASSIGN(
+        auto dp, analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel,
+                                            static_cast<int>(devices.size())));
     FrontierPoint p;
     p.configs = std::move(dp);
     PLANNER_TRY_ASSIGN(p.simulated, evaluate_configs(context.lowering, p.configs));
@@ -69,7 +74,8 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
   // equal to a kept one) leave the frontier.
   std::vector<FrontierPoint> kept;
   for (FrontierPoint& p : out)
-    if (kept.empty() || p.simulated.step_time_s < kept.back().simulated.step_time_s) kept.push_back(std::move(p));
+    if (kept.empty() || p.simulated.step_time_s < kept.back().simulated.step_time_s)
+      kept.push_back(std::move(p));
   return kept;
 }
 
@@ -77,7 +83,8 @@ int fastest_fitting(const std::vector<FrontierPoint>& points, int64_t limit) {
   int best = -1;
   for (size_t i = 0; i < points.size(); ++i)
     if (points[i].simulated.peak_memory_bytes <= limit &&
-        (best < 0 || points[i].simulated.step_time_s < points[static_cast<size_t>(best)].simulated.step_time_s))
+        (best < 0 ||
+         points[i].simulated.step_time_s < points[static_cast<size_t>(best)].simulated.step_time_s))
       best = static_cast<int>(i);
   return best;
 }
@@ -91,21 +98,47 @@ std::vector<int> gpu_counts_up_to(int n) {
 
 Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOptions& options) {
   const int n = context.lowering.topology().num_devices();
-  const int64_t limit = options.memory_limit > 0 ? options.memory_limit : default_memory_limit(context.lowering.topology());
+  const int64_t limit = options.memory_limit > 0
+                            ? options.memory_limit
+                            : default_memory_limit(context.lowering.topology());
   SearchResult r;
   r.options["frontier_points"] = options.frontier_points;
   if (options.min_gpus) r.options["min_gpus"] = true;
-  std::vector<int> counts = options.min_gpus ? gpu_counts_up_to(n) : std::vector<int>{n};
   std::vector<FrontierPoint> points;
   int chosen = -1, used = n;
-  for (int g : counts) {
-    PLANNER_TRY_ASSIGN(points, compute_frontier(context, options, all_devices(g)));
-    r.plans_evaluated += static_cast<int64_t>(points.size());
-    chosen = fastest_fitting(points, limit);
-    used = g;
-    if (chosen >= 0) break;
+  if (options.min_gpus) {
+    // The fewest GPUs (1, 2, 4, …) whose frontier has a plan that fits.
+    for (int g : gpu_counts_up_to(n)) {
+      PLANNER_TRY_ASSIGN(points, compute_frontier(context, options, all_devices(g)));
+      r.plans_evaluated += static_cast<int64_t>(points.size());
+      chosen = fastest_fitting(points, limit);
+      used = g;
+      if (chosen >= 0) break;
+    }
+    r.options["gpus_used"] = used;
+  } else {
+    // The fastest fitting plan over all devices and over the blocks of fewer (device_blocks):
+    // a plan on fewer devices is one on all of them with the rest idle.
+    for (int g : device_blocks(n)) {
+      // Nothing fits on all of them: fewer will not do better.
+      if (g < n && (chosen < 0 || !options.fewer_devices)) break;
+      PLANNER_TRY_ASSIGN(auto pts, compute_frontier(context, options, all_devices(g)));
+      r.plans_evaluated += static_cast<int64_t>(pts.size());
+      int c = fastest_fitting(pts, limit);
+      if (g == n || (c >= 0 && pts[static_cast<size_t>(c)].simulated.step_time_s <
+                                   points[static_cast<size_t>(chosen)].simulated.step_time_s)) {
+        points = std::move(pts);
+        chosen = c;
+        used = g;
+      }
+    }
+    if (used < n) {
+      r.options["gpus_used"] = used;
+      r.notes.push_back(fmt::format(
+          "uses {} of the {} GPUs: this search's plans over more of them are predicted slower",
+          used, n));
+    }
   }
-  if (options.min_gpus) r.options["gpus_used"] = used;
   if (chosen < 0) {
     // Nothing fits: the smallest point, which the caller reports as not fitting.
     chosen = 0;

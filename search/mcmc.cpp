@@ -91,8 +91,9 @@ class Space {
       GroupOptions& o = groups_[static_cast<size_t>(g)];
       o.prefix.push_back(0);
       for (const auto& set : sets_) {
-        size_t si = static_cast<size_t>(std::lower_bound(sizes.begin(), sizes.end(), static_cast<int>(set.size())) -
-                                        sizes.begin());
+        size_t si = static_cast<size_t>(
+            std::lower_bound(sizes.begin(), sizes.end(), static_cast<int>(set.size())) -
+            sizes.begin());
         o.per_set.push_back(&by_size[si]);
         o.prefix.push_back(o.prefix.back() + static_cast<int64_t>(by_size[si].size()));
       }
@@ -107,7 +108,8 @@ class Space {
   // The members' configs of option `i` of group `g`.
   std::vector<std::pair<ir::OpId, analysis::OpConfig>> configs(int g, int64_t i) const {
     const GroupOptions& o = groups_[static_cast<size_t>(g)];
-    size_t s = static_cast<size_t>(std::upper_bound(o.prefix.begin(), o.prefix.end(), i) - o.prefix.begin() - 1);
+    size_t s = static_cast<size_t>(std::upper_bound(o.prefix.begin(), o.prefix.end(), i) -
+                                   o.prefix.begin() - 1);
     const CutList& cuts = (*o.per_set[s])[static_cast<size_t>(i - o.prefix[s])];
     return space_.configs(g, cuts, sets_[s]);
   }
@@ -138,7 +140,8 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
   using Clock = std::chrono::steady_clock;
   const analysis::Lowering& lowering = context.lowering;
   const int n = lowering.topology().num_devices();
-  const int64_t limit = options.memory_limit > 0 ? options.memory_limit : default_memory_limit(lowering.topology());
+  const int64_t limit =
+      options.memory_limit > 0 ? options.memory_limit : default_memory_limit(lowering.topology());
   const int64_t cap = options.max_proposals > 0 ? options.max_proposals
                       : options.budget_s > 0    ? std::numeric_limits<int64_t>::max()
                                                 : kDefaultMaxProposals;
@@ -146,7 +149,8 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
   const Deadline deadline = Deadline::after(options.budget_s);
   Space space(context.space, n, options);
   const auto& movable = space.mutable_groups();
-  const int64_t patience = std::max<int64_t>(kMinChainPatience, 10 * static_cast<int64_t>(context.space.num_groups()));
+  const int64_t patience =
+      std::max<int64_t>(kMinChainPatience, 10 * static_cast<int64_t>(context.space.num_groups()));
   Rng rng(options.seed);
 
   PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
@@ -178,13 +182,15 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
       std::vector<analysis::OpConfig> configs = best_configs;
       for (int g = 0; g < context.space.num_groups(); ++g) {
         int64_t i = static_cast<int64_t>(rng.below(static_cast<uint64_t>(space.num_options(g))));
-        for (auto& [op, config] : space.configs(g, i)) configs[static_cast<size_t>(op)] = std::move(config);
+        for (auto& [op, config] : space.configs(g, i))
+          configs[static_cast<size_t>(op)] = std::move(config);
       }
       auto s = analysis::PlanSimulation::create(lowering, std::move(configs));
       if (s) next.emplace(std::move(*s));
     }
     if (!next) {
-      PLANNER_TRY_ASSIGN(analysis::PlanSimulation s, analysis::PlanSimulation::create(lowering, best_configs));
+      PLANNER_TRY_ASSIGN(analysis::PlanSimulation s,
+                         analysis::PlanSimulation::create(lowering, best_configs));
       next.emplace(std::move(s));
     }
     sim = std::move(*next);
@@ -211,7 +217,8 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
     ++proposals;
     ++chain_since;
     const int g = movable[static_cast<size_t>(rng.below(movable.size()))];
-    const int64_t choice = static_cast<int64_t>(rng.below(static_cast<uint64_t>(space.num_options(g))));
+    const int64_t choice =
+        static_cast<int64_t>(rng.below(static_cast<uint64_t>(space.num_options(g))));
     auto changes = space.configs(g, choice);
     const bool same = std::all_of(changes.begin(), changes.end(), [&](const auto& c) {
       return sim.configs()[static_cast<size_t>(c.first)] == c.second;
@@ -244,7 +251,8 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
                         ? 0
                         : static_cast<double>(proposals) / static_cast<double>(cap);
       if (options.budget_s > 0)
-        done = std::max(done, std::chrono::duration<double>(Clock::now() - started).count() / options.budget_s);
+        done = std::max(
+            done, std::chrono::duration<double>(Clock::now() - started).count() / options.budget_s);
       options.progress(std::min(1.0, done), fmt::format("{} proposals, best step {}", proposals,
                                                         format_seconds(best_cost.step_time)));
     }
@@ -260,9 +268,10 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
   result.options["device_subsets"] = options.device_subsets;
   result.options["memory_limit_bytes"] = limit;
   if (stop == Stop::kBudget)
-    result.notes.push_back(fmt::format("stopped by the time budget after {} proposals; max_proposals {} with the "
-                                       "same seed reproduces this plan",
-                                       proposals, proposals));
+    result.notes.push_back(
+        fmt::format("stopped by the time budget after {} proposals; max_proposals {} with the "
+                    "same seed reproduces this plan",
+                    proposals, proposals));
   if (stop == Stop::kStalled)
     result.notes.push_back(
         fmt::format("stopped after {} proposals: no better plan for half the time budget; "

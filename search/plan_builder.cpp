@@ -14,7 +14,8 @@ Expected<PlanMetrics> metrics_of(const analysis::LoweredPlan& lowered) {
   PlanMetrics m;
   m.step_time_s = timeline.step_time;
   for (analysis::ResourceId r : lowered.compute)
-    m.peak_memory_bytes = std::max(m.peak_memory_bytes, timeline.resources[static_cast<size_t>(r)].peak_memory);
+    m.peak_memory_bytes =
+        std::max(m.peak_memory_bytes, timeline.resources[static_cast<size_t>(r)].peak_memory);
   m.comm_bytes = static_cast<int64_t>(lowered.comm_bytes + 0.5);
   return m;
 }

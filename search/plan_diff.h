@@ -51,8 +51,8 @@ struct TensorChange {
 /// Everything `planner diff` reports. Lists are in plan order: changed and added entries in
 /// the new plan's order, removed ones in the old plan's.
 struct PlanDiff {
-  PlanModel model;            ///< the model (the new plan's revision of it)
-  PlanModel old_model;        ///< the old plan's revision (another file hash when the model changed)
+  PlanModel model;      ///< the model (the new plan's revision of it)
+  PlanModel old_model;  ///< the old plan's revision (another file hash when the model changed)
   PlanTopology old_topology;  ///< the old plan's devices
   PlanTopology new_topology;  ///< the new plan's devices (may differ: reported, not refused)
   std::string old_mode;       ///< "train" or "infer"

@@ -11,12 +11,18 @@ namespace planner::search {
 const std::vector<SearchInfo>& searches() {
   static const std::vector<SearchInfo> table = {
       {"dp", "recursive dynamic programming over k-cuts (Tofu, SoyBean)", &run_dp},
-      {"frontier", "memory/time frontier tracking, fastest plan that fits (TensorOpt)", &run_frontier},
+      {"frontier", "memory/time frontier tracking, fastest plan that fits (TensorOpt)",
+       &run_frontier},
       {"mcmc", "Markov chain Monte Carlo over devices and cuts per group (FlexFlow)", &run_mcmc},
       {"data-parallel", "baseline: every operator split along the batch", &run_data_parallel},
-      {"model-parallel", "baseline: operators with parameters split along their output features", &run_model_parallel},
-      {"one-weird-trick", "baseline: convolutions data-parallel, fully connected layers model-parallel (Krizhevsky)", &run_one_weird_trick},
-      {"megatron", "baseline: tensor parallelism inside nodes, data parallelism across them (Megatron-LM)", &run_megatron},
+      {"model-parallel", "baseline: operators with parameters split along their output features",
+       &run_model_parallel},
+      {"one-weird-trick",
+       "baseline: convolutions data-parallel, fully connected layers model-parallel (Krizhevsky)",
+       &run_one_weird_trick},
+      {"megatron",
+       "baseline: tensor parallelism inside nodes, data parallelism across them (Megatron-LM)",
+       &run_megatron},
   };
   return table;
 }
@@ -30,7 +36,8 @@ Expected<const SearchInfo*> find_search(std::string_view name) {
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   std::string close = closest_match(name, names, 3);
-  if (!close.empty()) return make_error("unknown search '{}'; did you mean '{}'? (searches: {})", name, close, list);
+  if (!close.empty())
+    return make_error("unknown search '{}'; did you mean '{}'? (searches: {})", name, close, list);
   return make_error("unknown search '{}' (searches: {})", name, list);
 }
 
@@ -51,8 +58,9 @@ namespace {
 
 Expected<SearchResult> baseline(const SearchContext& context, analysis::Baseline which) {
   SearchResult r;
-  PLANNER_TRY_ASSIGN(r.configs, analysis::baseline_configs(context.lowering, which,
-                                                           context.lowering.topology().num_devices()));
+  PLANNER_TRY_ASSIGN(r.configs,
+                     analysis::baseline_configs(context.lowering, which,
+                                                context.lowering.topology().num_devices()));
   r.plans_evaluated = 1;
   return r;
 }

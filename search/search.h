@@ -29,19 +29,23 @@ struct SearchContext {
 
 /// Options common to every search; each search reads the ones it needs.
 struct SearchOptions {
-  uint64_t seed = 0;          ///< random seed (mcmc); recorded in the plan for all
-  double budget_s = 60;       ///< wall-clock bound on the search, seconds (0: none)
-  int64_t memory_limit = 0;   ///< bytes per device a plan may use; 0: the smallest device's memory
-  int threads = 1;            ///< worker threads where a search parallelises
-  int frontier_points = 10;   ///< most points a frontier keeps (frontier)
+  uint64_t seed = 0;         ///< random seed (mcmc); recorded in the plan for all
+  double budget_s = 60;      ///< wall-clock bound on the search, seconds (0: none)
+  int64_t memory_limit = 0;  ///< bytes per device a plan may use; 0: the smallest device's memory
+  int threads = 1;           ///< worker threads where a search parallelises
+  int frontier_points = 10;  ///< most points a frontier keeps (frontier)
   bool min_gpus = false;
+  /// dp and frontier: also search the first blocks of fewer devices (device_blocks) and keep
+  /// the fastest plan, leaving the other devices idle (--all-gpus turns it off).
+  bool fewer_devices = true;
   /// dp: minimise the tables' time (default) or the bytes communicated (Tofu, SoyBean).
-  Objective objective = Objective::kTime;      ///< frontier: use the fewest GPUs (first of 1, 2, 4, …) that fit
+  Objective objective =
+      Objective::kTime;  ///< frontier: use the fewest GPUs (first of 1, 2, 4, …) that fit
   /// Most proposals a search makes (mcmc); 0: no cap (with budget_s also 0, a default cap).
   /// A cap reached before the budget makes the result independent of the machine's speed.
   int64_t max_proposals = 0;
-  int max_cuts = 2;           ///< most cuts in a group's cut list (mcmc)
-  bool device_subsets = true; ///< also place groups on aligned blocks of fewer devices (mcmc)
+  int max_cuts = 2;            ///< most cuts in a group's cut list (mcmc)
+  bool device_subsets = true;  ///< also place groups on aligned blocks of fewer devices (mcmc)
   /// Called now and then with the fraction done and a few words (for a progress line).
   std::function<void(double, std::string_view)> progress;
 };
@@ -75,6 +79,11 @@ Expected<const SearchInfo*> find_search(std::string_view name);
 /// The device list 0..n-1.
 std::vector<int> all_devices(int n);
 
+/// n, then the blocks the recursive DP's cuts make of it: n / k1, n / (k1·k2), …, 1 for the
+/// prime factors k1 ≥ k2 ≥ … of n. dp and frontier also search the first such block of devices
+/// and keep the fastest plan, so more GPUs are never predicted slower than fewer.
+std::vector<int> device_blocks(int n);
+
 /// The device memory a plan may use by default: the smallest device's.
 int64_t default_memory_limit(const importers::Topology& topology);
 
@@ -102,13 +111,16 @@ Expected<SearchResult> run_mcmc(const SearchContext& context, const SearchOption
 namespace planner::search {
 
 /// Data parallelism: every operator split along the batch over all devices.
-Expected<SearchResult> run_data_parallel(const SearchContext& context, const SearchOptions& options);
+Expected<SearchResult> run_data_parallel(const SearchContext& context,
+                                         const SearchOptions& options);
 /// Model parallelism: operators with parameters split along their output features.
-Expected<SearchResult> run_model_parallel(const SearchContext& context, const SearchOptions& options);
+Expected<SearchResult> run_model_parallel(const SearchContext& context,
+                                          const SearchOptions& options);
 /// Krizhevsky's "one weird trick" for CNNs: convolutions and everything before the first fully
 /// connected layer data-parallel, fully connected layers (and what follows them) split along
 /// their output features. Models without convolutions fall back to data parallelism (noted).
-Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const SearchOptions& options);
+Expected<SearchResult> run_one_weird_trick(const SearchContext& context,
+                                           const SearchOptions& options);
 /// Megatron-LM for transformers: tensor parallelism inside a node (column-parallel then
 /// row-parallel linear layers, attention heads split alike, the rest replicated) and data
 /// parallelism across nodes. Models without attention fall back to data parallelism (noted).

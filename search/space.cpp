@@ -18,7 +18,8 @@ std::string cuts_to_string(const CutList& cuts) {
   return s;
 }
 
-analysis::OpConfig config_from_cuts(const CutList& cuts, const std::map<std::string, std::string>& var_map,
+analysis::OpConfig config_from_cuts(const CutList& cuts,
+                                    const std::map<std::string, std::string>& var_map,
                                     const std::map<std::string, int64_t>& extents,
                                     const std::vector<int>& devices) {
   const size_t n = cuts.size();
@@ -44,9 +45,12 @@ analysis::OpConfig config_from_cuts(const CutList& cuts, const std::map<std::str
       c.replicas *= cuts[i].pieces;
       continue;
     }
-    auto it = std::find_if(c.splits.begin(), c.splits.end(), [&](const auto& s) { return s.first == target[i]; });
-    if (it == c.splits.end()) c.splits.push_back({target[i], cuts[i].pieces});
-    else it->second *= cuts[i].pieces;
+    auto it = std::find_if(c.splits.begin(), c.splits.end(),
+                           [&](const auto& s) { return s.first == target[i]; });
+    if (it == c.splits.end())
+      c.splits.push_back({target[i], cuts[i].pieces});
+    else
+      it->second *= cuts[i].pieces;
   }
   const int shards = c.num_shards();
   std::vector<int> stride(n, 1);
@@ -62,9 +66,10 @@ analysis::OpConfig config_from_cuts(const CutList& cuts, const std::map<std::str
         coord[i] = r % cuts[i].pieces;
         r /= cuts[i].pieces;
       } else {
-        size_t j = static_cast<size_t>(std::find_if(c.splits.begin(), c.splits.end(),
-                                                    [&](const auto& sp) { return sp.first == target[i]; }) -
-                                       c.splits.begin());
+        size_t j = static_cast<size_t>(
+            std::find_if(c.splits.begin(), c.splits.end(),
+                         [&](const auto& sp) { return sp.first == target[i]; }) -
+            c.splits.begin());
         coord[i] = pieces[j] % cuts[i].pieces;
         pieces[j] /= cuts[i].pieces;
       }
@@ -109,13 +114,15 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
       auto sharded = lowering.shard_op(op, analysis::OpConfig::split(var, {0, 1}));
       if (!sharded) continue;
       auto& w = out[var];
-      auto scan = [&](const std::vector<ir::TensorId>& tensors, const std::vector<std::vector<analysis::Box>>& boxes) {
+      auto scan = [&](const std::vector<ir::TensorId>& tensors,
+                      const std::vector<std::vector<analysis::Box>>& boxes) {
         for (size_t i = 0; i < tensors.size(); ++i) {
           if (tensors[i] == ir::kNoTensor || boxes[i].empty()) continue;
           const auto& shape = g.tensor(tensors[i]).shape;
           const analysis::Box& b = boxes[i][0];
           for (size_t d = 0; d < shape.size() && d < b.size(); ++d)
-            if (shape[d] > 1 && b[d].size() < shape[d]) w.push_back({tensors[i], static_cast<int>(d)});
+            if (shape[d] > 1 && b[d].size() < shape[d])
+              w.push_back({tensors[i], static_cast<int>(d)});
         }
       };
       scan(o.inputs, sharded->input_boxes);
@@ -152,7 +159,8 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
     // Sum finishes) is matched too instead of left replicated.
     grp.var_map.assign(grp.members.size(), {});
     std::vector<bool> done(grp.members.size(), false);
-    std::vector<std::map<std::string, std::vector<std::pair<ir::TensorId, int>>>> member_walks(grp.members.size());
+    std::vector<std::map<std::string, std::vector<std::pair<ir::TensorId, int>>>> member_walks(
+        grp.members.size());
     for (size_t i = 0; i < grp.members.size(); ++i) {
       ir::OpId m = grp.members[i];
       if (m == grp.leader) {
@@ -198,16 +206,19 @@ const std::map<std::string, int64_t>& GroupSpace::vars(int group) const {
   return lowering_->splittable(leader(group));
 }
 
-std::vector<std::pair<ir::OpId, analysis::OpConfig>> GroupSpace::configs(int group, const CutList& cuts,
-                                                                         const std::vector<int>& devices) const {
+std::vector<std::pair<ir::OpId, analysis::OpConfig>> GroupSpace::configs(
+    int group, const CutList& cuts, const std::vector<int>& devices) const {
   const Group& grp = groups_[static_cast<size_t>(group)];
   std::vector<std::pair<ir::OpId, analysis::OpConfig>> out;
   for (size_t i = 0; i < grp.members.size(); ++i)
-    out.push_back({grp.members[i], config_from_cuts(cuts, grp.var_map[i], lowering_->splittable(grp.members[i]), devices)});
+    out.push_back(
+        {grp.members[i],
+         config_from_cuts(cuts, grp.var_map[i], lowering_->splittable(grp.members[i]), devices)});
   return out;
 }
 
-std::vector<analysis::OpConfig> GroupSpace::plan(const std::vector<CutList>& cuts, const std::vector<int>& devices) const {
+std::vector<analysis::OpConfig> GroupSpace::plan(const std::vector<CutList>& cuts,
+                                                 const std::vector<int>& devices) const {
   std::vector<analysis::OpConfig> out(group_of_.size());
   for (int gi = 0; gi < num_groups(); ++gi)
     for (auto& [op, config] : configs(gi, cuts[static_cast<size_t>(gi)], devices))
@@ -215,7 +226,8 @@ std::vector<analysis::OpConfig> GroupSpace::plan(const std::vector<CutList>& cut
   return out;
 }
 
-std::vector<CutList> GroupSpace::candidates(int group, int num_devices, const CandidateOptions& options) const {
+std::vector<CutList> GroupSpace::candidates(int group, int num_devices,
+                                            const CandidateOptions& options) const {
   std::vector<CutList> out;
   if (num_devices <= 1) {
     out.push_back({});
@@ -231,7 +243,8 @@ std::vector<CutList> GroupSpace::candidates(int group, int num_devices, const Ca
     bool out = false;
     analysis::OpConfig probe = analysis::OpConfig::split(var, {0, 1});
     for (size_t o = 0; o < lop.outputs.size(); ++o)
-      out |= lop.outputs[o] != ir::kNoTensor && lowering_->output_dim_of(leader(group), o, probe) >= 0;
+      out |=
+          lop.outputs[o] != ir::kNoTensor && lowering_->output_dim_of(leader(group), o, probe) >= 0;
     in_output.push_back(out);
   }
   in_output.push_back(true);
@@ -250,7 +263,9 @@ std::vector<CutList> GroupSpace::candidates(int group, int num_devices, const Ca
       for (int k = 2; k <= remaining; ++k) {
         if (remaining % k != 0 || k > items[i].second) continue;
         // Beyond a single cut, only output variables and replication (see CandidateOptions).
-        if (options.multi_cut_output_vars_only && !in_output[i] && !(current.empty() && k == remaining)) continue;
+        if (options.multi_cut_output_vars_only && !in_output[i] &&
+            !(current.empty() && k == remaining))
+          continue;
         used[i] = true;
         current.push_back({items[i].first, k});
         self(self, remaining / k);
@@ -271,8 +286,10 @@ std::optional<CutList> GroupSpace::cuts_of(int group, const analysis::OpConfig& 
   std::vector<int> devices(config.devices.size());
   for (size_t i = 0; i < devices.size(); ++i) devices[i] = static_cast<int>(i);
   const Group& grp = groups_[static_cast<size_t>(group)];
-  size_t li = static_cast<size_t>(std::find(grp.members.begin(), grp.members.end(), grp.leader) - grp.members.begin());
-  analysis::OpConfig back = config_from_cuts(cuts, grp.var_map[li], lowering_->splittable(grp.leader), devices);
+  size_t li = static_cast<size_t>(std::find(grp.members.begin(), grp.members.end(), grp.leader) -
+                                  grp.members.begin());
+  analysis::OpConfig back =
+      config_from_cuts(cuts, grp.var_map[li], lowering_->splittable(grp.leader), devices);
   analysis::OpConfig want = config;
   std::erase_if(want.splits, [](const auto& s) { return s.second == 1; });
   if (!(back == want)) return std::nullopt;

@@ -38,8 +38,8 @@ std::string cuts_to_string(const CutList& cuts);
 
 /// Which candidate cut lists a search considers for a group.
 struct CandidateOptions {
-  int max_cuts = 2;        ///< at most this many cuts (distinct variables, one replication)
-  bool replicate = true;   ///< allow replication cuts
+  int max_cuts = 2;       ///< at most this many cuts (distinct variables, one replication)
+  bool replicate = true;  ///< allow replication cuts
   /// Cut lists of two or more cuts use only variables of the leader's outputs (FlexFlow's
   /// sample, attribute and parameter dimensions) and replication; single cuts use any
   /// variable, reductions included (Tofu's output reduction).
@@ -59,22 +59,26 @@ class GroupSpace {
   /// The op whose variables the group's cuts name.
   ir::OpId leader(int group) const { return groups_[static_cast<size_t>(group)].leader; }
   /// The group's ops in topological order (the leader among them).
-  const std::vector<ir::OpId>& members(int group) const { return groups_[static_cast<size_t>(group)].members; }
+  const std::vector<ir::OpId>& members(int group) const {
+    return groups_[static_cast<size_t>(group)].members;
+  }
   int group_of(ir::OpId op) const { return group_of_[static_cast<size_t>(op)]; }
   /// The leader's splittable variables and their extents.
   const std::map<std::string, int64_t>& vars(int group) const;
 
   /// The configs of every member of `group` under `cuts`, on `devices` (as many as the
   /// product of the cuts' pieces; index i of the device index space maps to devices[i]).
-  std::vector<std::pair<ir::OpId, analysis::OpConfig>> configs(int group, const CutList& cuts,
-                                                               const std::vector<int>& devices) const;
+  std::vector<std::pair<ir::OpId, analysis::OpConfig>> configs(
+      int group, const CutList& cuts, const std::vector<int>& devices) const;
 
   /// Configs of the whole graph from one cut list per group.
-  std::vector<analysis::OpConfig> plan(const std::vector<CutList>& cuts, const std::vector<int>& devices) const;
+  std::vector<analysis::OpConfig> plan(const std::vector<CutList>& cuts,
+                                       const std::vector<int>& devices) const;
 
   /// Every cut list of the group over `num_devices` devices allowed by `options`, in a fixed
   /// order (replication alone first).
-  std::vector<CutList> candidates(int group, int num_devices, const CandidateOptions& options = {}) const;
+  std::vector<CutList> candidates(int group, int num_devices,
+                                  const CandidateOptions& options = {}) const;
 
   /// The cut list of `group` that gives its leader `config` on 0..n-1, if one does (used to
   /// start a search from a baseline).
@@ -98,7 +102,8 @@ class GroupSpace {
 /// The config of one op under `cuts` through the variable map `var_map` (leader variable ->
 /// this op's variable; cuts of unmapped variables replicate), on `devices`. `extents` are the
 /// op's splittable variables: a cut that would split a variable past its extent replicates.
-analysis::OpConfig config_from_cuts(const CutList& cuts, const std::map<std::string, std::string>& var_map,
+analysis::OpConfig config_from_cuts(const CutList& cuts,
+                                    const std::map<std::string, std::string>& var_map,
                                     const std::map<std::string, int64_t>& extents,
                                     const std::vector<int>& devices);
 

@@ -44,7 +44,7 @@ Error make_error(fmt::format_string<Args...> format, Args&&... args) {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Expected(T value) : storage_(std::in_place_index<0>, std::move(value)) {}      // NOLINT
   Expected(Error error) : storage_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool has_value() const { return storage_.index() == 0; }
@@ -66,7 +66,9 @@ class [[nodiscard]] Expected {
 
  private:
   void check_value() const {
-    if (!has_value()) abort_with(("Expected::value() called on an error: " + std::get<1>(storage_).message()).c_str());
+    if (!has_value())
+      abort_with(
+          ("Expected::value() called on an error: " + std::get<1>(storage_).message()).c_str());
   }
   [[noreturn]] static void abort_with(const char* what) {
     std::fprintf(stderr, "internal error: %s\n", what);
@@ -92,32 +94,34 @@ class [[nodiscard]] Expected<void> {
 };
 
 /// Success value for Expected<void>.
-inline Expected<void> ok() { return {}; }
+inline Expected<void> ok() {
+  return {};
+}
 
 }  // namespace planner
 
 /// Invariant check: aborts with file, line and message. For programmer errors only; anything
 /// a user's input can trigger must return an Error instead.
-#define PLANNER_CHECK(cond, ...)                                                         \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      std::fprintf(stderr, "internal error at %s:%d: check '%s' failed: %s\n", __FILE__, \
-                   __LINE__, #cond, ::fmt::format(__VA_ARGS__).c_str());                 \
-      std::abort();                                                                      \
-    }                                                                                    \
+#define PLANNER_CHECK(cond, ...)                                                                   \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "internal error at %s:%d: check '%s' failed: %s\n", __FILE__, __LINE__, \
+                   #cond, ::fmt::format(__VA_ARGS__).c_str());                                     \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (0)
 
 /// Propagates an error from an Expected expression; binds its value otherwise.
-#define PLANNER_TRY_ASSIGN(lhs, expr)                   \
-  auto PLANNER_CONCAT(_planner_tmp_, __LINE__) = (expr); \
-  if (!PLANNER_CONCAT(_planner_tmp_, __LINE__))          \
+#define PLANNER_TRY_ASSIGN(lhs, expr)                       \
+  auto PLANNER_CONCAT(_planner_tmp_, __LINE__) = (expr);    \
+  if (!PLANNER_CONCAT(_planner_tmp_, __LINE__))             \
     return PLANNER_CONCAT(_planner_tmp_, __LINE__).error(); \
   lhs = std::move(*PLANNER_CONCAT(_planner_tmp_, __LINE__))
 
-#define PLANNER_TRY(expr)                                   \
-  do {                                                      \
-    auto _planner_status = (expr);                          \
-    if (!_planner_status) return _planner_status.error();   \
+#define PLANNER_TRY(expr)                                 \
+  do {                                                    \
+    auto _planner_status = (expr);                        \
+    if (!_planner_status) return _planner_status.error(); \
   } while (0)
 
 #define PLANNER_CONCAT_INNER(a, b) a##b

@@ -53,15 +53,24 @@ size_t utf8_sequence(std::string_view text, size_t i) {
   if (b < 0x80) return 1;
   size_t n = 0;
   unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
-  if (b >= 0xC2 && b <= 0xDF) n = 2;
-  else if (b == 0xE0) n = 3, lo = 0xA0;
-  else if (b >= 0xE1 && b <= 0xEC) n = 3;
-  else if (b == 0xED) n = 3, hi = 0x9F;
-  else if (b >= 0xEE && b <= 0xEF) n = 3;
-  else if (b == 0xF0) n = 4, lo = 0x90;
-  else if (b >= 0xF1 && b <= 0xF3) n = 4;
-  else if (b == 0xF4) n = 4, hi = 0x8F;
-  else return 0;
+  if (b >= 0xC2 && b <= 0xDF)
+    n = 2;
+  else if (b == 0xE0)
+    n = 3, lo = 0xA0;
+  else if (b >= 0xE1 && b <= 0xEC)
+    n = 3;
+  else if (b == 0xED)
+    n = 3, hi = 0x9F;
+  else if (b >= 0xEE && b <= 0xEF)
+    n = 3;
+  else if (b == 0xF0)
+    n = 4, lo = 0x90;
+  else if (b >= 0xF1 && b <= 0xF3)
+    n = 4;
+  else if (b == 0xF4)
+    n = 4, hi = 0x8F;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
   for (size_t k = 2; k < n; ++k)
@@ -93,14 +102,30 @@ std::string xml_escape(std::string_view text) {
   out.reserve(valid.size());
   for (char c : valid) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      case '\t': out += "&#9;"; break;
-      case '\n': out += "&#10;"; break;
-      case '\r': out += "&#13;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
       default:
         if ((static_cast<unsigned char>(c) < 0x20) || c == 0x7F)
           out += kReplacement;

@@ -37,7 +37,8 @@ inline std::string format_flops(double flops) {
   static const char* kUnits[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"};
   int unit = 0;
   while (std::fabs(flops) >= 1000.0 && unit < 6) flops /= 1000.0, ++unit;
-  return unit == 0 ? fmt::format("{:.0f} FLOP", flops) : fmt::format("{:.2f} {}", flops, kUnits[unit]);
+  return unit == 0 ? fmt::format("{:.0f} FLOP", flops)
+                   : fmt::format("{:.2f} {}", flops, kUnits[unit]);
 }
 
 /// Seconds -> "12.3 ms" / "4.56 s" / "789 us".
@@ -63,15 +64,24 @@ inline std::optional<int64_t> parse_bytes(std::string_view text) {
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kib") scale = 1024.0;
-  else if (unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kib")
+    scale = 1024.0;
+  else if (unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "gb")
+    scale = 1e9;
+  else if (unit == "tb")
+    scale = 1e12;
   if (scale == 0 || !(value >= 0) || value * scale > 9e18) return std::nullopt;
   return static_cast<int64_t>(value * scale + 0.5);
 }

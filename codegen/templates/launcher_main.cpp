@@ -36,7 +36,15 @@ namespace rt = planner::rt;
 
 namespace {
 
-enum StepKind { kKernel = 0, kAllReduce = 1, kAllGather = 2, kAllToAll = 3, kReduceScatter = 4, kSend = 5, kRecv = 6 };
+enum StepKind {
+  kKernel = 0,
+  kAllReduce = 1,
+  kAllGather = 2,
+  kAllToAll = 3,
+  kReduceScatter = 4,
+  kSend = 5,
+  kRecv = 6
+};
 enum Init { kComputed = 0, kUniform = 1, kZeros = 2, kConstant = 3 };
 
 struct BufferSpec {
@@ -66,10 +74,14 @@ enum class Precision { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3 };
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::kTf32: return "tf32";
-    case Precision::kFp16: return "fp16 (f16 activations, f32 parameters)";
-    case Precision::kBf16: return "bf16 (bf16 activations, f32 parameters)";
-    default: return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kFp16:
+      return "fp16 (f16 activations, f32 parameters)";
+    case Precision::kBf16:
+      return "bf16 (bf16 activations, f32 parameters)";
+    default:
+      return "fp32";
   }
 }
 
@@ -185,7 +197,8 @@ struct Options {
   int steps = 1;
   uint64_t seed = 1;
   std::string costs, dump;
-  int timeout_s = 0;  // 0: the world's deadline (--collective-timeout-ms, PLANNER_RT_TIMEOUT_MS, 120 s)
+  int timeout_s =
+      0;  // 0: the world's deadline (--collective-timeout-ms, PLANNER_RT_TIMEOUT_MS, 120 s)
 };
 
 struct DumpRecord {
@@ -196,10 +209,10 @@ struct DumpRecord {
 // What a rank tells rank 0 after its last step.
 struct Report {
   int rank = 0;
-  std::vector<double> seconds;  // per step
-  int64_t peak = 0;             // the largest step's peak bytes
-  std::vector<DumpRecord> dump;                // with --dump
-  std::vector<rt::Profiler::Entry> costs;      // with --costs
+  std::vector<double> seconds;             // per step
+  int64_t peak = 0;                        // the largest step's peak bytes
+  std::vector<DumpRecord> dump;            // with --dump
+  std::vector<rt::Profiler::Entry> costs;  // with --costs
 };
 
 // A report as bytes (little-endian 64-bit fields), to travel as a u8 tensor between ranks of
@@ -331,7 +344,12 @@ class Rank {
  public:
   // Constructs the communicator first: on cuda it makes the rank's GPU current in this thread.
   Rank(const Program& p, int rank, rt::World& world, const Options& o)
-      : p_(p), rank_(rank), comm_(world, rank), o_(o), buffers_(p.buffers.size()), last_use_(p.buffers.size(), -1) {
+      : p_(p),
+        rank_(rank),
+        comm_(world, rank),
+        o_(o),
+        buffers_(p.buffers.size()),
+        last_use_(p.buffers.size(), -1) {
     const auto& steps = p_.steps[static_cast<size_t>(rank_)];
     for (size_t i = 0; i < steps.size(); ++i) {
       for (int b : steps[i].inputs)
@@ -341,7 +359,8 @@ class Rank {
     }
     keep_.assign(p.buffers.size(), false);
     for (int b : p_.outputs) keep_[static_cast<size_t>(b)] = true;
-    for (auto [a, b] : p_.carries) keep_[static_cast<size_t>(a)] = keep_[static_cast<size_t>(b)] = true;
+    for (auto [a, b] : p_.carries)
+      keep_[static_cast<size_t>(a)] = keep_[static_cast<size_t>(b)] = true;
   }
 
   void init() {
@@ -388,7 +407,8 @@ class Rank {
   // Frees the step's computed buffers (outputs are kept until dumped).
   void end_step() {
     for (size_t b = 0; b < p_.buffers.size(); ++b)
-      if (p_.buffers[b].rank == rank_ && p_.buffers[b].init == kComputed) buffers_[b] = rt::TensorBuffer();
+      if (p_.buffers[b].rank == rank_ && p_.buffers[b].init == kComputed)
+        buffers_[b] = rt::TensorBuffer();
   }
 
   std::vector<DumpRecord> dump() const {
@@ -491,7 +511,9 @@ class Rank {
   std::vector<bool> keep_;
 };
 
-void write_u64(std::ofstream& f, uint64_t v) { f.write(reinterpret_cast<const char*>(&v), sizeof v); }
+void write_u64(std::ofstream& f, uint64_t v) {
+  f.write(reinterpret_cast<const char*>(&v), sizeof v);
+}
 
 // The dump file: "PLNRDUMP1\n", then per buffer: name, dtype, rank, global shape, offset,
 // shape and the raw bytes (lengths and integers as little-endian u64/i64).
@@ -514,7 +536,8 @@ void write_dump(const std::string& path, const Program& p, const std::vector<Rep
       for (int64_t x : b.offset) write_u64(f, static_cast<uint64_t>(x));
       for (int64_t x : b.shape) write_u64(f, static_cast<uint64_t>(x));
       write_u64(f, r.bytes.size());
-      f.write(reinterpret_cast<const char*>(r.bytes.data()), static_cast<std::streamsize>(r.bytes.size()));
+      f.write(reinterpret_cast<const char*>(r.bytes.data()),
+              static_cast<std::streamsize>(r.bytes.size()));
     }
   if (!f.flush()) throw rt::Error("cannot write " + path);
 }
@@ -527,15 +550,21 @@ void print_usage(const char* argv0, int num_ranks) {
       "  --steps N                  steps to run (default 1)\n"
       "  --seed S                   initialisation seed (default 1)\n"
       "  --costs FILE               write the measured kernel times (planner ... --costs FILE)\n"
-      "  --dump FILE                write every output and updated parameter slice after the last step\n"
-      "  --timeout SECONDS          how long a collective or receive waits for its peers (default 120)\n"
+      "  --dump FILE                write every output and updated parameter slice after the last "
+      "step\n"
+      "  --timeout SECONDS          how long a collective or receive waits for its peers (default "
+      "120)\n"
       "  --collective-timeout-ms N  the same in milliseconds\n"
       "How ranks run on the cuda backend (on cpu they are threads of this process):\n"
-      "  --ranks-per-gpu N          rank r on GPU r/N: 1 = one GPU per rank with NCCL, more = ranks\n"
-      "                             share GPUs (default: 1 when %d GPUs are visible, else all on GPU 0)\n"
-      "  --mpi                      one process per rank, started by `mpirun -np %d` (a build with\n"
+      "  --ranks-per-gpu N          rank r on GPU r/N: 1 = one GPU per rank with NCCL, more = "
+      "ranks\n"
+      "                             share GPUs (default: 1 when %d GPUs are visible, else all on "
+      "GPU 0)\n"
+      "  --mpi                      one process per rank, started by `mpirun -np %d` (a build "
+      "with\n"
       "                             -DPLANNER_RT_MPI=ON); on by itself under Open MPI's mpirun\n"
-      "Environment (the flags win): PLANNER_RT_RANKS_PER_GPU, PLANNER_RT_MPI, PLANNER_RT_TIMEOUT_MS.\n",
+      "Environment (the flags win): PLANNER_RT_RANKS_PER_GPU, PLANNER_RT_MPI, "
+      "PLANNER_RT_TIMEOUT_MS.\n",
       argv0, num_ranks, std::string(rt::backend_name()).c_str(), num_ranks, num_ranks);
 }
 
@@ -548,7 +577,8 @@ int parse_count(const std::string& flag, const std::string& text, int min) {
     used = 0;
   }
   if (used == 0 || used != text.size() || v < min || v > 1000000000)
-    throw rt::Error(flag + ": expected an integer of at least " + std::to_string(min) + ", got '" + text + "'");
+    throw rt::Error(flag + ": expected an integer of at least " + std::to_string(min) + ", got '" +
+                    text + "'");
   return static_cast<int>(v);
 }
 
@@ -571,7 +601,8 @@ int run_main(int argc, char** argv) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used == 0 || used != v.size() || v[0] == '-') throw rt::Error("--seed: expected a non-negative integer, got '" + v + "'");
+      if (used == 0 || used != v.size() || v[0] == '-')
+        throw rt::Error("--seed: expected a non-negative integer, got '" + v + "'");
     } else if (a == "--costs") {
       o.costs = value();
     } else if (a == "--dump") {
@@ -580,7 +611,8 @@ int run_main(int argc, char** argv) {
       o.timeout_s = parse_count(a, value(), 1);
     } else if (a == "--ranks-per-gpu" || a == "--collective-timeout-ms") {
       value();  // WorldOptions::from_args reads them
-    } else if (a == "--mpi" || a.rfind("--ranks-per-gpu=", 0) == 0 || a.rfind("--collective-timeout-ms=", 0) == 0) {
+    } else if (a == "--mpi" || a.rfind("--ranks-per-gpu=", 0) == 0 ||
+               a.rfind("--collective-timeout-ms=", 0) == 0) {
       continue;
     } else if (a == "--help" || a == "-h") {
       print_usage(argv[0], p.num_ranks);
@@ -600,7 +632,7 @@ int run_main(int argc, char** argv) {
   const bool reports_here = std::find(local.begin(), local.end(), 0) != local.end();
 
   std::vector<Report> reports(static_cast<size_t>(p.num_ranks));  // filled by rank 0
-  std::string device;                                               // rank 0's, for --costs
+  std::string device;                                             // rank 0's, for --costs
   std::mutex m;
   std::string failure;
   std::vector<std::thread> threads;
@@ -640,8 +672,9 @@ int run_main(int argc, char** argv) {
     double slowest = 0;
     for (const Report& r : reports) {
       if (r.seconds.size() != static_cast<size_t>(o.steps))
-        throw rt::Error("rank " + std::to_string(r.rank) + " reported " + std::to_string(r.seconds.size()) +
-                        " steps, expected " + std::to_string(o.steps));
+        throw rt::Error("rank " + std::to_string(r.rank) + " reported " +
+                        std::to_string(r.seconds.size()) + " steps, expected " +
+                        std::to_string(o.steps));
       slowest = std::max(slowest, r.seconds[static_cast<size_t>(s)]);
     }
     std::printf("step %d: %.3f ms (slowest rank)\n", s + 1, slowest * 1e3);

@@ -25,7 +25,7 @@ struct Communicator::Post {
   DType dtype = DType::kUndefined;
   Shape in_shape, out_shape;
   const void* in = nullptr;
-  int device = -1;  // where `in` lives (-1: host)
+  int device = -1;       // where `in` lives (-1: host)
   int64_t a = 0, b = 0;  // axis / split axis, concat axis / root
   int op = 0;
 };
@@ -126,7 +126,8 @@ void fold_bytes(DType d, uint8_t* acc, const uint8_t* v, int64_t n, ReduceOp op)
       return fold(reinterpret_cast<uint8_t*>(acc), reinterpret_cast<const uint8_t*>(v), n, op);
     case DType::kFloat16:
     case DType::kBFloat16:
-      return fold_half(d, reinterpret_cast<uint16_t*>(acc), reinterpret_cast<const uint16_t*>(v), n, op);
+      return fold_half(d, reinterpret_cast<uint16_t*>(acc), reinterpret_cast<const uint16_t*>(v), n,
+                       op);
     default:
       throw Error("cannot reduce tensors of type " + std::string(dtype_name(d)));
   }
@@ -528,8 +529,8 @@ void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, int64_t a
                void* piece = posts.size() > 1 ? mem.scratch(1, out.bytes()) : nullptr;
                for (size_t k = 0; k < order.size(); ++k) {
                  const Post* q = posts[order[k]];
-                 mem.copy_box(q->in, q->device, in.shape, src_off, k == 0 ? res : piece,
-                              out.shape, zero, out.shape, es);
+                 mem.copy_box(q->in, q->device, in.shape, src_off, k == 0 ? res : piece, out.shape,
+                              zero, out.shape, es);
                  if (k > 0) mem.fold(in.dtype, res, piece, out.numel(), op);
                }
              });
@@ -553,37 +554,36 @@ void Communicator::all_to_all(const Tensor& in, const Tensor& out, int64_t split
   p.b = concat_axis;
   detail::Memory& mem = memory();
   void* res = nullptr;
-  rendezvous("all_to_all", group, p,
-             [&](const std::vector<const Post*>& posts, size_t me, const std::vector<int>&) {
-               const int64_t n = static_cast<int64_t>(posts.size());
-               for (const Post* q : posts)
-                 if (q->in_shape != in.shape)
-                   throw Error("inputs " + shape_to_string(q->in_shape) + " and " +
-                               shape_to_string(in.shape) + " differ");
-               const size_t sa = static_cast<size_t>(split_axis),
-                            ca = static_cast<size_t>(concat_axis);
-               if (in.shape[sa] % n != 0)
-                 throw Error("extent " + std::to_string(in.shape[sa]) + " of axis " +
-                             std::to_string(split_axis) + " does not split into " +
-                             std::to_string(n) + " pieces");
-               Shape piece = in.shape;
-               piece[sa] /= n;
-               Shape expect = piece;
-               expect[ca] *= n;
-               if (out.shape != expect)
-                 throw Error("output has shape " + shape_to_string(out.shape) + ", expected " +
-                             shape_to_string(expect));
-               const size_t es = dtype_size(in.dtype);
-               res = mem.scratch(0, out.bytes());
-               Shape src_off(in.shape.size(), 0), dst_off(in.shape.size(), 0);
-               src_off[sa] = static_cast<int64_t>(me) * piece[sa];
-               for (int64_t j = 0; j < n; ++j) {
-                 dst_off[ca] = j * piece[ca];
-                 const Post* q = posts[static_cast<size_t>(j)];
-                 mem.copy_box(q->in, q->device, in.shape, src_off, res, out.shape, dst_off, piece,
-                              es);
-               }
-             });
+  rendezvous(
+      "all_to_all", group, p,
+      [&](const std::vector<const Post*>& posts, size_t me, const std::vector<int>&) {
+        const int64_t n = static_cast<int64_t>(posts.size());
+        for (const Post* q : posts)
+          if (q->in_shape != in.shape)
+            throw Error("inputs " + shape_to_string(q->in_shape) + " and " +
+                        shape_to_string(in.shape) + " differ");
+        const size_t sa = static_cast<size_t>(split_axis), ca = static_cast<size_t>(concat_axis);
+        if (in.shape[sa] % n != 0)
+          throw Error("extent " + std::to_string(in.shape[sa]) + " of axis " +
+                      std::to_string(split_axis) + " does not split into " + std::to_string(n) +
+                      " pieces");
+        Shape piece = in.shape;
+        piece[sa] /= n;
+        Shape expect = piece;
+        expect[ca] *= n;
+        if (out.shape != expect)
+          throw Error("output has shape " + shape_to_string(out.shape) + ", expected " +
+                      shape_to_string(expect));
+        const size_t es = dtype_size(in.dtype);
+        res = mem.scratch(0, out.bytes());
+        Shape src_off(in.shape.size(), 0), dst_off(in.shape.size(), 0);
+        src_off[sa] = static_cast<int64_t>(me) * piece[sa];
+        for (int64_t j = 0; j < n; ++j) {
+          dst_off[ca] = j * piece[ca];
+          const Post* q = posts[static_cast<size_t>(j)];
+          mem.copy_box(q->in, q->device, in.shape, src_off, res, out.shape, dst_off, piece, es);
+        }
+      });
   finish_copy(out.data, res, out.bytes());
 }
 

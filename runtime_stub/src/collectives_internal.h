@@ -27,8 +27,8 @@ class Memory {
                         const Shape& dst_off, const Shape& extent, size_t es) = 0;
   /// Whether a peer's buffer on `device` can be read in place by fold() (same memory).
   virtual bool readable(int device) const { return device == this->device(); }
-  /// acc = acc op v for n elements of type d; acc local, v local or readable(). Throws Error for a type that does
-  /// not reduce.
+  /// acc = acc op v for n elements of type d; acc local, v local or readable(). Throws Error for a
+  /// type that does not reduce.
   virtual void fold(DType d, void* acc, const void* v, int64_t n, ReduceOp op) = 0;
   /// Waits for the copies issued so far (before the rank tells its peers it is done reading).
   virtual void finish() {}

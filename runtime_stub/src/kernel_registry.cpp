@@ -28,9 +28,9 @@ enum Impl {
 struct Entry {
   std::string_view domain;  ///< "" (ONNX) or "ai.planner"
   std::string_view op_type;
-  KernelFn cpu;    ///< the cpu kernel: the cpu backend's, and every host fallback's
-  Impl impl;       ///< what the cuda backend uses
-  KernelFn cuda;   ///< the cuda kernel (nullptr for kHost and in cpu builds)
+  KernelFn cpu;   ///< the cpu kernel: the cpu backend's, and every host fallback's
+  Impl impl;      ///< what the cuda backend uses
+  KernelFn cuda;  ///< the cuda kernel (nullptr for kHost and in cpu builds)
 };
 
 #if PLANNER_RT_CUDA
@@ -244,10 +244,9 @@ namespace {
 // The Error run_kernel raises for an unknown operator, with a "did you mean" when one is close.
 [[noreturn]] void fail_unknown(const KernelContext& ctx, std::string_view domain,
                                std::string_view op_type) {
-  std::string msg =
-      "no kernel for operator '" +
-      (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
-      std::string(op_type) + "'";
+  std::string msg = "no kernel for operator '" +
+                    (canonical_domain(domain).empty() ? std::string() : std::string(domain) + ".") +
+                    std::string(op_type) + "'";
   const Entry* best = nullptr;
   size_t best_d = 3;
   for (const Entry& k : kKernels) {

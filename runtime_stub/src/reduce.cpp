@@ -137,7 +137,8 @@ void k_reduce_grad(const KernelContext& ctx) {
   const float* xp = x.as<float>();
   float* dx = ctx.out(0).as<float>();
   if (!extremum) {
-    const double scale = red == Red::kMean ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0;
+    const double scale =
+        red == Red::kMean ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0;
     broadcast_loop<1>(x.shape, {kept}, [&](int64_t i, const std::array<int64_t, 1>& off) {
       dx[i] = static_cast<float>(g[off[0]] * scale);
     });

@@ -68,8 +68,9 @@ Rnn parse_rnn(const KernelContext& ctx, Cell cell, size_t first = 0) {
     auto it = ctx.attrs.find("activations");
     const auto* acts = std::get_if<std::vector<std::string>>(&it->second);
     std::vector<std::string> dflt = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                    : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                         : std::vector<std::string>{"Tanh"};
+                                    : cell == Cell::kGru
+                                        ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                        : std::vector<std::string>{"Tanh"};
     bool ok = acts && acts->size() == dflt.size() * static_cast<size_t>(r.D);
     for (size_t i = 0; ok && i < acts->size(); ++i) ok = (*acts)[i] == dflt[i % dflt.size()];
     if (!ok) ctx.fail("only the default activations are supported");
@@ -529,8 +530,10 @@ void k_lstm_grad_data(const KernelContext& ctx) {
   // an absent output gradient is zero). Outputs dX, d initial_h, d initial_c, dGates
   // [T, D, B, 4H], H [T, D, B, H], each optional.
   if (ctx.inputs.size() > 10)
-    ctx.fail("takes at most 10 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, dY, "
-             "dY_h, dY_c), got " + std::to_string(ctx.inputs.size()));
+    ctx.fail(
+        "takes at most 10 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, dY, "
+        "dY_h, dY_c), got " +
+        std::to_string(ctx.inputs.size()));
   if (ctx.outputs.size() > 5)
     ctx.fail("has at most 5 outputs (dX, d initial_h, d initial_c, dGates, H)");
   const Rnn r = parse_rnn(ctx, Cell::kLstm);
@@ -589,7 +592,8 @@ void k_lstm_grad_weights(const KernelContext& ctx) {
     const bool reversed = dir == "reverse" || d == 1;
     for (int64_t t = 0; t < T; ++t) {
       const float* g = dg + (t * D + d) * B * GH;  // [B, 4H]
-      if (dw) sgemm(true, false, GH, I, B, 1.0f, g, GH, xp + t * B * I, I, 1.0f, dw + d * GH * I, I);
+      if (dw)
+        sgemm(true, false, GH, I, B, 1.0f, g, GH, xp + t * B * I, I, 1.0f, dw + d * GH * I, I);
       if (dr) {
         const int64_t prev = reversed ? t + 1 : t - 1;
         const float* hprev = prev >= 0 && prev < T ? hp + (prev * D + d) * B * H

@@ -89,7 +89,8 @@ TEST_CASE("without merging, each forward op is a group") {
   CoarseningOptions o;
   o.merge_elementwise = false;
   o.detect_repeats = false;
-  Coarsening c = coarsen(g, identity(g), [&](ir::OpId id) { return elementwise(g, id); }, o);
+  Coarsening c = coarsen(
+      g, identity(g), [&](ir::OpId id) { return elementwise(g, id); }, o);
   CHECK(c.groups.size() == 8);
   CHECK(c.num_classes == 8);
 }

@@ -25,7 +25,8 @@ TEST_CASE("a large MatMul on an H100 runs at its FLOPs over peak, within the eff
   double m = 8192, n = 8192, k = 8192;
   double flops = 2 * m * n * k;
   double bytes = 4 * (m * k + k * n + m * n);
-  double t = model.roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes, GemmShape{1, m, n, k});
+  double t = model.roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes,
+                            GemmShape{1, m, n, k});
   double ideal = flops / h100.flops(ir::DType::kFloat32);
   double eff = model.options().efficiency[static_cast<size_t>(OpClass::kMatmul)].compute;
   // Large enough that tiles, waves and depth cost almost nothing.
@@ -36,7 +37,8 @@ TEST_CASE("a large MatMul on an H100 runs at its FLOPs over peak, within the eff
   // TF32 makes it faster; bf16 faster again.
   ComputeCostOptions tf32;
   tf32.allow_tf32 = true;
-  CHECK(ComputeCostModel(tf32).roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes) < t);
+  CHECK(ComputeCostModel(tf32).roofline(h100, op_of("MatMul"), ir::DType::kFloat32, flops, bytes) <
+        t);
 }
 
 TEST_CASE("element-wise ops are memory bound and shape ops are free") {
@@ -47,11 +49,13 @@ TEST_CASE("element-wise ops are memory bound and shape ops are free") {
   double bytes = 2.0 * 4 * 64e6;
   double t = model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 64e6, bytes);
   const ComputeCostOptions& o = model.options();
-  double eff = o.efficiency[static_cast<size_t>(OpClass::kElementwise)].memory * bytes / (bytes + o.memory_half_bytes);
+  double eff = o.efficiency[static_cast<size_t>(OpClass::kElementwise)].memory * bytes /
+               (bytes + o.memory_half_bytes);
   CHECK(t == doctest::Approx(bytes / (h100.memory_bandwidth * eff) + o.launch_overhead));
   // A small kernel reaches a smaller fraction of the bandwidth.
   double small = 4.0 * 64e3;
-  double ts = model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 32e3, small) - o.launch_overhead;
+  double ts =
+      model.roofline(h100, op_of("Relu"), ir::DType::kFloat32, 32e3, small) - o.launch_overhead;
   CHECK(small / ts < 0.5 * bytes / (t - o.launch_overhead));
   CHECK(model.roofline(h100, op_of("Reshape"), ir::DType::kFloat32, 0, bytes) == 0);
 }
@@ -64,7 +68,8 @@ TEST_CASE("dense kernels lose efficiency to tiles, waves and shallow reductions"
   double spill = model.shape_efficiency({1, 128 * 12 + 1, 128 * 9, 4096}, sms);
   CHECK(spill < 0.6 * full);
   // A padded tile: 130 rows use two tiles of 128.
-  CHECK(model.shape_efficiency({108, 130, 128, 4096}, sms) < model.shape_efficiency({108, 128, 128, 4096}, sms));
+  CHECK(model.shape_efficiency({108, 130, 128, 4096}, sms) <
+        model.shape_efficiency({108, 128, 128, 4096}, sms));
   // Depth: K = depth_half halves it.
   double deep = model.shape_efficiency({108, 128, 128, 1 << 20}, sms);
   double half = model.shape_efficiency({108, 128, 128, model.options().depth_half}, sms);
@@ -115,20 +120,25 @@ TEST_CASE("gemm_shape: matmuls and convolutions as the GEMMs they run") {
 
 TEST_CASE("calibration files override the kernel model and name bad fields") {
   auto o = parse_calibration(R"({"schema": "planner-calibration/1",
-    "efficiency": {"conv": {"tf32": 0.2}}, "depth_half": 10, "tile_n": 64})", "cal.json");
+    "efficiency": {"conv": {"tf32": 0.2}}, "depth_half": 10, "tile_n": 64})",
+                             "cal.json");
   REQUIRE(o);
   CHECK(o->efficiency[static_cast<size_t>(OpClass::kConv)].tf32 == 0.2);
   CHECK(o->efficiency[static_cast<size_t>(OpClass::kConv)].compute ==
         ComputeCostOptions{}.efficiency[static_cast<size_t>(OpClass::kConv)].compute);
   CHECK(o->depth_half == 10);
   CHECK(o->tile_n == 64);
-  auto bad = parse_calibration(R"({"schema": "planner-calibration/1", "efficiency": {"cnv": {}}})", "cal.json");
+  auto bad = parse_calibration(R"({"schema": "planner-calibration/1", "efficiency": {"cnv": {}}})",
+                               "cal.json");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message() == "cal.json: $.efficiency.cnv: unknown operator class");
-  bad = parse_calibration(R"({"schema": "planner-calibration/1", "efficiency": {"conv": {"tf32": 1.5}}})", "cal.json");
+  bad = parse_calibration(
+      R"({"schema": "planner-calibration/1", "efficiency": {"conv": {"tf32": 1.5}}})", "cal.json");
   REQUIRE_FALSE(bad);
-  CHECK(bad.error().message() == "cal.json: $.efficiency.conv.tf32: expected a number in [0.001, 1]");
-  bad = parse_calibration(R"({"schema": "planner-calibration/1", "launch_overhead": 1e400})", "cal.json");
+  CHECK(bad.error().message() ==
+        "cal.json: $.efficiency.conv.tf32: expected a number in [0.001, 1]");
+  bad = parse_calibration(R"({"schema": "planner-calibration/1", "launch_overhead": 1e400})",
+                          "cal.json");
   REQUIRE_FALSE(bad);
 }
 
@@ -137,7 +147,8 @@ TEST_CASE("measured costs: exact, interpolated, scaled, absent") {
     "kernels": [
       {"op_type": "Relu", "input_shapes": [[100]], "seconds": 1e-5},
       {"op_type": "Relu", "input_shapes": [[300]], "seconds": 3e-5}
-    ]})", "costs.json");
+    ]})",
+                                    "costs.json");
   REQUIRE(costs);
   ir::Op relu = op_of("Relu");
   CHECK(*costs->lookup(relu, {{100}}, 100) == doctest::Approx(1e-5));
@@ -154,7 +165,8 @@ TEST_CASE("measured costs: exact, interpolated, scaled, absent") {
 
 TEST_CASE("bad costs files name the JSON path") {
   auto c = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [{"op_type": "Relu",
-    "input_shapes": [[4]], "seconds": -1}]})", "c.json");
+    "input_shapes": [[4]], "seconds": -1}]})",
+                                "c.json");
   REQUIRE_FALSE(c);
   CHECK(c.error().message() == "c.json: $.kernels[0].seconds: expected a positive number");
   c = MeasuredCosts::parse("{", "c.json");
@@ -220,7 +232,8 @@ TEST_CASE("calibration files go through the bounded JSON reader") {
   auto c = parse_calibration(R"({"schema": "planner-calibration/1", "tile_m": 1e400})", "cal.json");
   REQUIRE_FALSE(c);
   CHECK(c.error().message() == "cal.json:1:47: invalid JSON: number 1e400 is out of range");
-  c = parse_calibration("{\"about\": " + std::string(200, '[') + std::string(200, ']') + "}", "cal.json");
+  c = parse_calibration("{\"about\": " + std::string(200, '[') + std::string(200, ']') + "}",
+                        "cal.json");
   REQUIRE_FALSE(c);
   CHECK(c.error().message() == "cal.json:1:138: invalid JSON: nested deeper than 128 levels");
   c = parse_calibration(R"({"schema": "planner-calibration/1", "tile_m": 64})", "cal.json");

@@ -134,12 +134,14 @@ TEST_CASE("a config that splits a missing variable is an error naming the node")
   Fixture f = prepare(soybean_mlp());
   importers::Topology topo = importers::h100_cluster(2);
   Lowering lowering(f.training.graph, f.strategies, topo);
-  std::vector<OpConfig> configs(static_cast<size_t>(f.training.graph.num_ops()), OpConfig::single(0));
+  std::vector<OpConfig> configs(static_cast<size_t>(f.training.graph.num_ops()),
+                                OpConfig::single(0));
   configs[0] = OpConfig::split("q", {0, 1});
   auto plan = lowering.lower(configs);
   REQUIRE_FALSE(plan.has_value());
   CHECK(plan.error().message() ==
-        "node 'fc0' (MatMul): config {q:2}@0-1: 'q' is not a splittable index variable of the operator");
+        "node 'fc0' (MatMul): config {q:2}@0-1: 'q' is not a splittable index variable of the "
+        "operator");
   configs[0] = OpConfig::split("m", {0, 5});
   plan = lowering.lower(configs);
   REQUIRE_FALSE(plan.has_value());
@@ -151,7 +153,8 @@ TEST_CASE("one device: no communication, memory holds every buffer") {
   Fixture f = prepare(soybean_mlp());
   importers::Topology topo = importers::h100_cluster(1);
   Lowering lowering(f.training.graph, f.strategies, topo);
-  std::vector<OpConfig> configs(static_cast<size_t>(f.training.graph.num_ops()), OpConfig::single(0));
+  std::vector<OpConfig> configs(static_cast<size_t>(f.training.graph.num_ops()),
+                                OpConfig::single(0));
   auto plan = lowering.lower(configs);
   REQUIRE(plan.has_value());
   CHECK(plan->comm_bytes == 0);

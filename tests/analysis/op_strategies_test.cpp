@@ -227,6 +227,10 @@ TEST_CASE("LSTM (fused): splits along batch and hidden; a hidden split exchanges
   REQUIRE(y >= 0);
   REQUIRE(hidden.state_regions[static_cast<size_t>(y)].has_value());
   CHECK((*hidden.state_regions[static_cast<size_t>(y)])[0].dims[3].to_string() == "[0, 127]");
+  // The sequence is the recurrence's axis: a split of s is no parallel split (issue 18: it was
+  // priced as pieces running side by side, each needing the one before).
+  for (const Strategy& st : s.analysis->strategies)
+    if (st.var == "s") CHECK_FALSE(st.valid);
 }
 
 TEST_CASE("Gemm with transB and a bias: rows and columns split, the bias follows the columns") {

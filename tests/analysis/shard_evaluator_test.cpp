@@ -18,7 +18,8 @@ ShardEvaluator evaluator(const std::string& text, const std::map<std::string, in
   return std::move(*e);
 }
 
-ShardRegions eval(const ShardEvaluator& e, const std::map<std::string, std::pair<int64_t, int64_t>>& r) {
+ShardRegions eval(const ShardEvaluator& e,
+                  const std::map<std::string, std::pair<int64_t, int64_t>>& r) {
   auto out = e.evaluate(r);
   REQUIRE_MESSAGE(out.has_value(), (out ? std::string() : out.error().message()));
   return std::move(*out);

@@ -52,7 +52,8 @@ TEST_CASE("validate names the sharding and the shape") {
         "sharding S[4,1]@0-3 of shape [3,8]: dimension 0 of size 3 cannot be split 4 ways");
   r = s.validate({8, 8}, 2);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == "sharding S[4,1]@0-3 of shape [8,8]: device 2 is not among the 2 devices");
+  CHECK(r.error().message() ==
+        "sharding S[4,1]@0-3 of shape [8,8]: device 2 is not among the 2 devices");
   r = parse_sharding("S[2]@0,0")->validate({8}, 4);
   REQUIRE_FALSE(r);
   CHECK(r.error().message() == "sharding S[2]@0,0 of shape [8]: device 0 is listed twice");
@@ -94,8 +95,31 @@ TEST_CASE("operator configurations: text form and shard numbering") {
   CHECK(OpConfig::replicated({0, 1}).to_string() == "{}*R2@0-1");
   auto bad = parse_op_config("{m:4}@0-2");
   REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message() ==
-        "bad operator configuration '{m:4}@0-2': the device list does not have one device per shard");
+  CHECK(
+      bad.error().message() ==
+      "bad operator configuration '{m:4}@0-2': the device list does not have one device per shard");
+}
+
+TEST_CASE("sharding_of finds the layout that cuts a tensor into the boxes the devices hold") {
+  const std::vector<int64_t> shape = {6, 8};
+  // Column tiles, each on two devices, given in any order.
+  auto s = sharding_of(shape, {3, 0, 2, 1},
+                       {{{0, 6}, {4, 8}}, {{0, 6}, {0, 4}}, {{0, 6}, {4, 8}}, {{0, 6}, {0, 4}}});
+  REQUIRE(s);
+  CHECK(s->to_string() == "S[1,2]*R2@0-1,3,2");
+  for (int i = 0; i < s->num_shards(); ++i)
+    CHECK(s->shard_box(shape, i) == (s->devices[static_cast<size_t>(i)] < 2
+                                         ? Box{{0, 6}, {0, 4}}
+                                         : Box{{0, 6}, {4, 8}}));
+  // Whole boxes: replicated.
+  auto r = sharding_of(shape, {0, 1}, {{{0, 6}, {0, 8}}, {{0, 6}, {0, 8}}});
+  REQUIRE(r);
+  CHECK(r->to_string() == "S[1,1]*R2@0-1");
+  // Tiles that are not the even cut, a missing tile, a device listed twice: no sharding.
+  CHECK_FALSE(sharding_of(shape, {0, 1}, {{{0, 2}, {0, 8}}, {{2, 6}, {0, 8}}}));
+  CHECK_FALSE(sharding_of(shape, {0, 1, 2},
+                          {{{0, 3}, {0, 4}}, {{0, 3}, {4, 8}}, {{3, 6}, {0, 4}}}));
+  CHECK_FALSE(sharding_of(shape, {0, 0}, {{{0, 3}, {0, 8}}, {{3, 6}, {0, 8}}}));
 }
 
 }  // namespace

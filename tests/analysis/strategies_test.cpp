@@ -304,6 +304,14 @@ TEST_CASE("recurrences report the state each worker reads") {
   CHECK(input_regions(a, "h", 1) == "[0..3, 0..7] | [4..7, 0..7]");
   const Strategy* b = a.find("b");
   CHECK((*b->state_regions[0])[1].to_string() == "[0..3, 2..3, 0..7]");
+  // Splitting the hidden units or the batch runs the workers side by side...
+  CHECK(h->valid);
+  CHECK(b->valid);
+  // ...splitting the sequence would run them one after the other: not a parallel split.
+  const Strategy* s = a.find("s");
+  REQUIRE(s);
+  CHECK_FALSE(s->valid);
+  CHECK(s->invalid_reason == "sequential: output 0 reads itself along s (a recurrence)");
 }
 
 TEST_CASE("non-affine products and comparisons are errors naming the operator and expression") {

@@ -21,9 +21,8 @@ TensorId add(Graph& g, const std::string& name, std::vector<int64_t> shape,
   return g.add_tensor(std::move(t));
 }
 
-void add_op(Graph& g, const std::string& name, const std::string& type,
-            std::vector<TensorId> ins, std::vector<TensorId> outs,
-            std::map<std::string, ir::Attribute> attrs = {}) {
+void add_op(Graph& g, const std::string& name, const std::string& type, std::vector<TensorId> ins,
+            std::vector<TensorId> outs, std::map<std::string, ir::Attribute> attrs = {}) {
   Op op;
   op.name = name;
   op.op_type = type;
@@ -183,9 +182,9 @@ TEST_CASE("every shared model's training graph builds and every operator is anal
   PLANNER_REQUIRE_SHARED_MODELS();
   auto library = tdl::Library::builtin();
   REQUIRE(library);
-  for (std::string name : {"alexnet.onnx", "bert_base.onnx", "gpt2_small.onnx", "inception_v3.onnx",
-                           "lstm_lm.onnx", "lstm_lm_unrolled.onnx", "mlp_8192x4.onnx",
-                           "resnet50.onnx", "vgg16.onnx"}) {
+  for (std::string name :
+       {"alexnet.onnx", "bert_base.onnx", "gpt2_small.onnx", "inception_v3.onnx", "lstm_lm.onnx",
+        "lstm_lm_unrolled.onnx", "mlp_8192x4.onnx", "resnet50.onnx", "vgg16.onnx"}) {
     CAPTURE(name);
     auto path = (testing::shared_models_dir() / name).string();
     auto forward = importers::import_model(path);
@@ -204,7 +203,8 @@ TEST_CASE("every shared model's training graph builds and every operator is anal
       const OpStrategies* s = all->per_op[static_cast<size_t>(id)];
       return !s->replicated && s->analysis->elementwise;
     });
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     MESSAGE(name, ": ", forward->num_ops(), " forward ops, ", tg->graph.num_ops(),
             " training ops, ", c.groups.size(), " groups, ", c.num_classes, " classes, ",
             c.blocks.size(), " repeated blocks, ", ms, " ms");

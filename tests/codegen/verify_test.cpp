@@ -60,7 +60,8 @@ std::unique_ptr<Model> prepare(ir::Graph forward, bool train) {
 }
 
 std::unique_ptr<Model> example(const std::string& name, bool train) {
-  auto g = importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
+  auto g =
+      importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
   return prepare(std::move(*g), train);
 }
@@ -91,7 +92,8 @@ std::vector<OpConfig> mixed(const Model& m, int n) {
         c = mp[static_cast<size_t>(id)];
         break;
       case 2: {
-        std::vector<std::pair<std::string, int64_t>> vars(lowering.splittable(id).begin(), lowering.splittable(id).end());
+        std::vector<std::pair<std::string, int64_t>> vars(lowering.splittable(id).begin(),
+                                                          lowering.splittable(id).end());
         if (vars.size() >= 2 && n >= 4 && vars[0].second >= 2 && vars[1].second >= n / 2) {
           c.splits = {{vars[0].first, 2}, {vars[1].first, n / 2}};
           c.replicas = 1;
@@ -138,18 +140,20 @@ Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {
 }
 
 Programs reference(const Model& m) {
-  return compile(m, std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0)), 1);
+  return compile(
+      m, std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0)), 1);
 }
 
 // Verifies every plan of one model and mode in one build.
-void verify_all(const std::string& name, bool train, const std::vector<std::pair<std::string, int>>& plans) {
+void verify_all(const std::string& name, bool train,
+                const std::vector<std::pair<std::string, int>>& plans) {
   auto m = example(name, train);
   std::vector<Programs> programs;
   for (const auto& [kind, n] : plans) {
-    std::vector<OpConfig> c = kind == "dp"                ? baseline(*m, analysis::Baseline::kDataParallel, n)
-                              : kind == "mp"              ? baseline(*m, analysis::Baseline::kModelParallel, n)
+    std::vector<OpConfig> c = kind == "dp"   ? baseline(*m, analysis::Baseline::kDataParallel, n)
+                              : kind == "mp" ? baseline(*m, analysis::Baseline::kModelParallel, n)
                               : kind.starts_with("search:") ? searched(*m, kind.substr(7), n)
-                                                          : mixed(*m, n);
+                                                            : mixed(*m, n);
     programs.push_back(compile(*m, c, n));
   }
   VerifyOptions o;
@@ -157,33 +161,82 @@ void verify_all(const std::string& name, bool train, const std::vector<std::pair
   REQUIRE_MESSAGE(results.has_value(), results.error().message());
   for (size_t i = 0; i < results->size(); ++i) {
     const Comparison& c = (*results)[i].comparison;
-    INFO(name, train ? " train " : " infer ", plans[i].first, " on ", plans[i].second, " ranks: max abs ", c.max_abs,
-         ", max rel ", c.max_rel, " in '", c.worst, "' ", c.problem);
-    MESSAGE(name, train ? " train " : " infer ", plans[i].first, " x", plans[i].second, ": max rel error ", c.max_rel,
-            ", ", (*results)[i].step_ms, " ms/step");
+    INFO(name, train ? " train " : " infer ", plans[i].first, " on ", plans[i].second,
+         " ranks: max abs ", c.max_abs, ", max rel ", c.max_rel, " in '", c.worst, "' ", c.problem);
+    MESSAGE(name, train ? " train " : " infer ", plans[i].first, " x", plans[i].second,
+            ": max rel error ", c.max_rel, ", ", (*results)[i].step_ms, " ms/step");
     CHECK(c.ok);
     CHECK(c.tensors > 0);
   }
 }
 
 TEST_CASE("mlp: partitioned steps match the unpartitioned step") {
-  verify_all("mlp", true, {{"dp", 2}, {"mp", 4}, {"mixed", 4}, {"mixed", 8}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
-  verify_all("mlp", false, {{"dp", 8}, {"mp", 2}, {"mixed", 2}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
+  verify_all("mlp", true,
+             {{"dp", 2},
+              {"mp", 4},
+              {"mixed", 4},
+              {"mixed", 8},
+              {"search:dp", 8},
+              {"search:frontier", 4},
+              {"search:mcmc", 2}});
+  verify_all("mlp", false,
+             {{"dp", 8},
+              {"mp", 2},
+              {"mixed", 2},
+              {"search:dp", 2},
+              {"search:frontier", 8},
+              {"search:mcmc", 4}});
 }
 
 TEST_CASE("transformer_block: partitioned steps match the unpartitioned step") {
-  verify_all("transformer_block", true, {{"dp", 4}, {"mp", 2}, {"mixed", 4}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
-  verify_all("transformer_block", false, {{"dp", 2}, {"mp", 8}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
+  verify_all("transformer_block", true,
+             {{"dp", 4},
+              {"mp", 2},
+              {"mixed", 4},
+              {"search:dp", 8},
+              {"search:frontier", 4},
+              {"search:mcmc", 2}});
+  verify_all("transformer_block", false,
+             {{"dp", 2},
+              {"mp", 8},
+              {"mixed", 8},
+              {"search:dp", 2},
+              {"search:frontier", 8},
+              {"search:mcmc", 4}});
 }
 
 TEST_CASE("small_cnn: partitioned steps match the unpartitioned step") {
-  verify_all("small_cnn", true, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
-  verify_all("small_cnn", false, {{"dp", 8}, {"mp", 2}, {"mixed", 4}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
+  verify_all("small_cnn", true,
+             {{"dp", 2},
+              {"mp", 4},
+              {"mixed", 8},
+              {"search:dp", 8},
+              {"search:frontier", 4},
+              {"search:mcmc", 2}});
+  verify_all("small_cnn", false,
+             {{"dp", 8},
+              {"mp", 2},
+              {"mixed", 4},
+              {"search:dp", 2},
+              {"search:frontier", 8},
+              {"search:mcmc", 4}});
 }
 
 TEST_CASE("lstm: partitioned steps match the unpartitioned step") {
-  verify_all("lstm", true, {{"dp", 4}, {"mp", 2}, {"mixed", 2}, {"search:dp", 8}, {"search:frontier", 4}, {"search:mcmc", 2}});
-  verify_all("lstm", false, {{"dp", 2}, {"mp", 4}, {"mixed", 8}, {"search:dp", 2}, {"search:frontier", 8}, {"search:mcmc", 4}});
+  verify_all("lstm", true,
+             {{"dp", 4},
+              {"mp", 2},
+              {"mixed", 2},
+              {"search:dp", 8},
+              {"search:frontier", 4},
+              {"search:mcmc", 2}});
+  verify_all("lstm", false,
+             {{"dp", 2},
+              {"mp", 4},
+              {"mixed", 8},
+              {"search:dp", 2},
+              {"search:frontier", 8},
+              {"search:mcmc", 4}});
 }
 
 // Bytes each rank sends in one step under ring collectives (all-reduce 2(n-1)/n of its
@@ -193,18 +246,28 @@ double moved_bytes(const Programs& p) {
   double total = 0;
   auto bytes = [&](int b) {
     const Buffer& buf = p.buffers[static_cast<size_t>(b)];
-    return static_cast<double>(analysis::box_elements(buf.region) * static_cast<int64_t>(ir::dtype_size(buf.dtype)));
+    return static_cast<double>(analysis::box_elements(buf.region) *
+                               static_cast<int64_t>(ir::dtype_size(buf.dtype)));
   };
   for (const RankProgram& r : p.ranks)
     for (const Step& s : r.steps) {
       const double n = static_cast<double>(s.group.size());
       switch (s.kind) {
-        case StepKind::kAllReduce: total += 2 * (n - 1) / n * bytes(s.inputs[0]); break;
+        case StepKind::kAllReduce:
+          total += 2 * (n - 1) / n * bytes(s.inputs[0]);
+          break;
         case StepKind::kReduceScatter:
-        case StepKind::kAllToAll: total += (n - 1) / n * bytes(s.inputs[0]); break;
-        case StepKind::kAllGather: total += (n - 1) / n * bytes(s.outputs[0]); break;
-        case StepKind::kSend: total += bytes(s.inputs[0]); break;
-        default: break;
+        case StepKind::kAllToAll:
+          total += (n - 1) / n * bytes(s.inputs[0]);
+          break;
+        case StepKind::kAllGather:
+          total += (n - 1) / n * bytes(s.outputs[0]);
+          break;
+        case StepKind::kSend:
+          total += bytes(s.inputs[0]);
+          break;
+        default:
+          break;
       }
     }
   return total;
@@ -261,14 +324,15 @@ TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter"
     for (const RankProgram& r : ar->ranks)
       for (const Step& s : r.steps) CHECK(s.kind != StepKind::kReduceScatter);
     // h1 is [64, 1024] f32: each rank sends 3/4 of 256 KiB instead of 3/2.
-    MESSAGE("mlp ", train ? "train" : "infer", ": ", moved_bytes(rs), " bytes moved with the reduce-scatter, ",
-            moved_bytes(*ar), " with all-reduce + Slice");
+    MESSAGE("mlp ", train ? "train" : "infer", ": ", moved_bytes(rs),
+            " bytes moved with the reduce-scatter, ", moved_bytes(*ar), " with all-reduce + Slice");
     CHECK(moved_bytes(*ar) - moved_bytes(rs) == doctest::Approx(n * 0.75 * 64 * 1024 * 4));
     CHECK(rs.to_text().find("reduce_scatter group=[0,1,2,3] axis=0") != std::string::npos);
     if (!train) continue;
 
     // Both compile to the same step (the training step runs the forward too).
-    const std::filesystem::path work = std::filesystem::temp_directory_path() / "planner-codegen-rs-verify";
+    const std::filesystem::path work =
+        std::filesystem::temp_directory_path() / "planner-codegen-rs-verify";
     std::filesystem::remove_all(work);
     VerifyOptions vo;
     vo.work_dir = work.string();
@@ -288,8 +352,11 @@ TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter"
     CHECK(run_command(launcher + " --help", out) == 0);
     CHECK(out.find("--ranks-per-gpu N") != std::string::npos);
     CHECK(out.find("mpirun -np 4") != std::string::npos);
-    CHECK(run_command(launcher + " --steps 1 --ranks-per-gpu 2 --mpi --collective-timeout-ms=30000 --costs " + costs,
-                      out) == 0);
+    CHECK(run_command(
+              launcher +
+                  " --steps 1 --ranks-per-gpu 2 --mpi --collective-timeout-ms=30000 --costs " +
+                  costs,
+              out) == 0);
     CHECK(out.find("step 1: ") != std::string::npos);
     CHECK(out.find("rank 3 peak memory: ") != std::string::npos);
     std::ifstream cf(costs);
@@ -353,7 +420,8 @@ TEST_CASE("checks: Pad, SliceGrad and PadGrad run sharded along axes they leave 
         native.insert(r.op_type);
       }
     }
-    CHECK(native == (train ? std::set<std::string>{"Pad", "PadGrad", "SliceGrad"} : std::set<std::string>{"Pad"}));
+    CHECK(native == (train ? std::set<std::string>{"Pad", "PadGrad", "SliceGrad"}
+                           : std::set<std::string>{"Pad"}));
     if (!train) continue;
     // The training step runs the forward too; the mixed plan splits some of them along padded
     // or sliced axes (the fallback).
@@ -367,7 +435,8 @@ TEST_CASE("checks: Pad, SliceGrad and PadGrad run sharded along axes they leave 
   }
 }
 
-TEST_CASE("checks: a Conv split along its kernel window runs whole, ReduceSum's axes do not stop it") {
+TEST_CASE(
+    "checks: a Conv split along its kernel window runs whole, ReduceSum's axes do not stop it") {
   auto m = example("small_cnn", true);
   std::vector<OpConfig> c = baseline(*m, analysis::Baseline::kDataParallel, 2);
   ir::OpId conv = ir::kNoOp;
@@ -438,20 +507,29 @@ TEST_CASE("checks: a model with hostile names compiles and runs") {
   const std::string weird = "w\"q\\x\n*/ ??/ ??= \xc3\xa9\t";
   ir::Graph g;
   g.name = "hostile \"model\"";
-  ir::Tensor x{.name = "input " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 16}, .role = ir::TensorRole::kInput};
-  ir::Tensor w{.name = "weight " + weird, .dtype = ir::DType::kFloat32, .shape = {16, 4}, .role = ir::TensorRole::kParameter};
+  ir::Tensor x{.name = "input " + weird,
+               .dtype = ir::DType::kFloat32,
+               .shape = {8, 16},
+               .role = ir::TensorRole::kInput};
+  ir::Tensor w{.name = "weight " + weird,
+               .dtype = ir::DType::kFloat32,
+               .shape = {16, 4},
+               .role = ir::TensorRole::kParameter};
   ir::Tensor h{.name = "hidden " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 4}};
   ir::Tensor y{.name = "out " + weird, .dtype = ir::DType::kFloat32, .shape = {8, 4}};
-  ir::TensorId xi = g.add_tensor(x), wi = g.add_tensor(w), hi = g.add_tensor(h), yi = g.add_tensor(y);
-  g.add_op(ir::Op{.name = "matmul " + weird, .op_type = "MatMul", .inputs = {xi, wi}, .outputs = {hi}});
+  ir::TensorId xi = g.add_tensor(x), wi = g.add_tensor(w), hi = g.add_tensor(h),
+               yi = g.add_tensor(y);
+  g.add_op(
+      ir::Op{.name = "matmul " + weird, .op_type = "MatMul", .inputs = {xi, wi}, .outputs = {hi}});
   g.add_op(ir::Op{.name = "relu */ " + weird, .op_type = "Relu", .inputs = {hi}, .outputs = {yi}});
   g.inputs = {xi};
   g.outputs = {yi};
   REQUIRE(g.finalize("hostile").has_value());
   for (bool train : {true, false}) {
     auto m = prepare(g, train);
-    std::vector<Programs> programs = {compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2),
-                                      compile(*m, baseline(*m, analysis::Baseline::kModelParallel, 2), 2)};
+    std::vector<Programs> programs = {
+        compile(*m, baseline(*m, analysis::Baseline::kDataParallel, 2), 2),
+        compile(*m, baseline(*m, analysis::Baseline::kModelParallel, 2), 2)};
     for (const Programs& p : programs) {
       std::string source = launcher_program_source(p);
       CHECK(source.find("\n*/") == std::string::npos);
@@ -474,8 +552,12 @@ namespace {
 TEST_CASE("checks: golden launcher of a tiny data-parallel plan") {
   ir::Graph g;
   g.name = "tiny";
-  ir::TensorId x = g.add_tensor({.name = "x", .dtype = ir::DType::kFloat32, .shape = {4, 3}, .role = ir::TensorRole::kInput});
-  ir::TensorId w = g.add_tensor({.name = "w", .dtype = ir::DType::kFloat32, .shape = {3, 2}, .role = ir::TensorRole::kParameter});
+  ir::TensorId x = g.add_tensor(
+      {.name = "x", .dtype = ir::DType::kFloat32, .shape = {4, 3}, .role = ir::TensorRole::kInput});
+  ir::TensorId w = g.add_tensor({.name = "w",
+                                 .dtype = ir::DType::kFloat32,
+                                 .shape = {3, 2},
+                                 .role = ir::TensorRole::kParameter});
   ir::TensorId h = g.add_tensor({.name = "h", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
   ir::TensorId y = g.add_tensor({.name = "y", .dtype = ir::DType::kFloat32, .shape = {4, 2}});
   g.add_op(ir::Op{.name = "mm", .op_type = "MatMul", .inputs = {x, w}, .outputs = {h}});

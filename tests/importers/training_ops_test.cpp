@@ -12,9 +12,11 @@
 namespace planner::importers {
 namespace {
 
-Expected<ir::Graph> import_opset(int opset, const std::string& body, const ImportOptions& options = {}) {
-  return import_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n" + body,
-                           "model.onnxtxt", options);
+Expected<ir::Graph> import_opset(int opset, const std::string& body,
+                                 const ImportOptions& options = {}) {
+  return import_model_text(
+      "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n" + body,
+      "model.onnxtxt", options);
 }
 
 ir::Graph must_import(int opset, const std::string& body, const ImportOptions& options = {}) {
@@ -32,7 +34,8 @@ const ir::Op& op_of_type(const ir::Graph& g, const std::string& type) {
 
 std::multiset<std::string> types(const ir::Graph& g) {
   std::multiset<std::string> out;
-  for (const ir::Op& op : g.ops()) out.insert(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type);
+  for (const ir::Op& op : g.ops())
+    out.insert(op.domain.empty() ? op.op_type : op.domain + "." + op.op_type);
   return out;
 }
 
@@ -46,7 +49,8 @@ m (float[4,3,5,5] x) => (float[4,3,5,5] y)
 
 TEST_CASE("training-mode BatchNormalization (opset 15): statistics, then the normalisation") {
   ir::Graph g = must_import(15, kBn15);
-  CHECK(types(g) == std::multiset<std::string>{"ai.planner.BatchNormStats", "ai.planner.BatchNormTrain"});
+  CHECK(types(g) ==
+        std::multiset<std::string>{"ai.planner.BatchNormStats", "ai.planner.BatchNormTrain"});
   const ir::Op& stats = op_of_type(g, "BatchNormStats");
   CHECK(stats.int_attr("count", 0) == 4 * 5 * 5);
   CHECK(g.tensor(stats.outputs[0]).shape == std::vector<int64_t>{2, 3});
@@ -122,7 +126,8 @@ m (float[2,6] x) => (float[2,6] y)
 }
 )");
   REQUIRE_FALSE(g.has_value());
-  CHECK(g.error().message() == "model.onnxtxt: node 'Dropout_2' (Dropout): ratio 1 is outside [0, 1)");
+  CHECK(g.error().message() ==
+        "model.onnxtxt: node 'Dropout_2' (Dropout): ratio 1 is outside [0, 1)");
   auto bn = import_opset(15, R"(
 m (float[4] x) => (float[4] y)
 <float[4] s = {}, float[4] b = {}, float[4] mean = {}, float[4] var = {}>

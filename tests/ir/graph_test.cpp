@@ -17,8 +17,8 @@ TensorId add(Graph& g, const std::string& name, std::vector<int64_t> shape,
   return g.add_tensor(std::move(t));
 }
 
-OpId add_op(Graph& g, const std::string& name, const std::string& type,
-            std::vector<TensorId> ins, std::vector<TensorId> outs) {
+OpId add_op(Graph& g, const std::string& name, const std::string& type, std::vector<TensorId> ins,
+            std::vector<TensorId> outs) {
   Op op;
   op.name = name;
   op.op_type = type;
@@ -77,7 +77,8 @@ TEST_CASE("a cycle is reported with the node") {
   add_op(g, "n2", "Relu", {a}, {b});
   auto r = g.finalize("cyc.onnx");
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == "cyc.onnx: node 'n1' (Relu): the graph has a cycle through this node");
+  CHECK(r.error().message() ==
+        "cyc.onnx: node 'n1' (Relu): the graph has a cycle through this node");
 }
 
 TEST_CASE("an undefined input is reported with the node") {
@@ -108,7 +109,8 @@ TEST_CASE("duplicate node names and double producers are rejected") {
   add_op(g2, "n2", "Relu", {x}, {a});
   r = g2.finalize("m.onnx");
   REQUIRE_FALSE(r);
-  CHECK(r.error().message() == "m.onnx: node 'n2' (Relu): output 'a' is also produced by node 'n1'");
+  CHECK(r.error().message() ==
+        "m.onnx: node 'n2' (Relu): output 'a' is also produced by node 'n1'");
 }
 
 TEST_CASE("negative and overflowing shapes are rejected") {

@@ -88,8 +88,8 @@ TEST_CASE("ReduceGrad for ReduceSum, ReduceMean, ReduceMax, ReduceMin (axes attr
     const std::string o = op;
     const bool extremum = o == "ReduceMax" || o == "ReduceMin";
     struct Case {
-      Attributes fwd;        // the forward op's attributes (axes as an attribute)
-      Shape axes;            // ReduceGrad's normalised axes
+      Attributes fwd;  // the forward op's attributes (axes as an attribute)
+      Shape axes;      // ReduceGrad's normalised axes
       int64_t keepdims;
       Shape out;
     };
@@ -228,11 +228,11 @@ TEST_CASE("LayerNormGrad (dX) and LayerNormParamGrad (dScale, dB)") {
   Buf x = R({3, 4}, 35), dy = R({3, 4}, 36);
   CHECK_THROWS_WITH_AS(run_planner("LayerNormParamGrad", {}, {dy.t, x.t}, {Z({3}).t}),
                        "node 'n' (LayerNormParamGrad): dScale has shape [3], expected [4]", Error);
-  CHECK_THROWS_WITH_AS(run_planner("LayerNormGrad", {}, {dy.t, x.t, R({4}, 37).t},
-                                   {Z({3, 4}).t, Z({4}).t}),
-                       "node 'n' (LayerNormGrad): got 3 inputs and 2 outputs, expected (dY, X, "
-                       "Scale) -> dX",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      run_planner("LayerNormGrad", {}, {dy.t, x.t, R({4}, 37).t}, {Z({3, 4}).t, Z({4}).t}),
+      "node 'n' (LayerNormGrad): got 3 inputs and 2 outputs, expected (dY, X, "
+      "Scale) -> dX",
+      Error);
 }
 
 TEST_CASE("BatchNormGrad (dX) and BatchNormParamGrad (dScale, dB), inference form") {
@@ -256,9 +256,9 @@ TEST_CASE("BatchNormGrad (dX) and BatchNormParamGrad (dScale, dB), inference for
   auto f2 = fwd("BatchNormalization", a, {x2.t, s.t, b.t, m.t, v.t}, {4, 3});
   check_grad(f2, x2, dy2.values(), dx2.values(), 1e-3);
   check_grad(f2, s, dy2.values(), ds2.values(), 1e-3);
-  CHECK_THROWS_WITH_AS(run_planner("BatchNormGrad", a, {dy.t, x.t, s.t, m.t, v.t}, {dx.t}),
-                       doctest::Contains("got 5 inputs and 1 outputs, expected (dY, scale, var) -> dX"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      run_planner("BatchNormGrad", a, {dy.t, x.t, s.t, m.t, v.t}, {dx.t}),
+      doctest::Contains("got 5 inputs and 1 outputs, expected (dY, scale, var) -> dX"), Error);
 }
 
 TEST_CASE("LossGrad: the gradient of 0.5*sum(y^2) is y") {

@@ -128,12 +128,17 @@ struct LstmCase {
 // output gradient weighs its output by zero).
 void check_lstm_grad(Attributes a, const LstmCase& c) {
   const int64_t T = 3, B = 2, I = 2, H = 3, D = c.D;
-  Buf x = R({T, B, I}, 1), w = R({D, 4 * H, I}, 2), r = R({D, 4 * H, H}, 3),
-      b = R({D, 8 * H}, 4), h0 = R({D, B, H}, 5), c0 = R({D, B, H}, 6);
+  Buf x = R({T, B, I}, 1), w = R({D, 4 * H, I}, 2), r = R({D, 4 * H, H}, 3), b = R({D, 8 * H}, 4),
+      h0 = R({D, B, H}, 5), c0 = R({D, B, H}, 6);
   Buf lens = I64({B}, {3, 2});
   a["hidden_size"] = H;
-  std::vector<Tensor> ins = {x.t,  w.t,  r.t, c.bias ? b.t : Tensor{}, c.lens ? lens.t : Tensor{},
-                             c.init ? h0.t : Tensor{}, c.init ? c0.t : Tensor{}};
+  std::vector<Tensor> ins = {x.t,
+                             w.t,
+                             r.t,
+                             c.bias ? b.t : Tensor{},
+                             c.lens ? lens.t : Tensor{},
+                             c.init ? h0.t : Tensor{},
+                             c.init ? c0.t : Tensor{}};
   const Shape ys = {T, D, B, H}, hs = {D, B, H};
   Buf dy = R(ys, 7), dyh = R(hs, 8), dyc = R(hs, 9);
   std::vector<float> wts;
@@ -149,8 +154,8 @@ void check_lstm_grad(Attributes a, const LstmCase& c) {
   gins.push_back(c.dyc ? dyc.t : Tensor{});
   Buf dx = Z({T, B, I}), dh0 = Z(hs), dc0 = Z(hs), dgates = R({T, D, B, 4 * H}, 10),
       hseq = R({T, D, B, H}, 11);  // garbage in the outputs: the kernels overwrite them
-  run_planner("LSTMGradData", a, gins, {dx.t, c.init ? dh0.t : Tensor{}, c.init ? dc0.t : Tensor{},
-                                        dgates.t, hseq.t});
+  run_planner("LSTMGradData", a, gins,
+              {dx.t, c.init ? dh0.t : Tensor{}, c.init ? dc0.t : Tensor{}, dgates.t, hseq.t});
   // H is the forward hidden sequence wherever a row is inside its sequence.
   Buf y = Z(ys);
   run("LSTM", a, ins, {y.t});
@@ -177,8 +182,7 @@ void check_lstm_grad(Attributes a, const LstmCase& c) {
   }
   // Optional outputs: dW alone equals dW of the full call.
   Buf dw_only = Z({D, 4 * H, I});
-  run_planner("LSTMGradWeights", a, {x.t, hseq.t, c.init ? h0.t : Tensor{}, dgates.t},
-              {dw_only.t});
+  run_planner("LSTMGradWeights", a, {x.t, hseq.t, c.init ? h0.t : Tensor{}, dgates.t}, {dw_only.t});
   expect_close(dw_only.values(), dw.values(), 0, 0);
 }
 
@@ -237,7 +241,8 @@ TEST_CASE("LSTMGradData + LSTMGradWeights match central differences of LSTM") {
 
 TEST_CASE("LSTMGradData and LSTMGradWeights: absent outputs, shape errors") {
   const int64_t T = 2, B = 1, I = 2, H = 2;
-  Buf x = R({T, B, I}, 1), w = R({1, 4 * H, I}, 2), r = R({1, 4 * H, H}, 3), dy = R({T, 1, B, H}, 4);
+  Buf x = R({T, B, I}, 1), w = R({1, 4 * H, I}, 2), r = R({1, 4 * H, H}, 3),
+      dy = R({T, 1, B, H}, 4);
   Attributes a = {{"hidden_size", H}};
   Buf dx = Z({T, B, I}), dg = Z({T, 1, B, 4 * H}), hs = Z({T, 1, B, H});
   run_planner("LSTMGradData", a, {x.t, w.t, r.t, {}, {}, {}, {}, dy.t}, {dx.t, {}, {}, dg.t, hs.t});
@@ -289,8 +294,8 @@ TEST_CASE("RNNGrad matches central differences for X, W, R, B, initial_h") {
 TEST_CASE("GRUGrad refuses the old input layout (forward outputs passed)") {
   const int64_t T = 1, B = 1, I = 1, H = 1;
   Buf x = R({T, B, I}, 1), w = R({1, 3, I}, 2), r = R({1, 3, H}, 3);
-  std::vector<Tensor> ins = {x.t, w.t, r.t, {}, {}, {}, Z({T, 1, B, H}).t, Z({1, B, H}).t,
-                             Z({T, 1, B, H}).t};
+  std::vector<Tensor> ins = {
+      x.t, w.t, r.t, {}, {}, {}, Z({T, 1, B, H}).t, Z({1, B, H}).t, Z({T, 1, B, H}).t};
   CHECK_THROWS_WITH_AS(run_planner("GRUGrad", {}, ins, {Z({T, B, I}).t}),
                        doctest::Contains("takes at most 8 inputs"), Error);
 }

@@ -43,8 +43,8 @@ struct GraphBuilder {
     return tensor(n, std::move(s), ir::TensorRole::kActivation);
   }
   ir::TensorId ints(const std::string& n, std::vector<int64_t> v) {
-    ir::TensorId id = tensor(n, {static_cast<int64_t>(v.size())}, ir::TensorRole::kConstant,
-                             ir::DType::kInt64);
+    ir::TensorId id =
+        tensor(n, {static_cast<int64_t>(v.size())}, ir::TensorRole::kConstant, ir::DType::kInt64);
     auto& data = g.tensor(id).data;
     data.resize(v.size() * 8);
     std::memcpy(data.data(), v.data(), data.size());
@@ -97,8 +97,7 @@ struct Executor {
         REQUIRE(static_cast<int64_t>(t.data.size()) == b.t.bytes());
         std::memcpy(b.t.data, t.data.data(), t.data.size());
       } else if (t.role == ir::TensorRole::kInput || t.role == ir::TensorRole::kParameter) {
-        if (t.dtype == ir::DType::kFloat32)
-          planner::rt::fill_uniform(b.t, seed++, t.name, -1, 1);
+        if (t.dtype == ir::DType::kFloat32) planner::rt::fill_uniform(b.t, seed++, t.name, -1, 1);
       }
       bufs.push_back(std::move(b));
     }
@@ -192,9 +191,10 @@ TEST_CASE("training step: LayerNormalization and the reductions") {
   auto scale = b.param("scale", {5}), bias = b.param("bias", {5});
   auto xp = b.act("xp", {3, 4, 5}), ln = b.act("ln", {3, 4, 5});
   b.op("Mul", {x, p}, {xp});
-  b.op("LayerNormalization", {xp, scale, bias}, {ln}, {{"axis", AI(-1)}, {"epsilon", ir::Attribute{1e-5}}});
+  b.op("LayerNormalization", {xp, scale, bias}, {ln},
+       {{"axis", AI(-1)}, {"epsilon", ir::Attribute{1e-5}}});
   auto mx = b.act("mx", {3, 5}), mn = b.act("mn", {3, 1, 5}), sm = b.act("sm", {3, 4, 1}),
-      me = b.act("me", {1, 1, 1});
+       me = b.act("me", {1, 1, 1});
   b.op("ReduceMax", {ln}, {mx}, {{"axes", Is({-2})}, {"keepdims", AI(0)}});
   b.op("ReduceMin", {ln}, {mn}, {{"axes", Is({1})}});
   b.op("ReduceSum", {ln, b.ints("axes_sum", {-1})}, {sm});
@@ -211,9 +211,10 @@ TEST_CASE("training step: BatchNormalization, Slice and Pad") {
   auto mean = b.floats("mean", {3}, {0.1f, -0.2f, 0.3f});
   auto var = b.floats("var", {3}, {0.5f, 1.5f, 2.0f});
   auto xp = b.act("xp", {2, 3, 4}), bn = b.act("bn", {2, 3, 4}), sl = b.act("sl", {2, 2, 3}),
-      pd = b.act("pd", {3, 2, 5});
+       pd = b.act("pd", {3, 2, 5});
   b.op("Mul", {x, p}, {xp});
-  b.op("BatchNormalization", {xp, scale, bias, mean, var}, {bn}, {{"epsilon", ir::Attribute{1e-3}}});
+  b.op("BatchNormalization", {xp, scale, bias, mean, var}, {bn},
+       {{"epsilon", ir::Attribute{1e-3}}});
   b.op("Slice", {bn, b.ints("starts", {1, 1}), b.ints("ends", {3, 100}), b.ints("sl_axes", {1, 2})},
        {sl});
   b.op("Pad", {sl, b.ints("pads", {1, 0, 1, 0, 0, 1})}, {pd});

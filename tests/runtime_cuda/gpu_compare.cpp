@@ -49,13 +49,21 @@ struct Out {
   bool absent = false;
 };
 
-In F(Shape s) { return In{DType::kFloat32, std::move(s)}; }
-In P(Shape s) { return In{DType::kFloat32, std::move(s), Fill::kPositive}; }
-In B(Shape s) { return In{DType::kBool, std::move(s), Fill::kBool}; }
+In F(Shape s) {
+  return In{DType::kFloat32, std::move(s)};
+}
+In P(Shape s) {
+  return In{DType::kFloat32, std::move(s), Fill::kPositive};
+}
+In B(Shape s) {
+  return In{DType::kBool, std::move(s), Fill::kBool};
+}
 In I64(std::vector<int64_t> v) {
   return In{DType::kInt64, {static_cast<int64_t>(v.size())}, Fill::kInts, std::move(v)};
 }
-Out O(Shape s, DType d = DType::kFloat32) { return Out{d, std::move(s)}; }
+Out O(Shape s, DType d = DType::kFloat32) {
+  return Out{d, std::move(s)};
+}
 std::vector<uint8_t> random_bytes(const In& in, std::mt19937& rng) {
   const int64_t n = rt::num_elements(in.shape);
   std::vector<uint8_t> b(static_cast<size_t>(n) * rt::dtype_size(in.dtype));
@@ -143,7 +151,8 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
         host_out.emplace_back();
         continue;
       }
-      host_out.emplace_back(static_cast<size_t>(rt::num_elements(o.shape)) * rt::dtype_size(o.dtype));
+      host_out.emplace_back(static_cast<size_t>(rt::num_elements(o.shape)) *
+                            rt::dtype_size(o.dtype));
       cpu_out.emplace_back(o.dtype, o.shape, host_out.back().data());
       dev_out.emplace_back(alloc, o.dtype, o.shape);
       gpu_out.push_back(dev_out.back().view());
@@ -166,8 +175,8 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
           worst = std::max(worst, err);
           if (!(err <= atol + rtol * std::fabs(a)) && !(std::isnan(a) && std::isnan(b))) bad = e;
           if (bad >= 0)
-            std::printf("FAIL %s: output %zu element %lld: cpu %.9g, gpu %.9g\n", label.c_str(),
-                        k, static_cast<long long>(e), a, b);
+            std::printf("FAIL %s: output %zu element %lld: cpu %.9g, gpu %.9g\n", label.c_str(), k,
+                        static_cast<long long>(e), a, b);
         } else {
           const size_t es = rt::dtype_size(outs[k].dtype);
           if (std::memcmp(host_out[k].data() + e * es, got.data() + e * es, es) != 0) {
@@ -178,8 +187,9 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
         }
       }
       if (bad >= 0) ++failures;
-      if (verbose) std::printf("ok   %s [%s] output %zu max error %.3g\n", label.c_str(),
-                               std::string(rt::kernel_implementation(domain, op)).c_str(), k, worst);
+      if (verbose)
+        std::printf("ok   %s [%s] output %zu max error %.3g\n", label.c_str(),
+                    std::string(rt::kernel_implementation(domain, op)).c_str(), k, worst);
     }
   } catch (const rt::Error& e) {
     std::printf("FAIL %s: %s\n", label.c_str(), e.what());
@@ -188,11 +198,13 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
 }
 
 void kernel_cases() {
-  const char* unary[] = {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Abs", "Neg", "Gelu",
-                         "Softplus", "LeakyRelu", "Elu", "Selu", "Softsign", "HardSigmoid", "Sin",
-                         "Cos", "Mish", "HardSwish", "Ceil", "Floor"};
+  const char* unary[] = {"Relu", "Sigmoid", "Tanh",      "Erf",         "Exp",
+                         "Abs",  "Neg",     "Gelu",      "Softplus",    "LeakyRelu",
+                         "Elu",  "Selu",    "Softsign",  "HardSigmoid", "Sin",
+                         "Cos",  "Mish",    "HardSwish", "Ceil",        "Floor"};
   for (const char* op : unary) check("", op, {}, {F({3, 5, 7})}, {O({3, 5, 7})});
-  for (const char* op : {"Sqrt", "Log", "Reciprocal"}) check("", op, {}, {P({4, 33})}, {O({4, 33})});
+  for (const char* op : {"Sqrt", "Log", "Reciprocal"})
+    check("", op, {}, {P({4, 33})}, {O({4, 33})});
   check("", "Gelu", {{"approximate", std::string("tanh")}}, {F({64})}, {O({64})});
   check("", "Clip", {}, {F({5, 6}), F({}), F({})}, {O({5, 6})});
   check("", "Clip", {{"min", -0.5}, {"max", 0.25}}, {F({5, 6})}, {O({5, 6})});
@@ -235,10 +247,12 @@ void kernel_cases() {
   check("", "Conv", {{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{2, 2}}},
         {F({1, 4, 9, 9}), F({4, 2, 3, 3})}, {O({1, 4, 5, 5})});
   check("", "Conv", {}, {F({2, 3, 10}), F({4, 3, 3})}, {O({2, 4, 8})});  // 1-D
-  check("", "Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}},
+  check("", "Conv",
+        {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}},
         {F({1, 2, 6, 6}), F({3, 2, 2, 2})}, {O({1, 3, 3, 3})});  // asymmetric: fallback
   check("ai.planner", "ConvGradData", conv, {F({2, 6, 5, 8}), F({6, 4, 3, 3})}, {O({2, 4, 9, 8})});
-  check("ai.planner", "ConvGradFilter", conv, {F({2, 4, 9, 8}), F({2, 6, 5, 8})}, {O({6, 4, 3, 3})});
+  check("ai.planner", "ConvGradFilter", conv, {F({2, 4, 9, 8}), F({2, 6, 5, 8})},
+        {O({6, 4, 3, 3})});
   const Attributes pool = {{"kernel_shape", std::vector<int64_t>{3, 3}},
                            {"strides", std::vector<int64_t>{2, 2}},
                            {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
@@ -256,7 +270,8 @@ void kernel_cases() {
         {O({2, 3, 4, 5})});
   check("", "LayerNormalization", {{"axis", int64_t{-1}}}, {F({4, 3, 300}), F({300}), F({300})},
         {O({4, 3, 300}), O({4, 3, 1}), O({4, 3, 1})});
-  check("", "LayerNormalization", {{"axis", int64_t{1}}}, {F({4, 3, 5}), F({3, 5})}, {O({4, 3, 5})});
+  check("", "LayerNormalization", {{"axis", int64_t{1}}}, {F({4, 3, 5}), F({3, 5})},
+        {O({4, 3, 5})});
   check("", "Softmax", {}, {F({6, 1000})}, {O({6, 1000})});
   check("", "Softmax", {{"axis", int64_t{1}}}, {F({3, 7, 5})}, {O({3, 7, 5})});
   check("", "LogSoftmax", {{"axis", int64_t{0}}}, {F({7, 5})}, {O({7, 5})});
@@ -288,7 +303,9 @@ void kernel_cases() {
   check("ai.planner", "DivGradB", {}, {F({3, 4}), F({3, 4}), P({4})}, {O({3, 4})});
   check("ai.planner", "WhereGrad", {{"branch", int64_t{2}}}, {B({3, 1}), F({3, 4})}, {O({3, 4})});
   check("ai.planner", "ReduceGrad",
-        {{"op", std::string("ReduceMean")}, {"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}},
+        {{"op", std::string("ReduceMean")},
+         {"axes", std::vector<int64_t>{1}},
+         {"keepdims", int64_t{0}}},
         {F({3, 5}), F({3, 4, 5})}, {O({3, 4, 5})});
   check("ai.planner", "ReduceGrad",
         {{"op", std::string("ReduceSum")}, {"axes", std::vector<int64_t>{0, 2}}},
@@ -449,9 +466,10 @@ void precision_cases() {
     auto OH = [h](Shape s) { return Out{h, std::move(s)}; };
     check("", "MatMul", {}, {H({7, 9}), F({9, 5})}, {OH({7, 5})}, 4 * ulp, 4 * ulp);
     check("", "MatMul", {}, {H({2, 7, 9}), H({2, 9, 5})}, {O({2, 7, 5})}, 4 * ulp, 4 * ulp);
-    check("", "Gemm", {{"transB", int64_t{1}}}, {H({6, 8}), F({5, 8}), F({5})}, {OH({6, 5})}, 4 * ulp, 4 * ulp);
-    check("", "Conv", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, {H({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})},
-          {OH({2, 6, 9, 8})}, 8 * ulp, 8 * ulp);
+    check("", "Gemm", {{"transB", int64_t{1}}}, {H({6, 8}), F({5, 8}), F({5})}, {OH({6, 5})},
+          4 * ulp, 4 * ulp);
+    check("", "Conv", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+          {H({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})}, {OH({2, 6, 9, 8})}, 8 * ulp, 8 * ulp);
     check("ai.planner", "ConvGradFilter", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
           {H({2, 4, 9, 8}), H({2, 6, 9, 8})}, {O({6, 4, 3, 3})}, 16 * ulp, 8 * ulp);
     check("", "Relu", {}, {H({3, 5, 7})}, {OH({3, 5, 7})}, 0, 0);
@@ -463,7 +481,8 @@ void precision_cases() {
   rt::set_tf32(true);
   const double tf32 = std::ldexp(1.0, -10);
   check("", "MatMul", {}, {F({7, 9}), F({9, 5})}, {O({7, 5})}, 4 * tf32, 4 * tf32);
-  check("", "Conv", {}, {F({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})}, {O({2, 6, 7, 6})}, 8 * tf32, 8 * tf32);
+  check("", "Conv", {}, {F({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})}, {O({2, 6, 7, 6})}, 8 * tf32,
+        8 * tf32);
   rt::set_tf32(false);
 }
 
@@ -483,7 +502,8 @@ void half_collective_cases(const rt::WorldOptions& options) {
           std::vector<uint16_t> v(64);
           for (int i = 0; i < 64; ++i) {
             const float f = static_cast<float>(r + 1) * 0.25f + static_cast<float>(i) / 64.0f;
-            v[static_cast<size_t>(i)] = h == DType::kFloat16 ? rt::f32_to_f16(f) : rt::f32_to_bf16(f);
+            v[static_cast<size_t>(i)] =
+                h == DType::kFloat16 ? rt::f32_to_f16(f) : rt::f32_to_bf16(f);
           }
           rt::copy_from_host(t.view(), v.data());
           c.all_reduce(t.view(), t.view(), rt::ReduceOp::kSum);
@@ -521,8 +541,9 @@ int main(int argc, char** argv) {
   kernel_cases();
   precision_cases();
   for (const std::string& name : rt::kernel_names())
-    if (!covered.count(name) && rt::kernel_implementation(name.substr(0, name.find('.', 3)),
-                                                          name.substr(name.find('.', 3) + 1)) != "host")
+    if (!covered.count(name) &&
+        rt::kernel_implementation(name.substr(0, name.find('.', 3)),
+                                  name.substr(name.find('.', 3) + 1)) != "host")
       std::printf("note: %s (native) has no case here\n", name.c_str());
   rt::WorldOptions shared;
   shared.size = 8;

@@ -39,7 +39,7 @@ int main() {
          "native implementations cover the compute operators");
 
   const char* argv[] = {"launcher", "--ranks-per-gpu", "8", "--collective-timeout-ms=500",
-                        "--mpi", "plan.json"};
+                        "--mpi",    "plan.json"};
   rt::WorldOptions o = rt::WorldOptions::from_args(8, 6, argv);
   expect(o.size == 8 && o.ranks_per_gpu == 8 && o.mpi && o.timeout.count() == 500,
          "WorldOptions::from_args reads --ranks-per-gpu, --collective-timeout-ms, --mpi");

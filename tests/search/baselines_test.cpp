@@ -38,7 +38,8 @@ mlp (float[64,512] x) => (float[64,16] y)
 )";
 
 // The config of the op that produces tensor `output`.
-const analysis::OpConfig& config_of(const testing::Prepared& p, const SearchResult& r, const std::string& output) {
+const analysis::OpConfig& config_of(const testing::Prepared& p, const SearchResult& r,
+                                    const std::string& output) {
   auto t = p.graph().find_tensor(output);
   REQUIRE_MESSAGE(t.has_value(), "no tensor " << output);
   const ir::OpId id = p.graph().tensor(*t).producer;
@@ -58,7 +59,9 @@ const SearchInfo& entry(std::string_view name) {
   return **s;
 }
 
-TEST_CASE("one-weird-trick: convolutions data-parallel, fully connected layers split by output features") {
+TEST_CASE(
+    "one-weird-trick: convolutions data-parallel, fully connected layers split by output "
+    "features") {
   auto p = prepare(import_text(kCnn), importers::h100_cluster(4));
   SearchResult r = run(entry("one-weird-trick"), *p);
   auto dp = analysis::baseline_configs(*p->lowering, analysis::Baseline::kDataParallel, 4);
@@ -85,8 +88,10 @@ TEST_CASE("baselines fall back to data parallelism, with a note, on models they 
   }
 }
 
-TEST_CASE("megatron on the example transformer block: tensor parallel in a node, data parallel across") {
-  auto g = importers::import_model((planner::testing::source_dir() / "examples/transformer_block.onnxtxt").string());
+TEST_CASE(
+    "megatron on the example transformer block: tensor parallel in a node, data parallel across") {
+  auto g = importers::import_model(
+      (planner::testing::source_dir() / "examples/transformer_block.onnxtxt").string());
   REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
   auto p = prepare(std::move(*g), importers::h100_cluster(16));
   SearchResult r = run(entry("megatron"), *p);
@@ -117,11 +122,13 @@ TEST_CASE("shared models: every baseline lowers, mcmc beats or matches data para
       double dp_time = 0;
       for (const SearchInfo& info : searches()) {
         const std::string_view name = info.name;
-        if (name == "dp" || name == "frontier" || name == "mcmc") continue;  // searches, not baselines
+        if (name == "dp" || name == "frontier" || name == "mcmc")
+          continue;  // searches, not baselines
         SearchResult r = run(info, *p);
         auto m = evaluate_configs(*p->lowering, r.configs);
-        REQUIRE_MESSAGE(m.has_value(), path.filename().string() << " " << n << " GPUs " << name << ": "
-                                                                << (m ? "" : m.error().message()));
+        REQUIRE_MESSAGE(m.has_value(), path.filename().string()
+                                           << " " << n << " GPUs " << name << ": "
+                                           << (m ? "" : m.error().message()));
         if (name == "data-parallel") dp_time = m->step_time_s;
       }
       SearchOptions o;
@@ -130,10 +137,12 @@ TEST_CASE("shared models: every baseline lowers, mcmc beats or matches data para
       SearchResult r = run(entry("mcmc"), *p, o);
       auto m = evaluate_configs(*p->lowering, r.configs);
       REQUIRE(m.has_value());
-      CHECK_MESSAGE(m->step_time_s <= dp_time * (1 + 1e-12), path.filename().string() << " " << n << " GPUs");
-      MESSAGE(path.filename().string() << " " << n << " GPUs: "
-                                       << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
-                                       << " s");
+      CHECK_MESSAGE(m->step_time_s <= dp_time * (1 + 1e-12), path.filename().string()
+                                                                 << " " << n << " GPUs");
+      MESSAGE(path.filename().string()
+              << " " << n << " GPUs: "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+              << " s");
     }
   }
 }

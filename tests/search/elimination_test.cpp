@@ -137,7 +137,8 @@ TEST_CASE("elimination and cost tables do not depend on the thread count") {
       CHECK(one->node(g)[c].memory == three->node(g)[c].memory);
     }
   REQUIRE(one->edges().size() == three->edges().size());
-  for (size_t e = 0; e < one->edges().size(); ++e) CHECK(one->edges()[e].cost == three->edges()[e].cost);
+  for (size_t e = 0; e < one->edges().size(); ++e)
+    CHECK(one->edges()[e].cost == three->edges()[e].cost);
   for (bool track : {false, true}) {
     EliminationOptions a, b;
     a.track_memory = b.track_memory = track;
@@ -171,16 +172,49 @@ TEST_CASE("dp: SoyBean's MLP on 16 GPUs communicates well under data parallelism
   auto theirs = evaluate_configs(*p->lowering, base->configs);
   REQUIRE(mine.has_value());
   REQUIRE(theirs.has_value());
-  MESSAGE("SoyBean MLP, 16 GPUs: dp ", mine->comm_bytes / 1e6, " MB, data parallel ", theirs->comm_bytes / 1e6,
-          " MB (SoyBean: hybrid 33.6 MB against 57.6 MB)");
+  MESSAGE("SoyBean MLP, 16 GPUs: dp ", mine->comm_bytes / 1e6, " MB, data parallel ",
+          theirs->comm_bytes / 1e6, " MB (SoyBean: hybrid 33.6 MB against 57.6 MB)");
   CHECK(static_cast<double>(mine->comm_bytes) < 0.75 * static_cast<double>(theirs->comm_bytes));
   CHECK(dp->options["cuts"] == "2x2x2x2");
+}
+
+TEST_CASE("dp and frontier: more GPUs are never predicted slower than fewer") {
+  // A batch too small to spread: past some count, every plan over all GPUs is slower, and the
+  // searches keep a plan on a block of fewer (issue 18: ResNet-101 was 30 ms on 8, 43 on 64).
+  for (auto* run : {&run_dp, &run_frontier}) {
+    double last = 0;
+    for (int n : {1, 2, 4, 8, 16, 32}) {
+      auto p = prepare(import_text(kCnn), importers::h100_cluster(n));
+      SearchOptions o;
+      o.budget_s = 0;
+      auto r = (*run)(p->context(), o);
+      REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message()));
+      auto m = evaluate_configs(*p->lowering, r->configs);
+      REQUIRE(m.has_value());
+      if (n > 1) CHECK(m->step_time_s <= last * (1 + 1e-12));
+      last = m->step_time_s;
+      // With --all-gpus, the plan on all 32 uses them all, and is slower.
+      if (n == 32) {
+        o.fewer_devices = false;
+        auto all = (*run)(p->context(), o);
+        REQUIRE(all.has_value());
+        auto am = evaluate_configs(*p->lowering, all->configs);
+        REQUIRE(am.has_value());
+        CHECK(am->step_time_s >= m->step_time_s);
+        CHECK_FALSE(all->options.contains("gpus_used"));
+        MESSAGE(n, " GPUs: ", m->step_time_s * 1e6, " us (", r->options.value("gpus_used", n),
+                " used), all GPUs ", am->step_time_s * 1e6, " us");
+      }
+    }
+  }
 }
 
 TEST_CASE("dp: non-powers of two factorise largest first") {
   auto p = prepare(import_text(kMlp), importers::h100_cluster(12));
   SearchOptions o;
   o.budget_s = 0;
+  o.fewer_devices = false;
+  CHECK(device_blocks(12) == std::vector<int>{12, 4, 2, 1});
   auto dp = run_dp(p->context(), o);
   REQUIRE_MESSAGE(dp.has_value(), (dp ? "" : dp.error().message()));
   CHECK(dp->options["cuts"] == "3x2x2");
@@ -190,7 +224,9 @@ TEST_CASE("dp: non-powers of two factorise largest first") {
   }
 }
 
-TEST_CASE("frontier: the fastest fitting point is --search frontier's plan; the smallest beats data parallelism") {
+TEST_CASE(
+    "frontier: the fastest fitting point is --search frontier's plan; the smallest beats data "
+    "parallelism") {
   auto p = prepare(import_text(kMlp), importers::h100_cluster(8));
   SearchOptions o;
   o.budget_s = 0;

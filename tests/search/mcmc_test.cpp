@@ -140,8 +140,7 @@ TEST_CASE("mcmc: with a cap, a slow machine still reaches it and gets the seed's
   CHECK(slow.notes.empty());
   REQUIRE(slow.configs.size() == fast.configs.size());
   for (size_t i = 0; i < fast.configs.size(); ++i)
-    CHECK_MESSAGE(slow.configs[i] == fast.configs[i],
-                  p->graph().op(static_cast<ir::OpId>(i)).name);
+    CHECK_MESSAGE(slow.configs[i] == fast.configs[i], p->graph().op(static_cast<ir::OpId>(i)).name);
 }
 
 TEST_CASE("mcmc: the notes say whether the budget or a stall ended the run") {

@@ -33,7 +33,8 @@ struct Prepared {
 };
 
 /// Prepares `forward` on `topology`; REQUIREs every stage to succeed.
-inline std::unique_ptr<Prepared> prepare(ir::Graph forward, importers::Topology topology, bool train = true) {
+inline std::unique_ptr<Prepared> prepare(ir::Graph forward, importers::Topology topology,
+                                         bool train = true) {
   auto p = std::make_unique<Prepared>();
   p->forward = std::move(forward);
   p->train = train;

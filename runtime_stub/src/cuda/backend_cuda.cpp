@@ -12,8 +12,7 @@ namespace planner::rt {
 namespace cuda {
 
 void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
-    throw Error(std::string(call) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess) throw Error(std::string(call) + ": " + cudaGetErrorString(status));
 }
 
 void check(cublasStatus_t status, const char* call) {
@@ -22,7 +21,8 @@ void check(cublasStatus_t status, const char* call) {
 }
 
 void check(cudnnStatus_t status, const char* call) {
-  if (status != CUDNN_STATUS_SUCCESS) throw Error(std::string(call) + ": " + cudnnGetErrorString(status));
+  if (status != CUDNN_STATUS_SUCCESS)
+    throw Error(std::string(call) + ": " + cudnnGetErrorString(status));
 }
 
 void check_launch(const char* name) {
@@ -119,8 +119,8 @@ void* allocate(size_t bytes) {
   if (status != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free allocation error
     throw Error("cudaMalloc: out of device memory allocating " + std::to_string(bytes) +
-                " bytes on GPU " + std::to_string(ctx.device) + " (" +
-                cudaGetErrorString(status) + ")");
+                " bytes on GPU " + std::to_string(ctx.device) + " (" + cudaGetErrorString(status) +
+                ")");
   }
   PLANNER_CUDA_CHECK(cudaMemsetAsync(p, 0, rounded, ctx.stream));
   PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));

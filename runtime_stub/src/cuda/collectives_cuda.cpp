@@ -81,7 +81,8 @@ class DeviceMemory : public detail::Memory {
       throw Error("collective on elements of " + std::to_string(es) + " bytes");
     cuda::Strided s;
     s.rank = static_cast<int>(extent.size());
-    const std::vector<int64_t> ss = kernels::strides_of(src_shape), ds = kernels::strides_of(dst_shape);
+    const std::vector<int64_t> ss = kernels::strides_of(src_shape),
+                               ds = kernels::strides_of(dst_shape);
     int64_t so = 0, doff = 0;
     for (size_t d = 0; d < extent.size(); ++d) {
       s.shape[d] = extent[d];
@@ -99,8 +100,7 @@ class DeviceMemory : public detail::Memory {
                                     cuda::context().stream);
     if (d != DType::kFloat32 && d != DType::kUInt8 && d != DType::kInt32 && d != DType::kInt64)
       throw Error("cannot reduce tensors of type " + std::string(dtype_name(d)));
-    cuda::launch_fold(static_cast<int>(d), acc, v, n, static_cast<int>(op),
-                      cuda::context().stream);
+    cuda::launch_fold(static_cast<int>(d), acc, v, n, static_cast<int>(op), cuda::context().stream);
   }
 
   void finish() override { cuda::sync(); }
@@ -117,8 +117,8 @@ class DeviceMemory : public detail::Memory {
       }
     });
     if (bytes) {
-      PLANNER_CUDA_CHECK(cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToDevice,
-                                         cuda::context().stream));
+      PLANNER_CUDA_CHECK(
+          cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToDevice, cuda::context().stream));
       cuda::sync();
     }
     return block;
@@ -127,8 +127,8 @@ class DeviceMemory : public detail::Memory {
   void unstash(void* dst, const std::shared_ptr<void>& block, int src_device,
                size_t bytes) override {
     if (!bytes) return;
-    PLANNER_CUDA_CHECK(cudaMemcpyPeerAsync(dst, device_, block.get(), src_device, bytes,
-                                           cuda::context().stream));
+    PLANNER_CUDA_CHECK(
+        cudaMemcpyPeerAsync(dst, device_, block.get(), src_device, bytes, cuda::context().stream));
     cuda::sync();
   }
 
@@ -149,7 +149,7 @@ struct World::Impl {
   std::vector<int> devices;  // by rank (this process's ranks; -1 elsewhere)
   std::string description;
   std::chrono::milliseconds timeout{120000};
-  std::unique_ptr<CpuWorld> cpu;       // shared and thread modes: rendezvous and mailboxes
+  std::unique_ptr<CpuWorld> cpu;        // shared and thread modes: rendezvous and mailboxes
   std::vector<ncclComm_t> world_comms;  // thread mode: by rank; MPI: one
   // Thread mode: unique ids of subgroup communicators, posted by each group's first member.
   std::mutex mu;
@@ -182,8 +182,8 @@ struct World::Impl {
         for (size_t i = 1; i < group.size(); ++i)
           PLANNER_MPI_CHECK(MPI_Send(&id, sizeof id, MPI_BYTE, group[i], tag, MPI_COMM_WORLD));
       } else {
-        PLANNER_MPI_CHECK(MPI_Recv(&id, sizeof id, MPI_BYTE, group[0], tag, MPI_COMM_WORLD,
-                                   MPI_STATUS_IGNORE));
+        PLANNER_MPI_CHECK(
+            MPI_Recv(&id, sizeof id, MPI_BYTE, group[0], tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
       }
       return id;
 #endif
@@ -276,8 +276,8 @@ class CudaComm : public detail::DeviceComm {
     expect[static_cast<size_t>(axis)] = 0;
     for (int64_t e : ext) expect[static_cast<size_t>(axis)] += e;
     if (in.dtype != out.dtype || out.shape != expect)
-      throw Error(where("all_gather", group) + ": output has shape " +
-                  shape_to_string(out.shape) + ", expected " + shape_to_string(expect));
+      throw Error(where("all_gather", group) + ": output has shape " + shape_to_string(out.shape) +
+                  ", expected " + shape_to_string(expect));
     const int64_t per_unit = in.numel() / std::max<int64_t>(in.shape[static_cast<size_t>(axis)], 1);
     // Pieces land contiguously in group order; with nothing before `axis` that is `out`.
     const bool direct = prefix_of(in.shape, axis) == 1 && !overlaps(in, out);
@@ -291,8 +291,8 @@ class CudaComm : public detail::DeviceComm {
       for (size_t j = 0; j < n; ++j) {
         const size_t bytes = static_cast<size_t>(ext[j] * per_unit) * es;
         const void* send = static_cast<int>(j) == position(group) ? in.data : staging + off;
-        PLANNER_NCCL_CHECK(ncclBroadcast(send, staging + off, bytes, ncclUint8,
-                                         static_cast<int>(j), c, stream()));
+        PLANNER_NCCL_CHECK(
+            ncclBroadcast(send, staging + off, bytes, ncclUint8, static_cast<int>(j), c, stream()));
         off += bytes;
       }
       PLANNER_NCCL_CHECK(ncclGroupEnd());
@@ -338,7 +338,8 @@ class CudaComm : public detail::DeviceComm {
       }
       packed = p;
     }
-    const int64_t per_unit = out.numel() / std::max<int64_t>(out.shape[static_cast<size_t>(axis)], 1);
+    const int64_t per_unit =
+        out.numel() / std::max<int64_t>(out.shape[static_cast<size_t>(axis)], 1);
     const bool even = std::all_of(ext.begin(), ext.end(), [&](int64_t e) { return e == ext[0]; });
     if (even) {
       PLANNER_NCCL_CHECK(ncclReduceScatter(packed, out.data, static_cast<size_t>(out.numel()), type,
@@ -349,8 +350,8 @@ class CudaComm : public detail::DeviceComm {
     size_t off = 0;
     for (size_t j = 0; j < n; ++j) {
       const size_t count = static_cast<size_t>(ext[j] * per_unit);
-      void* recv = static_cast<int>(j) == position(group) ? out.data
-                                                          : const_cast<uint8_t*>(packed + off);
+      void* recv =
+          static_cast<int>(j) == position(group) ? out.data : const_cast<uint8_t*>(packed + off);
       PLANNER_NCCL_CHECK(ncclReduce(packed + off, recv, count, type, nccl_op(op),
                                     static_cast<int>(j), c, stream()));
       off += count * es;
@@ -372,8 +373,8 @@ class CudaComm : public detail::DeviceComm {
     Shape expect = piece;
     expect[ca] *= n;
     if (out.shape != expect)
-      throw Error(where("all_to_all", group) + ": output has shape " +
-                  shape_to_string(out.shape) + ", expected " + shape_to_string(expect));
+      throw Error(where("all_to_all", group) + ": output has shape " + shape_to_string(out.shape) +
+                  ", expected " + shape_to_string(expect));
     const size_t es = dtype_size(in.dtype);
     const size_t pb = static_cast<size_t>(num_elements(piece)) * es;
     const uint8_t* packed = static_cast<const uint8_t*>(in.data);
@@ -429,8 +430,8 @@ class CudaComm : public detail::DeviceComm {
     if (tensor.bytes()) copy_to_host(tensor, buf->data() + head);
     reap();
     pending_.push_back({MPI_REQUEST_NULL, buf});
-    PLANNER_MPI_CHECK(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, peer,
-                                tag, MPI_COMM_WORLD, &pending_.back().request));
+    PLANNER_MPI_CHECK(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, peer, tag,
+                                MPI_COMM_WORLD, &pending_.back().request));
 #else
     throw Error("send: MPI point-to-point needs a PLANNER_RT_MPI build");
 #endif
@@ -443,8 +444,8 @@ class CudaComm : public detail::DeviceComm {
     int count = 0;
     PLANNER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
     std::vector<uint8_t> buf(static_cast<size_t>(count));
-    PLANNER_MPI_CHECK(MPI_Recv(buf.data(), count, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
+    PLANNER_MPI_CHECK(
+        MPI_Recv(buf.data(), count, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     const std::string what = "rank " + std::to_string(rank_) + ": recv from rank " +
                              std::to_string(peer) + " tag " + std::to_string(tag);
     if (buf.size() < 2 * sizeof(int64_t)) throw Error(what + ": malformed message");
@@ -456,9 +457,9 @@ class CudaComm : public detail::DeviceComm {
     std::memcpy(shape.data(), buf.data() + 2 * sizeof(int64_t), shape.size() * sizeof(int64_t));
     const DType dtype = static_cast<DType>(head[0]);
     if (dtype != tensor.dtype || shape != tensor.shape || buf.size() - hb != tensor.bytes())
-      throw Error(what + ": message is " + std::string(dtype_name(dtype)) +
-                  shape_to_string(shape) + ", expected " +
-                  std::string(dtype_name(tensor.dtype)) + shape_to_string(tensor.shape));
+      throw Error(what + ": message is " + std::string(dtype_name(dtype)) + shape_to_string(shape) +
+                  ", expected " + std::string(dtype_name(tensor.dtype)) +
+                  shape_to_string(tensor.shape));
     copy_from_host(tensor, buf.data() + hb);
 #else
     throw Error("recv: MPI point-to-point needs a PLANNER_RT_MPI build");
@@ -466,7 +467,9 @@ class CudaComm : public detail::DeviceComm {
   }
 
  private:
-  cudaStream_t stream() const { return cuda::context().stream; }
+  cudaStream_t stream() const {
+    return cuda::context().stream;
+  }
 
   int position(const std::vector<int>& group) const {
     return static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
@@ -488,8 +491,9 @@ class CudaComm : public detail::DeviceComm {
   ncclComm_t comm(const std::vector<int>& group) {
     bool whole = static_cast<int>(group.size()) == world_->size;
     for (size_t i = 0; whole && i < group.size(); ++i) whole = group[i] == static_cast<int>(i);
-    if (whole) return world_->mode == Mode::kMpi ? world_->world_comms[0]
-                                                 : world_->world_comms[static_cast<size_t>(rank_)];
+    if (whole)
+      return world_->mode == Mode::kMpi ? world_->world_comms[0]
+                                        : world_->world_comms[static_cast<size_t>(rank_)];
     const std::string key = detail::group_text(group);
     auto it = groups_.find(key);
     if (it != groups_.end()) return it->second;
@@ -506,11 +510,11 @@ class CudaComm : public detail::DeviceComm {
     auto* dev = static_cast<int64_t*>(exchange_.get(n * sizeof(int64_t)));
     std::vector<int64_t> host(n, 0);
     host[static_cast<size_t>(position(group))] = mine;
-    PLANNER_CUDA_CHECK(cudaMemcpyAsync(dev, host.data(), n * sizeof(int64_t),
-                                       cudaMemcpyHostToDevice, stream()));
+    PLANNER_CUDA_CHECK(
+        cudaMemcpyAsync(dev, host.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice, stream()));
     PLANNER_NCCL_CHECK(ncclAllGather(dev + position(group), dev, 1, ncclInt64, c, stream()));
-    PLANNER_CUDA_CHECK(cudaMemcpyAsync(host.data(), dev, n * sizeof(int64_t),
-                                       cudaMemcpyDeviceToHost, stream()));
+    PLANNER_CUDA_CHECK(
+        cudaMemcpyAsync(host.data(), dev, n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream()));
     cuda::sync();
     return host;
   }
@@ -576,8 +580,9 @@ World::World(const WorldOptions& options) : impl_(std::make_unique<Impl>()) {
       PLANNER_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
       w.mpi_initialized_here = true;
       if (provided < MPI_THREAD_SERIALIZED)
-        throw Error("--mpi: this MPI library does not support calls from a rank thread "
-                    "(MPI_THREAD_SERIALIZED)");
+        throw Error(
+            "--mpi: this MPI library does not support calls from a rank thread "
+            "(MPI_THREAD_SERIALIZED)");
     }
     int mpi_size = 0;
     PLANNER_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &mpi_size));

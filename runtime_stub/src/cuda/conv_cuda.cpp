@@ -84,9 +84,8 @@ void set_tensor(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, const Shape&
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
     strides[static_cast<size_t>(i)] =
         strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
-  PLANNER_CUDA_CHECK(cudnnSetTensorNdDescriptor(desc, type,
-                                                static_cast<int>(dims.size()), dims.data(),
-                                                strides.data()));
+  PLANNER_CUDA_CHECK(cudnnSetTensorNdDescriptor(desc, type, static_cast<int>(dims.size()),
+                                                dims.data(), strides.data()));
 }
 
 // Whether a call of `dtype` may use tensor-core algorithms: 16-bit always, f32 under TF32.
@@ -116,8 +115,8 @@ void make_descs(const ConvShapes& s, DType dtype, ConvDescs* d) {
   // (ALLOW_CONVERSION lets cuDNN round f32 operands for them). 16-bit: tensor cores, f32
   // accumulation (the convolution's compute type above).
   const cudnnMathType_t math = dtype != DType::kFloat32 ? CUDNN_TENSOR_OP_MATH
-                               : tf32_enabled()          ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                         : CUDNN_FMA_MATH;
+                               : tf32_enabled()         ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                        : CUDNN_FMA_MATH;
   PLANNER_CUDA_CHECK(cudnnSetConvolutionMathType(d->conv, math));
 }
 
@@ -167,8 +166,8 @@ void c_conv(const KernelContext& ctx) {
       cx.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
   if (!pick(perf, returned, tensor_ops(dtype), &chosen)) return host_fallback(ctx, k_conv);
   size_t ws = 0;
-  PLANNER_CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cx.cudnn, d.x, d.w, d.conv, d.y,
-                                                             chosen.algo, &ws));
+  PLANNER_CUDA_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(cx.cudnn, d.x, d.w, d.conv, d.y, chosen.algo, &ws));
   void* workspace = cx.workspace.get(ws);
   const float one = 1.0f, zero = 0.0f;
   PLANNER_CUDA_CHECK(cudnnConvolutionForward(cx.cudnn, &one, d.x, x.data, d.w, w.data, d.conv,
@@ -178,8 +177,9 @@ void c_conv(const KernelContext& ctx) {
     cuda::launch_add_channel_bias(ctx.out(0).as<float>(), ctx.in(2).as<float>(), s.n, s.m,
                                   num_elements(s.w.out), cx.stream);
   else if (ctx.has_in(2))  // a 16-bit result: the f32 bias added, rounded once more
-    cuda::launch_add_channel_bias_half(static_cast<int>(dtype), ctx.out(0).data, ctx.in(2).as<float>(),
-                                       s.n, s.m, num_elements(s.w.out), cx.stream);
+    cuda::launch_add_channel_bias_half(static_cast<int>(dtype), ctx.out(0).data,
+                                       ctx.in(2).as<float>(), s.n, s.m, num_elements(s.w.out),
+                                       cx.stream);
 }
 
 void c_conv_grad_data(const KernelContext& ctx) {
@@ -203,15 +203,15 @@ void c_conv_grad_data(const KernelContext& ctx) {
   int returned = 0;
   PLANNER_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
       cx.cudnn, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
-  if (!pick(perf, returned, tensor_ops(dtype), &chosen)) return host_fallback(ctx, k_conv_grad_data);
+  if (!pick(perf, returned, tensor_ops(dtype), &chosen))
+    return host_fallback(ctx, k_conv_grad_data);
   size_t ws = 0;
   PLANNER_CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cx.cudnn, d.w, d.y, d.conv, d.x,
                                                                   chosen.algo, &ws));
   void* workspace = cx.workspace.get(ws);
   const float one = 1.0f, zero = 0.0f;
-  PLANNER_CUDA_CHECK(cudnnConvolutionBackwardData(cx.cudnn, &one, d.w, w.data, d.y, dy.data,
-                                                  d.conv, chosen.algo, workspace, ws, &zero, d.x,
-                                                  dx.data));
+  PLANNER_CUDA_CHECK(cudnnConvolutionBackwardData(cx.cudnn, &one, d.w, w.data, d.y, dy.data, d.conv,
+                                                  chosen.algo, workspace, ws, &zero, d.x, dx.data));
 }
 
 void c_conv_grad_filter(const KernelContext& ctx) {
@@ -235,15 +235,16 @@ void c_conv_grad_filter(const KernelContext& ctx) {
   int returned = 0;
   PLANNER_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       cx.cudnn, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
-  if (!pick(perf, returned, tensor_ops(dtype), &chosen)) return host_fallback(ctx, k_conv_grad_filter);
+  if (!pick(perf, returned, tensor_ops(dtype), &chosen))
+    return host_fallback(ctx, k_conv_grad_filter);
   size_t ws = 0;
-  PLANNER_CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cx.cudnn, d.x, d.y, d.conv,
-                                                                    d.w, chosen.algo, &ws));
+  PLANNER_CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cx.cudnn, d.x, d.y, d.conv, d.w,
+                                                                    chosen.algo, &ws));
   void* workspace = cx.workspace.get(ws);
   const float one = 1.0f, zero = 0.0f;
   PLANNER_CUDA_CHECK(cudnnConvolutionBackwardFilter(cx.cudnn, &one, d.x, x.data, d.y, dy.data,
-                                                    d.conv, chosen.algo, workspace, ws, &zero,
-                                                    d.w, dw.data));
+                                                    d.conv, chosen.algo, workspace, ws, &zero, d.w,
+                                                    dw.data));
 }
 
 void c_pool(const KernelContext& ctx) {
@@ -280,11 +281,10 @@ void c_pool(const KernelContext& ctx) {
   PLANNER_CUDA_CHECK(cudnnCreateTensorDescriptor(&yd));
   const std::vector<int> win = spatial(w.kernel, 1), pads = spatial(w.pad_begin, 0),
                          strides = spatial(w.strides, 1);
-  const cudnnPoolingMode_t mode =
-      max ? CUDNN_POOLING_MAX_DETERMINISTIC
-          : (ctx.attr_int("count_include_pad", 0) != 0
-                 ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                 : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
+  const cudnnPoolingMode_t mode = max ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                      : (ctx.attr_int("count_include_pad", 0) != 0
+                                             ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
   PLANNER_CUDA_CHECK(cudnnSetPoolingNdDescriptor(pool, mode, CUDNN_PROPAGATE_NAN,
                                                  static_cast<int>(win.size()), win.data(),
                                                  pads.data(), strides.data()));
@@ -298,8 +298,8 @@ void c_pool(const KernelContext& ctx) {
   for (int o : spatial(w.out, 1)) want.push_back(o);
   if (dims != want) return host_fallback(ctx, cpu);
   const float one = 1.0f, zero = 0.0f;
-  PLANNER_CUDA_CHECK(cudnnPoolingForward(cx.cudnn, pool, &one, xd, x.data, &zero, yd,
-                                         ctx.out(0).data));
+  PLANNER_CUDA_CHECK(
+      cudnnPoolingForward(cx.cudnn, pool, &one, xd, x.data, &zero, yd, ctx.out(0).data));
 }
 
 }  // namespace planner::rt::kernels

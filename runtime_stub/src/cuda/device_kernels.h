@@ -33,8 +33,8 @@ enum class ReduceKind { kSum, kMean, kMax, kMin };
 
 // ---- elementwise.cu ------------------------------------------------------------------------
 /// y[i] = f(x[i]) for n floats.
-void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y,
-                  int64_t n, cudaStream_t stream);
+void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y, int64_t n,
+                  cudaStream_t stream);
 /// y = min(max(x, lo), hi).
 void launch_clip(const float* x, float* y, int64_t n, float lo, float hi, cudaStream_t stream);
 /// y = a op b over `s` (operands 0 = a, 1 = b); float.
@@ -49,8 +49,8 @@ void launch_compare(CompareOp op, const Strided& s, const void* a, const void* b
 /// y = !x (bool).
 void launch_not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
 /// y = c ? a : b over `s` (operands c, a, b), elements of `elem` bytes (1, 2, 4 or 8).
-void launch_where(const Strided& s, const bool* c, const void* a, const void* b, void* y,
-                  int elem, cudaStream_t stream);
+void launch_where(const Strided& s, const bool* c, const void* a, const void* b, void* y, int elem,
+                  cudaStream_t stream);
 /// y = x * scale over `s` (operand 0 = x): broadcasting copy with a scale; float.
 void launch_broadcast_scale(const Strided& s, const float* x, float scale, float* y,
                             cudaStream_t stream);
@@ -65,17 +65,17 @@ void launch_unary_grad(kernels::UnaryOp op, kernels::UnaryParams p, const Stride
                        cudaStream_t stream);
 /// UnaryGrad op=Pow: dx = dy * e * x^(e-1) (0 where e = 0), operands x, e; e's type by
 /// e_type (0 f32, 1 i32, 2 i64).
-void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e,
-                     int e_type, float* dx, cudaStream_t stream);
+void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e, int e_type,
+                     float* dx, cudaStream_t stream);
 /// UnaryGrad op=Clip: dx = dy where x == y (operands x, y).
-void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y,
-                      float* dx, cudaStream_t stream);
+void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y, float* dx,
+                      cudaStream_t stream);
 /// DivGradB: out = -dy * y / b (operands y, b).
 void launch_div_grad_b(const Strided& s, const float* dy, const float* y, const float* b,
                        float* out, cudaStream_t stream);
 /// WhereGrad: out = dy where c == branch1 (operand c).
-void launch_where_grad(const Strided& s, const bool* c, const float* dy, bool branch1,
-                       float* out, cudaStream_t stream);
+void launch_where_grad(const Strided& s, const bool* c, const float* dy, bool branch1, float* out,
+                       cudaStream_t stream);
 /// acc = acc op v for n elements; dtype code as ONNX (1 f32, 2 u8, 6 i32, 7 i64);
 /// op 0 sum, 1 max, 2 min, 3 prod (ReduceOp order).
 void launch_fold(int dtype, void* acc, const void* v, int64_t n, int op, cudaStream_t stream);
@@ -121,9 +121,8 @@ void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t e
 void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, int64_t outer,
                          int64_t extent, int64_t inner, cudaStream_t stream);
 /// LayerNormalization on rows [outer, inner]; mean/rstd (optional, may be null) per row.
-void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y,
-                       float* mean, float* rstd, int64_t outer, int64_t inner, double eps,
-                       cudaStream_t stream);
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y, float* mean,
+                       float* rstd, int64_t outer, int64_t inner, double eps, cudaStream_t stream);
 /// LayerNormGrad: dx per row.
 void launch_layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx,
                             int64_t outer, int64_t inner, double eps, cudaStream_t stream);
@@ -133,9 +132,9 @@ void launch_layer_norm_param_grad(const float* dy, const float* x, float* dscale
                                   double* stats, int64_t outer, int64_t inner, double eps,
                                   cudaStream_t stream);
 /// BatchNormalization (inference): x as [outer, c, inner].
-void launch_batch_norm(const float* x, const float* scale, const float* bias,
-                       const float* mean, const float* var, float* y, int64_t outer, int64_t c,
-                       int64_t inner, double eps, cudaStream_t stream);
+void launch_batch_norm(const float* x, const float* scale, const float* bias, const float* mean,
+                       const float* var, float* y, int64_t outer, int64_t c, int64_t inner,
+                       double eps, cudaStream_t stream);
 /// BatchNormGrad: dx = dy * scale_c / sqrt(var_c + eps).
 void launch_batch_norm_grad(const float* dy, const float* scale, const float* var, float* dx,
                             int64_t outer, int64_t c, int64_t inner, double eps,

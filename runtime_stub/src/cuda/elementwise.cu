@@ -23,7 +23,7 @@ int64_t total_of(const Strided& s) {
   return n;
 }
 
-#define GRID_STRIDE(i, n)                                                            \
+#define GRID_STRIDE(i, n)                                                                \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
@@ -80,7 +80,9 @@ __device__ inline float apply_binary(BinaryOp op, float a, float b) {
 
 __global__ void binary_kernel(BinaryOp op, Strided s, int64_t n, const float* a, const float* b,
                               float* y) {
-  GRID_STRIDE(i, n) { y[i] = apply_binary(op, a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]); }
+  GRID_STRIDE(i, n) {
+    y[i] = apply_binary(op, a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]);
+  }
 }
 
 __global__ void pow_int_kernel(Strided s, int64_t n, const float* a, const void* b, bool b_i64,
@@ -119,11 +121,15 @@ __device__ inline bool apply_compare(CompareOp op, T u, T v) {
 template <typename T>
 __global__ void compare_kernel(CompareOp op, Strided s, int64_t n, const T* a, const T* b,
                                bool* y) {
-  GRID_STRIDE(i, n) { y[i] = apply_compare<T>(op, a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]); }
+  GRID_STRIDE(i, n) {
+    y[i] = apply_compare<T>(op, a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]);
+  }
 }
 
 __global__ void not_kernel(const bool* x, bool* y, int64_t n) {
-  GRID_STRIDE(i, n) { y[i] = !x[i]; }
+  GRID_STRIDE(i, n) {
+    y[i] = !x[i];
+  }
 }
 
 template <typename T>
@@ -143,15 +149,16 @@ __global__ void broadcast_scale_kernel(Strided s, int64_t n, const float* x, flo
 
 template <typename T>
 __global__ void strided_copy_kernel(Strided s, int64_t n, const T* x, T* y) {
-  GRID_STRIDE(i, n) { y[offset_of(s, 1, i)] = x[offset_of(s, 0, i)]; }
+  GRID_STRIDE(i, n) {
+    y[offset_of(s, 1, i)] = x[offset_of(s, 0, i)];
+  }
 }
 
-__global__ void unary_grad_kernel(kernels::UnaryOp op, kernels::UnaryParams p, Strided s,
-                                  int64_t n, const float* dy, const float* x, const float* y,
-                                  float* dx) {
+__global__ void unary_grad_kernel(kernels::UnaryOp op, kernels::UnaryParams p, Strided s, int64_t n,
+                                  const float* dy, const float* x, const float* y, float* dx) {
   GRID_STRIDE(i, n) {
-    const double d = kernels::unary_math::derivative(op, p, x[offset_of(s, 0, i)],
-                                                     y[offset_of(s, 1, i)]);
+    const double d =
+        kernels::unary_math::derivative(op, p, x[offset_of(s, 0, i)], y[offset_of(s, 1, i)]);
     dx[i] = static_cast<float>(dy[i] * d);
   }
 }
@@ -171,17 +178,23 @@ __global__ void pow_grad_kernel(Strided s, int64_t n, const float* dy, const flo
 
 __global__ void clip_grad_kernel(Strided s, int64_t n, const float* dy, const float* x,
                                  const float* y, float* dx) {
-  GRID_STRIDE(i, n) { dx[i] = x[offset_of(s, 0, i)] == y[offset_of(s, 1, i)] ? dy[i] : 0.0f; }
+  GRID_STRIDE(i, n) {
+    dx[i] = x[offset_of(s, 0, i)] == y[offset_of(s, 1, i)] ? dy[i] : 0.0f;
+  }
 }
 
 __global__ void div_grad_b_kernel(Strided s, int64_t n, const float* dy, const float* y,
                                   const float* b, float* out) {
-  GRID_STRIDE(i, n) { out[i] = -dy[i] * y[offset_of(s, 0, i)] / b[offset_of(s, 1, i)]; }
+  GRID_STRIDE(i, n) {
+    out[i] = -dy[i] * y[offset_of(s, 0, i)] / b[offset_of(s, 1, i)];
+  }
 }
 
 __global__ void where_grad_kernel(Strided s, int64_t n, const bool* c, const float* dy,
                                   bool branch1, float* out) {
-  GRID_STRIDE(i, n) { out[i] = (c[offset_of(s, 0, i)] == branch1) ? dy[i] : 0.0f; }
+  GRID_STRIDE(i, n) {
+    out[i] = (c[offset_of(s, 0, i)] == branch1) ? dy[i] : 0.0f;
+  }
 }
 
 template <typename T>
@@ -206,20 +219,27 @@ __global__ void fold_kernel(T* acc, const T* v, int64_t n, int op) {
 }
 
 __global__ void fill_bool_kernel(bool* y, int64_t n, bool value) {
-  GRID_STRIDE(i, n) { y[i] = value; }
+  GRID_STRIDE(i, n) {
+    y[i] = value;
+  }
 }
 
 __global__ void scale_kernel(float* y, int64_t n, float s) {
-  GRID_STRIDE(i, n) { y[i] /= s; }
+  GRID_STRIDE(i, n) {
+    y[i] /= s;
+  }
 }
 
-__global__ void channel_bias_kernel(float* y, const float* b, int64_t n, int64_t c,
-                                    int64_t inner) {
-  GRID_STRIDE(i, n) { y[i] += b[(i / inner) % c]; }
+__global__ void channel_bias_kernel(float* y, const float* b, int64_t n, int64_t c, int64_t inner) {
+  GRID_STRIDE(i, n) {
+    y[i] += b[(i / inner) % c];
+  }
 }
 
 __global__ void sgd_kernel(const float* p, const float* g, float* out, int64_t n, float lr) {
-  GRID_STRIDE(i, n) { out[i] = p[i] - lr * g[i]; }
+  GRID_STRIDE(i, n) {
+    out[i] = p[i] - lr * g[i];
+  }
 }
 
 __global__ void momentum_kernel(const float* p, const float* g, const float* v, float* po,
@@ -278,8 +298,8 @@ void launch_dropout_grad(const float* dy, const bool* mask, float* dx, int64_t n
   check_launch("dropout_grad");
 }
 
-void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y,
-                  int64_t n, cudaStream_t stream) {
+void launch_unary(kernels::UnaryOp op, kernels::UnaryParams p, const float* x, float* y, int64_t n,
+                  cudaStream_t stream) {
   if (n == 0) return;
   unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, p, x, y, n);
   check_launch("unary");
@@ -326,8 +346,8 @@ void launch_not(const bool* x, bool* y, int64_t n, cudaStream_t stream) {
   check_launch("not");
 }
 
-void launch_where(const Strided& s, const bool* c, const void* a, const void* b, void* y,
-                  int elem, cudaStream_t stream) {
+void launch_where(const Strided& s, const bool* c, const void* a, const void* b, void* y, int elem,
+                  cudaStream_t stream) {
   const int64_t n = total_of(s);
   if (n == 0) return;
   const unsigned g = blocks_for(n);
@@ -338,19 +358,19 @@ void launch_where(const Strided& s, const bool* c, const void* a, const void* b,
                                                         static_cast<uint8_t*>(y));
       break;
     case 2:
-      where_kernel<uint16_t><<<g, kThreads, 0, stream>>>(
-          s, n, c, static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
-          static_cast<uint16_t*>(y));
+      where_kernel<uint16_t><<<g, kThreads, 0, stream>>>(s, n, c, static_cast<const uint16_t*>(a),
+                                                         static_cast<const uint16_t*>(b),
+                                                         static_cast<uint16_t*>(y));
       break;
     case 4:
-      where_kernel<uint32_t><<<g, kThreads, 0, stream>>>(
-          s, n, c, static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b),
-          static_cast<uint32_t*>(y));
+      where_kernel<uint32_t><<<g, kThreads, 0, stream>>>(s, n, c, static_cast<const uint32_t*>(a),
+                                                         static_cast<const uint32_t*>(b),
+                                                         static_cast<uint32_t*>(y));
       break;
     default:
-      where_kernel<uint64_t><<<g, kThreads, 0, stream>>>(
-          s, n, c, static_cast<const uint64_t*>(a), static_cast<const uint64_t*>(b),
-          static_cast<uint64_t*>(y));
+      where_kernel<uint64_t><<<g, kThreads, 0, stream>>>(s, n, c, static_cast<const uint64_t*>(a),
+                                                         static_cast<const uint64_t*>(b),
+                                                         static_cast<uint64_t*>(y));
       break;
   }
   check_launch("where");
@@ -399,16 +419,16 @@ void launch_unary_grad(kernels::UnaryOp op, kernels::UnaryParams p, const Stride
   check_launch("unary_grad");
 }
 
-void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e,
-                     int e_type, float* dx, cudaStream_t stream) {
+void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e, int e_type,
+                     float* dx, cudaStream_t stream) {
   const int64_t n = total_of(s);
   if (n == 0) return;
   pow_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(s, n, dy, x, e, e_type, dx);
   check_launch("pow_grad");
 }
 
-void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y,
-                      float* dx, cudaStream_t stream) {
+void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y, float* dx,
+                      cudaStream_t stream) {
   const int64_t n = total_of(s);
   if (n == 0) return;
   clip_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(s, n, dy, x, y, dx);
@@ -423,8 +443,8 @@ void launch_div_grad_b(const Strided& s, const float* dy, const float* y, const 
   check_launch("div_grad_b");
 }
 
-void launch_where_grad(const Strided& s, const bool* c, const float* dy, bool branch1,
-                       float* out, cudaStream_t stream) {
+void launch_where_grad(const Strided& s, const bool* c, const float* dy, bool branch1, float* out,
+                       cudaStream_t stream) {
   const int64_t n = total_of(s);
   if (n == 0) return;
   where_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(s, n, c, dy, branch1, out);

@@ -125,8 +125,8 @@ void c_binary(const KernelContext& ctx) {
   Strided s;
   if (!make_strided(shape, {a.shape, b.shape}, &s)) return host_fallback(ctx, k_binary);
   if (pow_int)
-    cuda::launch_pow_int(s, a.as<float>(), b.data, b.dtype == DType::kInt64,
-                         ctx.out(0).as<float>(), stream());
+    cuda::launch_pow_int(s, a.as<float>(), b.data, b.dtype == DType::kInt64, ctx.out(0).as<float>(),
+                         stream());
   else
     cuda::launch_binary(binary_op_of(ctx.op_type), s, a.as<float>(), b.as<float>(),
                         ctx.out(0).as<float>(), stream());
@@ -226,8 +226,8 @@ void c_transpose(const KernelContext& ctx) {
   ctx.expect_out(0, x.dtype, out);
   const std::vector<int64_t> yst = strides_of(out);
   for (size_t d = 0; d < out.size(); ++d) s.strides[1][d] = yst[d];
-  cuda::launch_strided_copy(s, x.data, 0, ctx.out(0).data, 0,
-                            static_cast<int>(dtype_size(x.dtype)), stream());
+  cuda::launch_strided_copy(s, x.data, 0, ctx.out(0).data, 0, static_cast<int>(dtype_size(x.dtype)),
+                            stream());
 }
 
 void c_shape(const KernelContext& ctx) {
@@ -289,8 +289,8 @@ void c_div_grad_b(const KernelContext& ctx) {
     ctx.fail("inputs do not broadcast to dY");
   Strided s;
   if (!make_strided(dy.shape, {y.shape, b.shape}, &s)) return host_fallback(ctx, k_div_grad_b);
-  cuda::launch_div_grad_b(s, dy.as<float>(), y.as<float>(), b.as<float>(),
-                          ctx.out(0).as<float>(), stream());
+  cuda::launch_div_grad_b(s, dy.as<float>(), y.as<float>(), b.as<float>(), ctx.out(0).as<float>(),
+                          stream());
 }
 
 void c_where_grad(const KernelContext& ctx) {

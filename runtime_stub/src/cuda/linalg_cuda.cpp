@@ -18,8 +18,8 @@ int to_int(const KernelContext& ctx, int64_t v) {
 // The cuBLAS type of the operands: f32, f16 or bf16 (both operands the same).
 cudaDataType_t operand_type(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
   if (a.dtype != b.dtype)
-    ctx.fail("A is " + std::string(dtype_name(a.dtype)) + ", B " + std::string(dtype_name(b.dtype)) +
-             ": cuBLAS takes operands of one type");
+    ctx.fail("A is " + std::string(dtype_name(a.dtype)) + ", B " +
+             std::string(dtype_name(b.dtype)) + ": cuBLAS takes operands of one type");
   switch (a.dtype) {
     case DType::kFloat32:
       return CUDA_R_32F;
@@ -36,7 +36,8 @@ cudaDataType_t operand_type(const KernelContext& ctx, const Tensor& a, const Ten
 // 16-bit operands on tensor cores with f32 reductions.
 cublasMath_t math_mode(cudaDataType_t type) {
   if (type != CUDA_R_32F)
-    return static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    return static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                     CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
   return tf32_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH;
 }
 
@@ -58,12 +59,13 @@ void gemm_rm(const KernelContext& ctx, cudaDataType_t type, bool ta, bool tb, in
                                              cx.stream));
     return;
   }
-  const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   PLANNER_CUDA_CHECK(cublasSetMathMode(cx.cublas, math_mode(type)));
   PLANNER_CUDA_CHECK(cublasGemmStridedBatchedEx(
       cx.cublas, opb, opa, to_int(ctx, n), to_int(ctx, m), to_int(ctx, k), &alpha, b, type,
-      to_int(ctx, ldb), sb, a, type, to_int(ctx, lda), sa, &beta, c, CUDA_R_32F, to_int(ctx, ldc), sc,
-      to_int(ctx, batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      to_int(ctx, ldb), sb, a, type, to_int(ctx, lda), sa, &beta, c, CUDA_R_32F, to_int(ctx, ldc),
+      sc, to_int(ctx, batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // Element `offset` of a device array of `type`.
@@ -162,8 +164,8 @@ void c_matmul_grad_weight(const KernelContext& ctx) {
              " must share their leading dimensions");
   const int64_t k = a.shape.back(), n = dy.shape.back(), rows = k == 0 ? 0 : a.numel() / k;
   ctx.expect_out(0, DType::kFloat32, {k, n});
-  gemm_rm(ctx, CUDA_R_32F, true, false, k, n, rows, 1.0f, a.as<float>(), k, 0, dy.as<float>(), n, 0, 0.0f,
-          ctx.out(0).as<float>(), n, 0, 1);
+  gemm_rm(ctx, CUDA_R_32F, true, false, k, n, rows, 1.0f, a.as<float>(), k, 0, dy.as<float>(), n, 0,
+          0.0f, ctx.out(0).as<float>(), n, 0, 1);
 }
 
 void c_matmul_trans_b(const KernelContext& ctx) {
@@ -179,8 +181,8 @@ void c_matmul_trans_b(const KernelContext& ctx) {
   Shape out = a.shape;
   out.back() = n;
   ctx.expect_out(0, DType::kFloat32, out);
-  gemm_rm(ctx, CUDA_R_32F, false, true, rows, n, k, 1.0f, a.as<float>(), k, 0, b.as<float>(), k, 0, 0.0f,
-          ctx.out(0).as<float>(), n, 0, 1);
+  gemm_rm(ctx, CUDA_R_32F, false, true, rows, n, k, 1.0f, a.as<float>(), k, 0, b.as<float>(), k, 0,
+          0.0f, ctx.out(0).as<float>(), n, 0, 1);
 }
 
 }  // namespace planner::rt::kernels

@@ -223,8 +223,7 @@ __global__ void batch_norm_kernel(const float* x, const float* scale, const floa
 }
 
 __global__ void batch_norm_grad_kernel(const float* dy, const float* scale, const float* var,
-                                       float* dx, int64_t n, int64_t c, int64_t inner,
-                                       double eps) {
+                                       float* dx, int64_t n, int64_t c, int64_t inner, double eps) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t ch = (i / inner) % c;
@@ -235,8 +234,7 @@ __global__ void batch_norm_grad_kernel(const float* dy, const float* scale, cons
 
 __global__ void batch_norm_param_grad_kernel(const float* dy, const float* x, const float* mean,
                                              const float* var, float* dscale, float* dbias,
-                                             int64_t outer, int64_t c, int64_t inner,
-                                             double eps) {
+                                             int64_t outer, int64_t c, int64_t inner, double eps) {
   __shared__ double shared[kThreads];
   BLOCK_STRIDE(ch, c) {
     double ds = 0, db = 0;
@@ -337,8 +335,7 @@ void launch_reduce(ReduceKind kind, const ReduceGeom& g, const float* x, float* 
 void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t extent,
                     int64_t inner, cudaStream_t stream) {
   if (outer * inner == 0 || extent == 0) return;
-  softmax_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(log, x, y, outer, extent,
-                                                                   inner);
+  softmax_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(log, x, y, outer, extent, inner);
   check_launch("softmax");
 }
 
@@ -350,20 +347,19 @@ void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, i
   check_launch("softmax_grad");
 }
 
-void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y,
-                       float* mean, float* rstd, int64_t outer, int64_t inner, double eps,
-                       cudaStream_t stream) {
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y, float* mean,
+                       float* rstd, int64_t outer, int64_t inner, double eps, cudaStream_t stream) {
   if (outer == 0) return;
-  layer_norm_kernel<<<grid_for(outer), kThreads, 0, stream>>>(x, scale, bias, y, mean, rstd,
-                                                              outer, inner, eps);
+  layer_norm_kernel<<<grid_for(outer), kThreads, 0, stream>>>(x, scale, bias, y, mean, rstd, outer,
+                                                              inner, eps);
   check_launch("layer_norm");
 }
 
 void launch_layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx,
                             int64_t outer, int64_t inner, double eps, cudaStream_t stream) {
   if (outer == 0) return;
-  layer_norm_grad_kernel<<<grid_for(outer), kThreads, 0, stream>>>(dy, x, scale, dx, outer,
-                                                                   inner, eps);
+  layer_norm_grad_kernel<<<grid_for(outer), kThreads, 0, stream>>>(dy, x, scale, dx, outer, inner,
+                                                                   eps);
   check_launch("layer_norm_grad");
 }
 

@@ -135,14 +135,15 @@ void c_reduce_grad(const KernelContext& ctx) {
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(out));
   ctx.expect_out(0, DType::kFloat32, x.shape);
   cuda::Strided s;
-  if (x.shape.size() > static_cast<size_t>(cuda::kMaxDims)) return host_fallback(ctx, k_reduce_grad);
+  if (x.shape.size() > static_cast<size_t>(cuda::kMaxDims))
+    return host_fallback(ctx, k_reduce_grad);
   s.rank = static_cast<int>(x.shape.size());
   const std::vector<int64_t> st = broadcast_strides(kept, x.shape);
   for (size_t d = 0; d < x.shape.size(); ++d) s.shape[d] = x.shape[d], s.strides[0][d] = st[d];
   const double scale =
       op == "ReduceMean" ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0;
-  cuda::launch_broadcast_scale(s, dy.as<float>(), static_cast<float>(scale),
-                               ctx.out(0).as<float>(), stream());
+  cuda::launch_broadcast_scale(s, dy.as<float>(), static_cast<float>(scale), ctx.out(0).as<float>(),
+                               stream());
 }
 
 void c_global_pool(const KernelContext& ctx) {
@@ -174,8 +175,8 @@ void c_softmax(const KernelContext& ctx) {
   ctx.expect_out(0, DType::kFloat32, x.shape);
   if (x.rank() == 0) ctx.fail("input must have rank >= 1");
   const AxisView v = axis_view(x.shape, ctx.norm_axis(ctx.attr_int("axis", -1), x.rank()));
-  cuda::launch_softmax(ctx.op_type == "LogSoftmax", x.as<float>(), ctx.out(0).as<float>(),
-                       v.outer, v.extent, v.inner, stream());
+  cuda::launch_softmax(ctx.op_type == "LogSoftmax", x.as<float>(), ctx.out(0).as<float>(), v.outer,
+                       v.extent, v.inner, stream());
 }
 
 void c_softmax_grad(const KernelContext& ctx) {
@@ -244,8 +245,10 @@ void c_layer_norm(const KernelContext& ctx) {
   ctx.expect_out(0, DType::kFloat32, x.shape);
   float* mean = nullptr;
   float* rstd = nullptr;
-  if (ctx.has_out(1)) ctx.expect_out(1, DType::kFloat32, s.stat_shape), mean = ctx.out(1).as<float>();
-  if (ctx.has_out(2)) ctx.expect_out(2, DType::kFloat32, s.stat_shape), rstd = ctx.out(2).as<float>();
+  if (ctx.has_out(1))
+    ctx.expect_out(1, DType::kFloat32, s.stat_shape), mean = ctx.out(1).as<float>();
+  if (ctx.has_out(2))
+    ctx.expect_out(2, DType::kFloat32, s.stat_shape), rstd = ctx.out(2).as<float>();
   cuda::launch_layer_norm(x.as<float>(), ctx.in(1).as<float>(), bias, ctx.out(0).as<float>(), mean,
                           rstd, s.outer, s.inner, ctx.attr_float("epsilon", 1e-5), stream());
 }
@@ -255,8 +258,8 @@ void c_layer_norm_grad(const KernelContext& ctx) {
   const LayerNormShapes s = layer_norm_grad_shapes(ctx);
   check_norm_param(ctx, ctx.in(2), s, "Scale");
   ctx.expect_out(0, DType::kFloat32, ctx.in(1).shape);
-  cuda::launch_layer_norm_grad(ctx.in(0).as<float>(), ctx.in(1).as<float>(),
-                               ctx.in(2).as<float>(), ctx.out(0).as<float>(), s.outer, s.inner,
+  cuda::launch_layer_norm_grad(ctx.in(0).as<float>(), ctx.in(1).as<float>(), ctx.in(2).as<float>(),
+                               ctx.out(0).as<float>(), s.outer, s.inner,
                                ctx.attr_float("epsilon", 1e-5), stream());
 }
 
@@ -324,8 +327,8 @@ void c_batch_norm_param_grad(const KernelContext& ctx) {
   cuda::launch_batch_norm_param_grad(dy.as<float>(), x.as<float>(), ctx.in(2).as<float>(),
                                      ctx.in(3).as<float>(),
                                      ctx.has_out(0) ? ctx.out(0).as<float>() : nullptr,
-                                     ctx.has_out(1) ? ctx.out(1).as<float>() : nullptr, v.outer,
-                                     c, v.inner, ctx.attr_float("epsilon", 1e-5), stream());
+                                     ctx.has_out(1) ? ctx.out(1).as<float>() : nullptr, v.outer, c,
+                                     v.inner, ctx.attr_float("epsilon", 1e-5), stream());
 }
 
 // ---- training-mode batch norm: the cpu kernels' checks, then norm.cu's launchers -------------
