@@ -43,7 +43,7 @@ OpClass classify(const ir::Op& op) {
       "MatMul", "Gemm", "MatMulInteger", "FusedMatMul", "MatMulGradWeight", "MatMulTransB"};
   static const std::set<std::string> kConv = {"Conv", "ConvTranspose", "ConvGradData",
                                               "ConvGradFilter"};
-  static const std::set<std::string> kRecurrent = {"LSTM",     "GRU",     "RNN",
+  static const std::set<std::string> kRecurrent = {"LSTM",         "GRU",     "RNN",
                                                    "LSTMGradData", "GRUGrad", "RNNGrad"};
   static const std::set<std::string> kReduction = {"ReduceMean",
                                                    "ReduceSum",

@@ -78,7 +78,8 @@ int64_t Sharding::bytes_per_device(const std::vector<int64_t>& shape, int64_t el
 }
 
 std::optional<Sharding> sharding_of(const std::vector<int64_t>& shape,
-                                    const std::vector<int>& devices, const std::vector<Box>& boxes) {
+                                    const std::vector<int>& devices,
+                                    const std::vector<Box>& boxes) {
   if (devices.empty() || devices.size() != boxes.size()) return std::nullopt;
   if (std::set<int>(devices.begin(), devices.end()).size() != devices.size()) return std::nullopt;
   const size_t rank = shape.size();

@@ -592,8 +592,8 @@ class Analyzer {
           if (d >= state.dims.size() || d >= out.dims.size()) continue;
           if (state.dims[d] == out.dims[d] || state.dims[d] == whole) continue;
           s.valid = false;
-          s.invalid_reason = fmt::format("sequential: output {} reads itself along {} (a recurrence)",
-                                         o, s.var);
+          s.invalid_reason =
+              fmt::format("sequential: output {} reads itself along {} (a recurrence)", o, s.var);
           return;
         }
       }

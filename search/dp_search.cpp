@@ -127,8 +127,8 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
   if (used < n) {
     best.options["gpus_used"] = used;
     best.notes.push_back(fmt::format(
-        "uses {} of the {} GPUs: this search's plans over more of them are predicted slower",
-        used, n));
+        "uses {} of the {} GPUs: this search's plans over more of them are predicted slower", used,
+        n));
   }
   return best;
 }

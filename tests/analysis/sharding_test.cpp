@@ -108,17 +108,16 @@ TEST_CASE("sharding_of finds the layout that cuts a tensor into the boxes the de
   REQUIRE(s);
   CHECK(s->to_string() == "S[1,2]*R2@0-1,3,2");
   for (int i = 0; i < s->num_shards(); ++i)
-    CHECK(s->shard_box(shape, i) == (s->devices[static_cast<size_t>(i)] < 2
-                                         ? Box{{0, 6}, {0, 4}}
-                                         : Box{{0, 6}, {4, 8}}));
+    CHECK(s->shard_box(shape, i) ==
+          (s->devices[static_cast<size_t>(i)] < 2 ? Box{{0, 6}, {0, 4}} : Box{{0, 6}, {4, 8}}));
   // Whole boxes: replicated.
   auto r = sharding_of(shape, {0, 1}, {{{0, 6}, {0, 8}}, {{0, 6}, {0, 8}}});
   REQUIRE(r);
   CHECK(r->to_string() == "S[1,1]*R2@0-1");
   // Tiles that are not the even cut, a missing tile, a device listed twice: no sharding.
   CHECK_FALSE(sharding_of(shape, {0, 1}, {{{0, 2}, {0, 8}}, {{2, 6}, {0, 8}}}));
-  CHECK_FALSE(sharding_of(shape, {0, 1, 2},
-                          {{{0, 3}, {0, 4}}, {{0, 3}, {4, 8}}, {{3, 6}, {0, 4}}}));
+  CHECK_FALSE(
+      sharding_of(shape, {0, 1, 2}, {{{0, 3}, {0, 4}}, {{0, 3}, {4, 8}}, {{3, 6}, {0, 4}}}));
   CHECK_FALSE(sharding_of(shape, {0, 0}, {{{0, 3}, {0, 8}}, {{3, 6}, {0, 8}}}));
 }
 

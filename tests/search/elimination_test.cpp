@@ -263,5 +263,33 @@ TEST_CASE("frontier: the fewest GPUs that fit") {
     for (int d : c.devices) CHECK(d < used);
 }
 
+TEST_CASE("plan tensors: a parameter's layout is the one its memory is counted with") {
+  // Issue 18: parameters were written replicated on every GPU while the memory counted their
+  // shards. Under model parallelism the weights are split; the plan must say so, and what the
+  // plan's layouts put on each device must fit in the predicted peak.
+  auto p = prepare(import_text(kMlp), importers::h100_cluster(4));
+  auto mp = run_model_parallel(p->context(), SearchOptions{});
+  REQUIRE(mp.has_value());
+  auto metrics = evaluate_configs(*p->lowering, mp->configs);
+  REQUIRE(metrics.has_value());
+  PlanHeader header;
+  header.model = {"mlp", std::string(64, '0'), p->forward.num_ops()};
+  header.search.algorithm = "model-parallel";
+  auto plan =
+      build_plan(*p->lowering, mp->configs, &p->training, header, {{"data_parallel", *metrics}});
+  REQUIRE_MESSAGE(plan.has_value(), (plan ? "" : plan.error().message()));
+  int split = 0;
+  std::vector<int64_t> held(4, 0);
+  for (const PlanTensor& t : plan->tensors) {
+    if (t.role != ir::TensorRole::kParameter) continue;
+    if (t.sharding.num_tiles() > 1) ++split;
+    for (int i = 0; i < t.sharding.num_shards(); ++i)
+      held[static_cast<size_t>(t.sharding.devices[static_cast<size_t>(i)])] +=
+          analysis::box_elements(t.sharding.shard_box(t.shape, i)) * ir::dtype_size(t.dtype);
+  }
+  CHECK(split > 0);
+  for (int64_t bytes : held) CHECK(bytes <= plan->predicted.peak_memory_bytes);
+}
+
 }  // namespace
 }  // namespace planner::search
