@@ -37,7 +37,9 @@ int run_frontier(const FrontierFlags& flags) {
   if (auto usable = check_outputs({{flags.csv}, {flags.svg}}, flags.pipeline.inputs()); !usable)
     return report(usable.error());
   std::vector<search::FrontierSeries> series;
-  std::string csv = "gpus,point,step_time_s,peak_memory_bytes,comm_bytes,fits,chosen\n";
+  std::string csv =
+      "gpus,point,step_time_s,peak_memory_bytes,comm_bytes,fits,chosen,table_time_s,"
+      "table_memory_bytes\n";
   std::string model_name, topology_name;
   int64_t limit = 0;
   for (size_t ci = 0; ci < counts.size(); ++ci) {
@@ -90,14 +92,17 @@ int run_frontier(const FrontierFlags& flags) {
                                      : "  (does not fit)",
           static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
       s.points.push_back(p);
-      csv += fmt::format("{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes,
-                         p.comm_bytes, fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0);
+      const search::Cost& table = (*points)[i].table;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s,
+                         p.peak_memory_bytes, p.comm_bytes, fits ? 1 : 0,
+                         static_cast<int>(i) == chosen ? 1 : 0, table.time,
+                         static_cast<int64_t>(table.memory));
     }
     std::printf("  data parallel: %s, %s, %s\n", format_seconds(dpm->step_time_s).c_str(),
                 format_bytes(static_cast<double>(dpm->peak_memory_bytes)).c_str(),
                 format_bytes(static_cast<double>(dpm->comm_bytes)).c_str());
     csv +=
-        fmt::format("{},data_parallel,{},{},{},{},0\n", n, dpm->step_time_s, dpm->peak_memory_bytes,
+        fmt::format("{},data_parallel,{},{},{},{},0,,\n", n, dpm->step_time_s, dpm->peak_memory_bytes,
                     dpm->comm_bytes, dpm->peak_memory_bytes <= limit ? 1 : 0);
     series.push_back(std::move(s));
   }

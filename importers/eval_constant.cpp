@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "support/saturate.h"
+
 namespace planner::importers {
 namespace {
 
@@ -77,15 +79,6 @@ void store(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-// A double as an integer, saturating where it is out of range (NaN is 0): converting such a
-// value is undefined behaviour in C++, and ONNX leaves the result unspecified.
-int64_t saturating_int(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9223372036854775807.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-
 // A double as a float, overflowing to an infinity as IEEE rounding does (a plain conversion
 // of a value beyond float's range is undefined behaviour).
 float narrow_float(double v) {
@@ -97,7 +90,7 @@ float narrow_float(double v) {
 // Writes `v` as element i of `t`, converting to its dtype.
 void put(ir::Tensor& t, int64_t i, double v, int64_t iv, bool from_int) {
   uint8_t* p = t.data.data() + i * ir::dtype_size(t.dtype);
-  auto as_int = [&]() { return from_int ? iv : saturating_int(v); };
+  auto as_int = [&]() { return from_int ? iv : saturating_int64(v); };
   switch (t.dtype) {
     case ir::DType::kFloat32:
       store<float>(p, from_int ? static_cast<float>(iv) : narrow_float(v));
@@ -241,7 +234,7 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
       return static_cast<size_t>(broadcast_offset(idx, in[i]->shape, strides[i]));
     };
     auto iv = [&](size_t i) {
-      return vals[i].is_int ? vals[i].ints[off(i)] : saturating_int(vals[i].floats[off(i)]);
+      return vals[i].is_int ? vals[i].ints[off(i)] : saturating_int64(vals[i].floats[off(i)]);
     };
     auto fv = [&](size_t i) {
       return vals[i].is_int ? static_cast<double>(vals[i].ints[off(i)]) : vals[i].floats[off(i)];
@@ -255,10 +248,12 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
     } else if (in.size() == 1) {
       if (int_math) {
         int64_t x = iv(0), r = 0;
+        // -INT64_MIN wraps to itself, as on the device (negation would overflow in C++).
+        const int64_t neg = static_cast<int64_t>(0 - static_cast<uint64_t>(x));
         if (type == "Neg")
-          r = -x;
+          r = neg;
         else if (type == "Abs")
-          r = x < 0 ? -x : x;
+          r = x < 0 ? neg : x;
         else if (type == "Not")
           r = x == 0;
         else if (type == "Sign")
@@ -308,12 +303,15 @@ Result eval_elementwise(const ir::Op& op, std::span<const ir::Tensor* const> in,
         int64_t acc = iv(0);
         for (size_t i = 1; i < in.size(); ++i) {
           int64_t b = iv(i);
+          // Wrap-around, as int64 arithmetic on the device does (signed overflow is undefined
+          // behaviour in C++; a saturated float cast feeds INT64_MAX here).
+          auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
           if (type == "Add" || type == "Sum")
-            acc += b;
+            acc = wrap(static_cast<uint64_t>(acc) + static_cast<uint64_t>(b));
           else if (type == "Sub")
-            acc -= b;
+            acc = wrap(static_cast<uint64_t>(acc) - static_cast<uint64_t>(b));
           else if (type == "Mul")
-            acc *= b;
+            acc = wrap(static_cast<uint64_t>(acc) * static_cast<uint64_t>(b));
           else if (type == "Div" || type == "Mod") {
             if (b == 0) return make_error("integer division by zero in constant {}", type);
             if (b == -1) {  // INT64_MIN / -1 traps; the wrapped result is what int64 gives
@@ -559,7 +557,12 @@ Result eval_range(const ir::Tensor& start, const ir::Tensor& delta, const Partia
   int64_t n = (*out.dims)[0];
   if (is_int_type(start.dtype)) {
     int64_t s = start.int_values()[0], d = delta.int_values()[0];
-    for (int64_t i = 0; i < n; ++i) put(t, i, 0, s + i * d, true);
+    // Wrapping arithmetic: a hostile start or delta must not overflow (undefined behaviour).
+    for (int64_t i = 0; i < n; ++i)
+      put(t, i, 0,
+          static_cast<int64_t>(static_cast<uint64_t>(s) +
+                               static_cast<uint64_t>(i) * static_cast<uint64_t>(d)),
+          true);
   } else {
     double s = start.float_values()[0], d = delta.float_values()[0];
     for (int64_t i = 0; i < n; ++i) put(t, i, s + static_cast<double>(i) * d, 0, false);

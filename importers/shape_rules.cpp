@@ -807,10 +807,16 @@ Expected<void> rule_resize(Ctx& c) {
   if (!scales || scales->empty()) return c.set(0, c.dtype(0), Dims(x->size(), kUnknownDim)), ok();
   if (scales->size() != x->size()) return make_error("scales has the wrong length");
   Dims out = *x;
-  for (size_t k = 0; k < out.size(); ++k)
-    out[k] = known(out[k])
-                 ? static_cast<int64_t>(std::floor(static_cast<double>(out[k]) * (*scales)[k]))
-                 : kUnknownDim;
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (!known(out[k])) {
+      out[k] = kUnknownDim;
+      continue;
+    }
+    double size = std::floor(static_cast<double>(out[k]) * (*scales)[k]);
+    if (!(size >= 0 && size <= 9.0e15))
+      return make_error("scales[{}] = {} gives no valid output size", k, (*scales)[k]);
+    out[k] = static_cast<int64_t>(size);
+  }
   c.set(0, c.dtype(0), out);
   return ok();
 }

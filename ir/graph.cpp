@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "support/saturate.h"
+
 namespace planner::ir {
 
 std::string_view role_name(TensorRole role) {
@@ -80,7 +82,7 @@ int64_t element_as_int(const Tensor& t, int64_t i) {
     case DType::kUInt64:
       return static_cast<int64_t>(load<uint64_t>(p));
     default:
-      return static_cast<int64_t>(element_as_double(t, i));
+      return saturating_int64(element_as_double(t, i));
   }
 }
 
