@@ -93,17 +93,17 @@ int run_frontier(const FrontierFlags& flags) {
           static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
       s.points.push_back(p);
       const search::Cost& table = (*points)[i].table;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s,
-                         p.peak_memory_bytes, p.comm_bytes, fits ? 1 : 0,
-                         static_cast<int>(i) == chosen ? 1 : 0, table.time,
-                         static_cast<int64_t>(table.memory));
+      csv +=
+          fmt::format("{},{},{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes,
+                      p.comm_bytes, fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0, table.time,
+                      static_cast<int64_t>(table.memory));
     }
     std::printf("  data parallel: %s, %s, %s\n", format_seconds(dpm->step_time_s).c_str(),
                 format_bytes(static_cast<double>(dpm->peak_memory_bytes)).c_str(),
                 format_bytes(static_cast<double>(dpm->comm_bytes)).c_str());
-    csv +=
-        fmt::format("{},data_parallel,{},{},{},{},0,,\n", n, dpm->step_time_s, dpm->peak_memory_bytes,
-                    dpm->comm_bytes, dpm->peak_memory_bytes <= limit ? 1 : 0);
+    csv += fmt::format("{},data_parallel,{},{},{},{},0,,\n", n, dpm->step_time_s,
+                       dpm->peak_memory_bytes, dpm->comm_bytes,
+                       dpm->peak_memory_bytes <= limit ? 1 : 0);
     series.push_back(std::move(s));
   }
   if (series.size() > 1) {

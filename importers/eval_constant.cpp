@@ -40,14 +40,18 @@ ir::Tensor empty_like(ir::DType dtype, const Dims& shape) {
 }
 
 // Output element i takes input element map(i): the one kernel behind every data-movement op.
-ir::Tensor gather_elements(const ir::Tensor& in, const Dims& out_shape,
-                           const std::function<int64_t(const Dims&)>& map) {
+std::optional<ir::Tensor> gather_elements(const ir::Tensor& in, const Dims& out_shape,
+                                          const std::function<int64_t(const Dims&)>& map) {
   ir::Tensor out = empty_like(in.dtype, out_shape);
   size_t es = static_cast<size_t>(ir::dtype_size(in.dtype));
   int64_t n = count(out_shape);
+  // A source index outside the values (operands whose values disagree with their shapes or a
+  // declared output shape that disagrees with them) leaves the node unfolded.
+  const int64_t have = static_cast<int64_t>(in.data.size() / es);
   Dims idx(out_shape.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t src = map(idx);
+    if (src < 0 || src >= have) return std::nullopt;
     std::memcpy(out.data.data() + static_cast<size_t>(i) * es,
                 in.data.data() + static_cast<size_t>(src) * es, es);
     for (size_t k = idx.size(); k-- > 0;) {
@@ -152,6 +156,10 @@ Result one(ir::Tensor t) {
 }
 Result cannot() {
   return std::optional<std::vector<ir::Tensor>>();
+}
+
+Result one(std::optional<ir::Tensor> t) {
+  return t ? one(std::move(*t)) : cannot();
 }
 
 Result eval_constant_node(const ir::Op& op) {
@@ -421,7 +429,16 @@ Result eval_gather(const ir::Op& op, const ir::Tensor& data, const ir::Tensor& i
   size_t r = data.shape.size();
   int64_t axis = op.int_attr("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(r);
+  if (axis < 0 || axis >= static_cast<int64_t>(r)) return cannot();
   std::vector<int64_t> idx = indices.num_elements() ? indices.int_values() : std::vector<int64_t>{};
+  // The output must be the gather of these operands (a declared shape that disagrees, or
+  // values shorter than their shape, leave the node unfolded rather than read out of range).
+  Dims expect(data.shape.begin(), data.shape.begin() + axis);
+  expect.insert(expect.end(), indices.shape.begin(), indices.shape.end());
+  expect.insert(expect.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (expect != out_shape || static_cast<int64_t>(idx.size()) != indices.num_elements() ||
+      static_cast<int64_t>(data.data.size()) != data.num_elements() * ir::dtype_size(data.dtype))
+    return cannot();
   int64_t extent = data.shape[static_cast<size_t>(axis)];
   for (int64_t& i : idx) {
     if (i < -extent || i >= extent)
@@ -541,12 +558,14 @@ Result eval_split(const ir::Op& op, const ir::Tensor& x, std::span<const Partial
   int64_t start = 0;
   for (const PartialType& o : outputs) {
     if (!o.dims) return cannot();
-    outs.push_back(gather_elements(x, *o.dims, [&](const Dims& idx) {
+    auto part = gather_elements(x, *o.dims, [&](const Dims& idx) {
       int64_t off = 0;
-      for (size_t k = 0; k < idx.size(); ++k)
+      for (size_t k = 0; k < idx.size() && k < xs.size(); ++k)
         off += (idx[k] + (k == static_cast<size_t>(axis) ? start : 0)) * xs[k];
       return off;
-    }));
+    });
+    if (!part) return cannot();
+    outs.push_back(std::move(*part));
     start += (*o.dims)[static_cast<size_t>(axis)];
   }
   return std::optional<std::vector<ir::Tensor>>(std::move(outs));
