@@ -5,9 +5,13 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "analysis/coarsen.h"
 #include "analysis/precision.h"
 #include "importers/onnx_import.h"
+#include "search/space.h"
+#include "support/text.h"
 
 namespace planner::cli {
 
@@ -27,8 +31,9 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
   app.add_option("--dump-after", dump_after,
-                 "print the graph after a stage and stop: import, train")
-      ->check(CLI::IsMember({"import", "train"}));
+                 "print a stage's result and stop: import, train (the graph), strategies (each "
+                 "operator's splits), groups (what the searches cut)")
+      ->check(CLI::IsMember({"import", "train", "strategies", "groups"}));
 }
 
 std::vector<InputPath> PipelineFlags::inputs() const {
@@ -52,6 +57,30 @@ Expected<void> check_outputs_after_import(const std::vector<OutputPath>& outputs
   }
   if (seen.empty()) return ok();
   return check_outputs(outputs, inputs);
+}
+
+std::string strategies_text(const ir::Graph& graph, const analysis::GraphStrategies& strategies) {
+  std::string out;
+  for (ir::OpId id : graph.topo_order()) {
+    const ir::Op& op = graph.op(id);
+    out += fmt::format("{} ({}{}{}):", terminal_safe(op.name), op.domain,
+                       op.domain.empty() ? "" : ".", terminal_safe(op.op_type));
+    const analysis::OpStrategies* s = strategies.per_op[static_cast<size_t>(id)];
+    if (!s || s->replicated || !s->analysis) {
+      out += " kept whole (no TDL description)\n";
+      continue;
+    }
+    std::string valid, invalid;
+    for (const analysis::Strategy& st : s->analysis->strategies) {
+      const char* kind = st.kind == analysis::Strategy::Kind::kOutput ? "" : " (reduction)";
+      if (st.valid)
+        valid += fmt::format(" {}{}", st.var, kind);
+      else
+        invalid += fmt::format("; not {}{}: {}", st.var, kind, st.invalid_reason);
+    }
+    out += (valid.empty() ? " no split" : valid) + invalid + "\n";
+  }
+  return out;
 }
 
 analysis::LoweringOptions PreparedModel::lowering_options() const {
@@ -96,6 +125,11 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   out->cache = std::make_unique<analysis::StrategyCache>(*out->library);
   PLANNER_TRY_ASSIGN(out->strategies,
                      analysis::analyze_graph(*out->cache, out->graph, out->source));
+  if (flags.dump_after == "strategies") {
+    std::fputs(strategies_text(out->graph, out->strategies).c_str(), stdout);
+    dumped = true;
+    return out;
+  }
   PLANNER_TRY_ASSIGN(importers::Topology topology, flags.topology.resolve());
   out->topology.emplace(std::move(topology));
   if (!flags.calibration.empty()) {
@@ -104,6 +138,21 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   if (!flags.costs.empty()) {
     PLANNER_TRY_ASSIGN(analysis::MeasuredCosts costs, analysis::MeasuredCosts::load(flags.costs));
     out->costs = std::make_unique<analysis::MeasuredCosts>(std::move(costs));
+  }
+  if (flags.dump_after == "groups") {
+    analysis::Lowering lowering(out->graph, out->strategies, *out->topology,
+                                out->lowering_options());
+    PLANNER_TRY_ASSIGN(search::GroupSpace space,
+                       search::GroupSpace::create(lowering, out->train ? &out->training : nullptr));
+    for (int i = 0; i < space.num_groups(); ++i) {
+      std::string vars;
+      for (const auto& [var, extent] : space.vars(i)) vars += fmt::format(" {}={}", var, extent);
+      std::printf("group %d: %s, %zu operator%s;%s\n", i,
+                  terminal_safe(out->graph.op(space.leader(i)).name).c_str(),
+                  space.members(i).size(), space.members(i).size() == 1 ? "" : "s",
+                  vars.empty() ? " nothing to split" : vars.c_str());
+    }
+    dumped = true;
   }
   return out;
 }

@@ -68,6 +68,10 @@ Expected<void> check_outputs_after_import(const std::vector<OutputPath>& outputs
                                           std::vector<InputPath> inputs, const ir::Graph& graph,
                                           const std::string& model_path);
 
+/// The `--dump-after strategies` text: one line per operator in topological order, its valid
+/// splits (index variables; reductions marked) and the invalid ones with why.
+std::string strategies_text(const ir::Graph& graph, const analysis::GraphStrategies& strategies);
+
 /// Runs the front of the pipeline. When --dump-after names a stage it prints that stage and
 /// `dumped` is set (the command then stops).
 Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flags, bool& dumped);
