@@ -111,8 +111,11 @@ Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name
   search::SearchContext context{lowering, space, m.train ? &m.training : nullptr};
   search::SearchOptions options;
   options.memory_limit = search::default_memory_limit(*m.topology);
-  // A bounded, machine-independent search: verify checks correctness, not the best plan.
+  // A bounded, machine-independent search: verify checks correctness, not the best plan. It
+  // partitions over every GPU asked for (a plan on a block of fewer would leave the ranks it is
+  // meant to exercise idle on the small shrunk models verify runs).
   options.max_proposals = 200;
+  options.fewer_devices = false;
   PLANNER_TRY_ASSIGN(search::SearchResult result, info->run(context, options));
   return std::move(result.configs);
 }

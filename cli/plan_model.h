@@ -35,9 +35,9 @@ Expected<void> check_plan_precision(const search::Plan& plan, const std::string&
 /// The plan's configs, in graph order.
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 
-/// THE place where searches plug into `verify --search NAME`: the configs that search NAME
-/// finds for the prepared model on its topology. Today the baselines ("data-parallel",
-/// "model-parallel"); a new search adds one branch here.
+/// The configs that search NAME (any of search::searches()) finds for the prepared model on its
+/// topology, for `verify --search NAME`: at most 200 proposals (machine-independent) and over
+/// every device (never a block of fewer, so verify exercises the ranks it asks for).
 Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
                                                          const PreparedModel& model);
 
