@@ -24,13 +24,16 @@ struct ExplainFlags {
   ModelFlags model;
   std::string op;
   std::string optimizer = "sgd";
+  std::string costs;        ///< --costs FILE: measured kernel times, as plan takes them
+  std::string calibration;  ///< --calibration FILE: the kernel model's parameters
   int top = 10;
 };
 
 int run_explain(const ExplainFlags& flags) {
   auto plan = search::load_plan(flags.plan);
   if (!plan) return report(plan.error());
-  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
+  auto model =
+      prepare_for_plan(*plan, flags.model, flags.optimizer, flags.costs, flags.calibration);
   if (!model) return report(model.error());
   const PreparedModel& m = **model;
   analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
@@ -128,6 +131,11 @@ void configure_explain(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::PositiveNumber);
   app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
   app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
+  app.add_option("--costs", flags->costs,
+                 "measured kernel times (JSON written by a launcher), as the plan was priced with");
+  app.add_option("--calibration", flags->calibration,
+                 "the kernel model's parameters (JSON, docs/cost-model.md), as the plan was priced "
+                 "with");
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   run = [flags] { return run_explain(*flags); };

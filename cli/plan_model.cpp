@@ -12,9 +12,13 @@ namespace planner::cli {
 
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
                                                           const ModelFlags& model,
-                                                          const std::string& optimizer) {
+                                                          const std::string& optimizer,
+                                                          const std::string& costs,
+                                                          const std::string& calibration) {
   PipelineFlags flags;
   flags.model = model;
+  flags.costs = costs;
+  flags.calibration = calibration;
   flags.mode = plan.mode;
   flags.optimizer = optimizer;
   flags.topology.gpus = plan.topology.num_devices;

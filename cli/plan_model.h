@@ -20,9 +20,13 @@ namespace planner::cli {
 /// import options and optimizer recorded in plan.search.options ("batch", "dims",
 /// "optimizer"), falling back to the given flags. Then checks that the plan is for this model:
 /// the file's SHA-256, the operators (count, names, types) and the tensors' shapes.
+/// `costs` and `calibration` (paths, "" for none) price the model as `plan --costs FILE`
+/// and `--calibration FILE` do.
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
                                                           const ModelFlags& model,
-                                                          const std::string& optimizer);
+                                                          const std::string& optimizer,
+                                                          const std::string& costs = "",
+                                                          const std::string& calibration = "");
 
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
 std::string plan_precision(const search::Plan& plan);
