@@ -18,23 +18,20 @@ int OpStrategies::num_strategies() const {
   return n;
 }
 
-namespace {
-
 // A fused recurrent layer or its backward runs its steps one after the other: a split of the
 // sequence (the variable the TDL descriptions call `s`) would make each worker wait for the one
 // before it (the forward reads its own previous step, which the analysis finds by itself), or
 // run the whole backward recurrence to keep its part (the backward's bodies read whole
 // sequences). Either way no parallel split, so it is not offered. A split over s of a reduction
 // (the weight gradients sum over time) stays.
-void never_along_sequence(OpAnalysis& analysis) {
+void apply_operator_rules(const ir::Op& op, OpAnalysis& analysis) {
+  if (classify(op) != OpClass::kRecurrent) return;
   for (Strategy& s : analysis.strategies)
     if (s.valid && s.var == "s" && s.kind == Strategy::Kind::kOutput) {
       s.valid = false;
       s.invalid_reason = "sequential: the recurrence runs along s";
     }
 }
-
-}  // namespace
 
 Expected<const OpStrategies*> StrategyCache::strategies(const ir::Graph& graph, ir::OpId id) {
   ++stats_.lookups;
@@ -61,7 +58,7 @@ Expected<const OpStrategies*> StrategyCache::strategies(const ir::Graph& graph, 
   auto instance = tdl::instantiate(entry->variants, request, entry->source);
   if (instance) {
     auto analysis = analyze(*instance);
-    if (analysis && classify(op) == OpClass::kRecurrent) never_along_sequence(*analysis);
+    if (analysis) apply_operator_rules(op, *analysis);
     if (analysis) {
       fresh.result = std::make_unique<OpStrategies>();
       fresh.result->instance = std::make_shared<const tdl::Instance>(std::move(*instance));

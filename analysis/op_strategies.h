@@ -80,6 +80,11 @@ class StrategyCache {
 };
 
 /// The strategies of every operator of a graph.
+/// Rules that come from what an operator is rather than from its description: a fused recurrent
+/// operator (LSTM, GRU, RNN and their backward) is never split along its sequence `s`. Applied
+/// to every analysis the cache makes (and by `planner tdl show`).
+void apply_operator_rules(const ir::Op& op, OpAnalysis& analysis);
+
 struct GraphStrategies {
   std::vector<const OpStrategies*> per_op;  ///< indexed by OpId
   /// Operator types without a description and how many operators have each, keyed by

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/op_strategies.h"
 #include "analysis/strategies.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -338,6 +339,10 @@ int run_show(const ShowFlags& flags) {
   }
   auto a = analysis::analyze(*inst);
   if (!a) return report(a.error());
+  ir::Op as_op;
+  as_op.op_type = entry->op_type;
+  as_op.domain = entry->domain;
+  analysis::apply_operator_rules(as_op, *a);
   if (flags.format == Format::kJson) {
     std::printf("%s\n", dump_compact(show_json(*entry, flags.variant, *inst, *a)).c_str());
     return 0;
