@@ -1,8 +1,7 @@
 # Names from the model with terminal escape sequences are printed escaped (\x1b), in tables
 # and in errors. The model is a hand-made protobuf: node 'ESC[31mevil' (Relu) in graph
 # 'gESC]0;pwnedBEL', then the same with operator type 'BadESC[2J'.
-export LC_ALL=C
-lp() { local s=$2; printf "\\x$(printf %02x $1)\\x$(printf %02x ${#s})%s" "$s"; }
+. tests/cli/data/protobuf.sh
 model() {
   local type ten vix viy node graph
   type=$(lp 0x0a "$(printf '\x08\x01'; lp 0x12 "$(lp 0x0a "$(printf '\x08\x02')")")")

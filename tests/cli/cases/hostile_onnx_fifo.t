@@ -1,10 +1,7 @@
 # An external-data file that is a FIFO inside the model's folder is refused at once (the
 # import used to block forever opening it). The model is a hand-made protobuf: y = Reshape(x, s)
 # with the shape vector s stored as external data in 'fifo.bin', which folding must read.
-export LC_ALL=C
-lp() { local s=$2; printf "\\x$(printf %02x $1)\\x$(printf %02x ${#s})%s" "$s"; }
-dims() { local d out=; for d in "$@"; do out+=$(lp 0x0a "$(printf "\\x08\\x$(printf %02x $d)")"); done; printf '%s' "$out"; }
-vi() { lp 0x0a "$1"; shift; lp 0x12 "$(lp 0x0a "$(printf '\x08\x01'; lp 0x12 "$(dims "$@")")")"; }
+. tests/cli/data/protobuf.sh
 entry=$(lp 0x0a location; lp 0x12 fifo.bin)
 init=$(printf '\x08\x02\x10\x07'; lp 0x42 s; lp 0x6a "$entry"; printf '\x70\x01')
 node=$(lp 0x0a x; lp 0x0a s; lp 0x12 y; lp 0x22 Reshape)

@@ -1,10 +1,7 @@
 # An output is never one of the files that hold the model's external data (known only once the
 # model is read): plan, simulate and frontier refuse to write over them, and the file is kept.
 # The model is a hand-made protobuf: y = MatMul(x, W) with W (3x2 floats) stored in 'w.bin'.
-export LC_ALL=C
-lp() { local s=$2; printf "\\x$(printf %02x $1)\\x$(printf %02x ${#s})%s" "$s"; }
-dims() { local d out=; for d in "$@"; do out+=$(lp 0x0a "$(printf "\\x08\\x$(printf %02x $d)")"); done; printf '%s' "$out"; }
-vi() { lp 0x0a "$1"; shift; lp 0x12 "$(lp 0x0a "$(printf '\x08\x01'; lp 0x12 "$(dims "$@")")")"; }
+. tests/cli/data/protobuf.sh
 entry=$(lp 0x0a location; lp 0x12 w.bin)
 init=$(printf '\x08\x03\x08\x02\x10\x01'; lp 0x42 W; lp 0x6a "$entry"; printf '\x70\x01')
 node=$(lp 0x0a x; lp 0x0a W; lp 0x12 y; lp 0x22 MatMul)
