@@ -1,6 +1,7 @@
 // Storage types under mixed precision.
 #include "analysis/precision.h"
 
+#include <cmath>
 #include <vector>
 
 namespace planner::analysis {
@@ -30,6 +31,28 @@ void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precis
     if (tensor.role != ir::TensorRole::kActivation || tensor.dtype != ir::DType::kFloat32) continue;
     if (keep[static_cast<size_t>(t)]) continue;
     tensor.dtype = half;
+  }
+  if (training) apply_loss_scale(graph);
+}
+
+void apply_loss_scale(ir::Graph& graph) {
+  // The largest output's element count M sets S = 2^round(log2 M): the seeds y / M become
+  // about y, as GradScaler's scaled loss makes them, and 1/S is exact in every format.
+  double largest = 1;
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    const ir::Op& op = graph.op(id);
+    if (op.op_type == "LossGrad" && op.domain == "ai.planner")
+      largest = std::max(largest, 1.0 / op.float_attr("scale", 1.0));
+  }
+  const double s = std::ldexp(1.0, static_cast<int>(std::lround(std::log2(largest))));
+  if (s == 1) return;
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    ir::Op& op = graph.op(id);
+    if (op.domain != "ai.planner") continue;
+    if (op.op_type == "LossGrad")
+      op.attributes["scale"] = ir::Attribute{op.float_attr("scale", 1.0) * s};
+    else if (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam")
+      op.attributes["grad_scale"] = ir::Attribute{1.0 / s};
   }
 }
 

@@ -15,6 +15,14 @@ namespace planner::analysis {
 /// inputs, parameters, optimizer state, the gradients of parameters (DDP all-reduces the f32
 /// .grad of f32 parameters) and whatever the update reads or writes stay f32. `training` is
 /// the training graph `graph` belongs to, or null for an inference graph.
+/// A training graph also gets a static loss scale (apply_loss_scale).
 void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision);
+
+/// Static loss scaling, as AMP's GradScaler does it with a fixed scale: the seeds of the
+/// backward pass (LossGrad, dy = y / numel(y) for the step's mean loss) are multiplied by a
+/// power of two S close to the largest output's element count, so 16-bit activation gradients
+/// stay clear of underflow, and the updates multiply the f32 parameter gradients by 1/S
+/// (attribute grad_scale) before using them. Exact: S is a power of two.
+void apply_loss_scale(ir::Graph& graph);
 
 }  // namespace planner::analysis

@@ -65,14 +65,17 @@ class Builder {
         if (op_differentiable(c)) ++contributors_[static_cast<size_t>(t)];
     }
     // Seeds: the loss's gradient with respect to each model output, computed from the output
-    // by LossGrad (the step minimises 0.5 * sum(y^2) over each output, so dy = y: a real,
-    // verifiable loss whose cost stands in for the user's).
+    // by LossGrad. The step minimises 0.5 * mean(y^2) over each output (PyTorch's MSELoss), so
+    // dy = y / numel(y): a real, verifiable loss whose cost stands in for the user's, with
+    // gradients scaled as a mean-reduced loss scales them (a sum would grow the updates with
+    // the batch and sequence and make a few steps of random weights diverge).
     for (TensorId out : fwd_.outputs) {
       if (!needs_grad_[static_cast<size_t>(out)]) continue;
       const Tensor t = fwd_.tensor(out);
       group_ = t.producer;
-      TensorId seed =
-          emit1("LossGrad", kPlannerDomain, {out}, t.dtype, t.shape, {}, "grad:" + t.name);
+      const double scale = 1.0 / static_cast<double>(std::max<int64_t>(1, t.num_elements()));
+      TensorId seed = emit1("LossGrad", kPlannerDomain, {out}, t.dtype, t.shape,
+                            {{"scale", Attribute{scale}}}, "grad:" + t.name);
       add_part(out, seed);
       ++contributors_[static_cast<size_t>(out)];
     }

@@ -14,6 +14,7 @@
 #include "analysis/lowering.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/plan_model.h"
 #include "cli/pipeline.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
@@ -59,6 +60,9 @@ int run_compare(const CompareFlags& flags) {
   options.budget_s = flags.budget_s;
   options.max_proposals = flags.max_proposals;
   options.memory_limit = search::default_memory_limit(topology);
+  options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
+    return program_metrics(m, c);
+  };
   const bool tty = isatty(fileno(stderr)) != 0;
 
   std::vector<Row> rows;
@@ -78,7 +82,7 @@ int run_compare(const CompareFlags& flags) {
       row.error = result.error().message();
     } else {
       row.result = std::move(*result);
-      auto metrics = search::evaluate_configs(lowering, row.result.configs);
+      auto metrics = program_metrics(m, row.result.configs);
       if (metrics)
         row.metrics = *metrics;
       else

@@ -1,6 +1,11 @@
 // `planner compile PLAN --model MODEL -o DIR`: a plan becomes partitioned ONNX files, a
 // manifest and a launcher (see docs/codegen.md).
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <algorithm>
+#include "analysis/lowering.h"
 #include <string>
 
 #include "cli/commands.h"
@@ -10,6 +15,7 @@
 #include "search/plan.h"
 #include "support/output_file.h"
 #include "support/text.h"
+#include "support/units.h"
 
 namespace planner::cli {
 namespace {
@@ -21,6 +27,7 @@ struct CompileFlags {
   std::string backend = "cpu";
   std::string optimizer = "sgd";
   std::string precision;  ///< --precision: must agree with the plan's ("" when not given)
+  std::string topology;   ///< --topology: the plan's topology file (presets need none)
   bool list_fallbacks = false;
 };
 
@@ -34,7 +41,7 @@ int run_compile(const CompileFlags& flags) {
   if (!plan) return report(plan.error());
   if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed)
     return report(agreed.error());
-  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer);
+  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer, "", "", flags.topology);
   if (!model) return report(model.error());
   if (auto still = check_outputs_after_import(
           {{flags.out, &codegen::compile_folder_kind()}},
@@ -44,9 +51,13 @@ int run_compile(const CompileFlags& flags) {
     return report(still.error());
   auto programs = compile_programs(**model, plan_configs(*plan), plan->topology.num_devices);
   if (!programs) return report(programs.error());
+  // The compiled step itself, simulated: the figures the manifest records.
+  auto predicted = price_programs(**model, *programs);
+  if (!predicted) return report(predicted.error());
   codegen::CompileOptions options;
   options.backend = flags.backend;
   options.model_name = (*model)->graph.name;
+  options.predicted = &*predicted;
   auto written = codegen::compile_to_directory(*programs, options, flags.out);
   if (!written) return report(written.error());
   int kernels = 0, whole = 0, collectives = 0, sends = 0;
@@ -65,6 +76,10 @@ int run_compile(const CompileFlags& flags) {
       flags.plan.c_str(), programs->num_ranks, flags.backend.c_str(),
       std::string(ir::precision_name(programs->precision)).c_str(), kernels, whole, collectives,
       sends);
+  std::printf("predicted step %s, peak memory %s on the most loaded rank, %s sent\n",
+              format_seconds(predicted->step_time_s).c_str(),
+              format_bytes(static_cast<double>(predicted->peak_memory_bytes)).c_str(),
+              format_bytes(predicted->comm_bytes).c_str());
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)
@@ -87,6 +102,8 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
   app.add_option("-o,--output", flags->out,
                  "folder to write (new, empty, or an earlier compile output, which is replaced)")
       ->required();
+  app.add_option("--topology", flags->topology,
+                 "the topology file the plan was made for (built-in topologies need none)");
   app.add_option("--backend", flags->backend, "the launcher's runtime backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")

@@ -9,6 +9,7 @@
 #include "analysis/trace.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/plan_model.h"
 #include "cli/search_session.h"
 #include "report/report.h"
 #include "search/frontier.h"
@@ -78,6 +79,9 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
           outcome.frontier_gpus, series.gpus);
   } else {
     PLANNER_TRY_ASSIGN(search::SearchOptions options, flags.search.options(*m.topology));
+    options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
+      return program_metrics(m, c);
+    };
     if (options.progress) options.progress(0.0, "the report's frontier");
     auto points =
         search::compute_frontier(session.context(), options, search::all_devices(series.gpus));
@@ -133,17 +137,17 @@ int run_plan(const PlanFlags& flags) {
     if (!written) return report(written.error());
   }
   if (!flags.trace.empty() || !flags.report.empty()) {
-    auto lowered = session->lowering->lower(outcome->configs);
-    if (!lowered) return report(lowered.error().with_context(m.source));
-    auto timeline = analysis::simulate(lowered->graph);
-    if (!timeline) return report(timeline.error().with_context(m.source));
+    // The compiled step's timeline: the one the plan's figures come from.
+    auto simulated = simulate_plan(m, outcome->configs);
+    if (!simulated) return report(simulated.error());
+    const analysis::TaskGraph& graph = simulated->tasks.graph;
+    const analysis::Timeline& timeline = simulated->timeline;
     if (!flags.trace.empty()) {
-      auto w =
-          write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+      auto w = write_file_atomically(flags.trace, analysis::to_chrome_trace(graph, timeline));
       if (!w) return report(w.error());
     }
     if (!flags.report.empty()) {
-      auto w = write_report_folder(flags, *session, *outcome, lowered->graph, *timeline);
+      auto w = write_report_folder(flags, *session, *outcome, graph, timeline);
       if (!w) return report(w.error());
     }
   }

@@ -1,4 +1,4 @@
-// `planner simulate MODEL`: a baseline strategy lowered to a task graph and simulated.
+// `planner simulate MODEL`: a baseline strategy compiled, and its compiled step simulated.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/pipeline.h"
+#include "cli/plan_model.h"
 #include "support/output_file.h"
 #include "support/units.h"
 
@@ -43,21 +44,17 @@ int run_simulate(const SimulateFlags& flags) {
                                                      : analysis::Baseline::kDataParallel;
   auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());
   if (!configs) return report(configs.error().with_context(m.source));
-  auto lowered = lowering.lower(*configs);
-  if (!lowered) return report(lowered.error().with_context(m.source));
-  auto timeline = analysis::simulate(lowered->graph);
-  if (!timeline) return report(timeline.error().with_context(m.source));
+  // The compiled step of the strategy, simulated: what plan and compile report for it.
+  auto simulated = simulate_plan(m, *configs);
+  if (!simulated) return report(simulated.error());
+  const codegen::ProgramTasks& tasks = simulated->tasks;
+  const analysis::Timeline* timeline = &simulated->timeline;
   if (!flags.trace.empty()) {
-    auto written =
-        write_file_atomically(flags.trace, analysis::to_chrome_trace(lowered->graph, *timeline));
+    auto written = write_file_atomically(flags.trace, analysis::to_chrome_trace(tasks.graph, *timeline));
     if (!written) return report(written.error());
   }
   const int n = topology.num_devices();
-  int64_t peak = 0;
-  for (int d = 0; d < n; ++d)
-    peak = std::max(
-        peak, timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])]
-                  .peak_memory);
+  const int64_t peak = simulated->cost.peak_memory_bytes;
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json j;
@@ -67,14 +64,16 @@ int run_simulate(const SimulateFlags& flags) {
     j["strategy"] = flags.strategy;
     j["step_time_s"] = timeline->step_time;
     j["peak_memory_bytes"] = peak;
-    j["comm_bytes"] = lowered->comm_bytes;
-    j["tasks"] = lowered->graph.num_tasks();
+    j["comm_bytes"] = tasks.comm_bytes;
+    j["tasks"] = tasks.graph.num_tasks();
+    j["kernels"] = simulated->cost.kernels;
+    j["kernels_whole"] = simulated->cost.kernels_whole;
     j["devices"] = nlohmann::ordered_json::array();
     for (int d = 0; d < n; ++d) {
       const auto& c =
-          timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+          timeline->resources[static_cast<size_t>(tasks.compute[static_cast<size_t>(d)])];
       const auto& ch =
-          timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+          timeline->resources[static_cast<size_t>(tasks.channel[static_cast<size_t>(d)])];
       j["devices"].push_back({{"device", d},
                               {"busy_s", c.busy},
                               {"idle_s", c.idle},
@@ -83,13 +82,13 @@ int run_simulate(const SimulateFlags& flags) {
                               {"bytes_sent", ch.bytes}});
     }
     j["links"] = nlohmann::ordered_json::array();
-    for (size_t l = 0; l < lowered->link_bytes.size(); ++l) {
-      if (lowered->link_bytes[l] <= 0) continue;
+    for (size_t l = 0; l < tasks.link_bytes.size(); ++l) {
+      if (tasks.link_bytes[l] <= 0) continue;
       const auto& link = topology.links()[l];
       j["links"].push_back(
           {{"link", topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
                         topology.endpoints()[static_cast<size_t>(link.b)].name},
-           {"bytes", lowered->link_bytes[l]}});
+           {"bytes", tasks.link_bytes[l]}});
     }
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
@@ -102,24 +101,25 @@ int run_simulate(const SimulateFlags& flags) {
   std::printf("step time    %s\n", format_seconds(timeline->step_time).c_str());
   std::printf("peak memory  %s (largest device)\n",
               format_bytes(static_cast<double>(peak)).c_str());
-  std::printf("comm         %s sent in one step\n", format_bytes(lowered->comm_bytes).c_str());
-  std::printf("tasks        %d\n", lowered->graph.num_tasks());
+  std::printf("comm         %s sent in one step\n", format_bytes(tasks.comm_bytes).c_str());
+  std::printf("tasks        %d (%d kernel calls per step, %d of whole operators)\n",
+              tasks.graph.num_tasks(), simulated->cost.kernels, simulated->cost.kernels_whole);
   std::printf("\ndevice  compute busy  idle        comm busy   peak memory\n");
   for (int d = 0; d < n; ++d) {
     const auto& c =
-        timeline->resources[static_cast<size_t>(lowered->compute[static_cast<size_t>(d)])];
+        timeline->resources[static_cast<size_t>(tasks.compute[static_cast<size_t>(d)])];
     const auto& ch =
-        timeline->resources[static_cast<size_t>(lowered->channel[static_cast<size_t>(d)])];
+        timeline->resources[static_cast<size_t>(tasks.channel[static_cast<size_t>(d)])];
     std::printf("%-6d  %-12s  %-10s  %-10s  %s\n", d, format_seconds(c.busy).c_str(),
                 format_seconds(c.idle).c_str(), format_seconds(ch.busy).c_str(),
                 format_bytes(static_cast<double>(c.peak_memory)).c_str());
   }
   // The busiest links: where the step's bytes go (both directions together).
   std::vector<size_t> busy;
-  for (size_t l = 0; l < lowered->link_bytes.size(); ++l)
-    if (lowered->link_bytes[l] > 0) busy.push_back(l);
+  for (size_t l = 0; l < tasks.link_bytes.size(); ++l)
+    if (tasks.link_bytes[l] > 0) busy.push_back(l);
   std::stable_sort(busy.begin(), busy.end(), [&](size_t a, size_t b) {
-    return lowered->link_bytes[a] > lowered->link_bytes[b];
+    return tasks.link_bytes[a] > tasks.link_bytes[b];
   });
   if (!busy.empty()) {
     std::printf("\nbusiest links (of %zu carrying traffic)\n", busy.size());
@@ -129,7 +129,7 @@ int run_simulate(const SimulateFlags& flags) {
                   (topology.endpoints()[static_cast<size_t>(link.a)].name + " - " +
                    topology.endpoints()[static_cast<size_t>(link.b)].name)
                       .c_str(),
-                  format_bytes(lowered->link_bytes[busy[i]]).c_str());
+                  format_bytes(tasks.link_bytes[busy[i]]).c_str());
     }
   }
   if (!flags.trace.empty()) std::printf("\ntrace written to %s\n", flags.trace.c_str());

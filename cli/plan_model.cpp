@@ -4,24 +4,62 @@
 #include <fmt/format.h>
 
 #include "analysis/lowering.h"
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <algorithm>
 #include "codegen/partition.h"
+#include "codegen/program_simulation.h"
 #include "search/search.h"
 #include "support/sha256.h"
 
 namespace planner::cli {
 
+namespace {
+
+// The cluster flags that rebuild the topology `plan` names: `topology_arg` (--topology) when
+// given, else the built-in preset (or its first N GPUs) or the default H100 cluster.
+Expected<TopologyFlags> plan_topology(const search::Plan& plan, const std::string& topology_arg) {
+  TopologyFlags t;
+  const int n = plan.topology.num_devices;
+  const std::string& name = plan.topology.name;
+  t.gpus = n;
+  if (!topology_arg.empty()) {
+    t.topology = topology_arg;
+    return t;
+  }
+  if (name == fmt::format("h100x{}", n)) return t;
+  std::string base = name;
+  const std::string suffix = fmt::format("-first-{}", n);
+  if (base.size() > suffix.size() && base.ends_with(suffix))
+    base.resize(base.size() - suffix.size());
+  for (const importers::PresetInfo& p : importers::topology_presets())
+    if (p.name == base) {
+      t.topology = base;
+      return t;
+    }
+  return make_error(
+      "the plan was made for topology '{}', which is not built in: name its file with "
+      "--topology FILE",
+      name);
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
                                                           const ModelFlags& model,
                                                           const std::string& optimizer,
                                                           const std::string& costs,
-                                                          const std::string& calibration) {
+                                                          const std::string& calibration,
+                                                          const std::string& topology) {
   PipelineFlags flags;
   flags.model = model;
   flags.costs = costs;
   flags.calibration = calibration;
   flags.mode = plan.mode;
   flags.optimizer = optimizer;
-  flags.topology.gpus = plan.topology.num_devices;
+  PLANNER_TRY_ASSIGN(flags.topology, plan_topology(plan, topology));
   const auto& o = plan.search.options;
   if (o.is_object()) {
     if (o.contains("batch") && o["batch"].is_number_integer() && !model.batch) {
@@ -51,6 +89,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
                       model.model_path, plan.model.sha256.substr(0, 12), sha.substr(0, 12));
   bool dumped = false;
   PLANNER_TRY_ASSIGN(auto prepared, prepare_model(flags, dumped));
+  if (prepared->topology->name() != plan.topology.name)
+    return make_error("{}: the plan was made for topology '{}', not '{}'", topology,
+                      plan.topology.name, prepared->topology->name());
   const ir::Graph& g = prepared->graph;
   if (static_cast<int>(plan.ops.size()) != g.num_ops())
     return make_error(
@@ -131,6 +172,77 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   if (!p) return p.error().with_context(m.source);
   p->precision = m.precision;
   return p;
+}
+
+Expected<codegen::ProgramCost> price_programs(const PreparedModel& m,
+                                             const codegen::Programs& programs,
+                                             codegen::ProgramTasks* tasks,
+                                             analysis::Timeline* timeline) {
+  analysis::LoweringOptions o = m.lowering_options();
+  analysis::ComputeCostModel compute(o.compute, o.measured);
+  auto cost =
+      codegen::simulate_programs(programs, m.graph, *m.topology, compute, tasks, timeline);
+  if (!cost) return cost.error().with_context(m.source);
+  return cost;
+}
+
+Expected<SimulatedProgram> simulate_plan(const PreparedModel& m,
+                                         const std::vector<analysis::OpConfig>& configs) {
+  SimulatedProgram out;
+  PLANNER_TRY_ASSIGN(out.programs, compile_programs(m, configs, m.topology->num_devices()));
+  PLANNER_TRY_ASSIGN(out.cost, price_programs(m, out.programs, &out.tasks, &out.timeline));
+  return out;
+}
+
+void debug_compare(const PreparedModel& m, const std::vector<analysis::OpConfig>& configs, const codegen::Programs& programs_) {
+  const auto* programs = &programs_;
+  {
+    analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
+    auto lowered = lowering.lower(configs);
+    std::map<int, double> low, prog;
+    std::map<int, int> nlow, nprog;
+    for (analysis::TaskId t = 0; t < lowered->graph.task_capacity(); ++t) {
+      const auto& task = lowered->graph.task(t);
+      if (task.resource == lowered->compute[0] && task.op >= 0) low[task.op] += task.duration, nlow[task.op]++;
+    }
+    codegen::ProgramTasks tasks;
+    (void)price_programs(m, *programs, &tasks);
+    {
+      auto lt = analysis::simulate(lowered->graph);
+      double lc = 0, pc = 0;
+      for (analysis::TaskId t = 0; t < lowered->graph.task_capacity(); ++t)
+        if (lowered->graph.alive(t) && lowered->graph.task(t).resource == lowered->channel[0]) lc += lowered->graph.task(t).duration;
+      for (analysis::TaskId t = 0; t < tasks.graph.task_capacity(); ++t)
+        if (tasks.graph.alive(t) && tasks.graph.task(t).resource == tasks.channel[0]) pc += tasks.graph.task(t).duration;
+      std::fprintf(stderr, "== lowering step %.3f ms comm0 %.3f ms | program comm0 %.3f ms\n", lt->step_time * 1e3, lc * 1e3, pc * 1e3);
+    }
+    const auto& r0 = programs->ranks[0];
+    for (size_t i = 0; i < r0.steps.size(); ++i) {
+      const auto& task = tasks.graph.task(tasks.step_task[0][i]);
+      if (r0.steps[i].kind == codegen::StepKind::kKernel && task.op >= 0) prog[task.op] += task.duration, nprog[task.op]++;
+    }
+    std::vector<std::pair<double, int>> diff;
+    std::set<int> ops;
+    for (auto& [k, v] : low) ops.insert(k);
+    for (auto& [k, v] : prog) ops.insert(k);
+    double tl = 0, tp = 0;
+    for (int k : ops) { diff.push_back({prog[k] - low[k], k}); tl += low[k]; tp += prog[k]; }
+    std::sort(diff.begin(), diff.end());
+    std::fprintf(stderr, "rank0 compute: lowering %.3f ms, program %.3f ms\n", tl * 1e3, tp * 1e3);
+    for (size_t i = 0; i < diff.size(); ++i) {
+      if (i >= 8 && i + 12 < diff.size()) continue;
+      int k = diff[i].second;
+      std::fprintf(stderr, "%8.3f ms  %s (%s) low %d tasks %.3f prog %d tasks %.3f %s\n", diff[i].first * 1e3, m.graph.op(k).name.c_str(), m.graph.op(k).op_type.c_str(), nlow[k], low[k]*1e3, nprog[k], prog[k]*1e3, configs[k].to_string().c_str());
+    }
+  }
+}
+
+Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
+                                              const std::vector<analysis::OpConfig>& configs) {
+  PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
+  if (std::getenv("PLANNER_DEBUG_PROGRAM")) debug_compare(m, configs, s.programs);
+  return search::PlanMetrics{s.cost.step_time_s, s.cost.peak_memory_bytes,
+                             static_cast<int64_t>(s.cost.comm_bytes)};
 }
 
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {

@@ -12,6 +12,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "codegen/program.h"
+#include "codegen/program_simulation.h"
 #include "search/plan.h"
 
 namespace planner::cli {
@@ -21,12 +22,15 @@ namespace planner::cli {
 /// "optimizer"), falling back to the given flags. Then checks that the plan is for this model:
 /// the file's SHA-256, the operators (count, names, types) and the tensors' shapes.
 /// `costs` and `calibration` (paths, "" for none) price the model as `plan --costs FILE`
-/// and `--calibration FILE` do.
+/// and `--calibration FILE` do. The topology is the one the plan names: `topology` (a preset or
+/// a topology file, --topology) when given, else the built-in preset or default H100 cluster of
+/// that name; its name must be the plan's.
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
                                                           const ModelFlags& model,
                                                           const std::string& optimizer,
                                                           const std::string& costs = "",
-                                                          const std::string& calibration = "");
+                                                          const std::string& calibration = "",
+                                                          const std::string& topology = "");
 
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
 std::string plan_precision(const search::Plan& plan);
@@ -52,6 +56,31 @@ std::vector<std::string> search_names();
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,
                                              const std::vector<analysis::OpConfig>& configs,
                                              int num_ranks);
+
+/// The compiled step `programs` of `model` simulated on its topology with its cost model
+/// (codegen::simulate_programs): the figures plan, simulate and compile report. `tasks` and
+/// `timeline`, when given, receive the task graph and its schedule.
+Expected<codegen::ProgramCost> price_programs(const PreparedModel& model,
+                                             const codegen::Programs& programs,
+                                             codegen::ProgramTasks* tasks = nullptr,
+                                             analysis::Timeline* timeline = nullptr);
+
+/// A plan compiled and its compiled step simulated.
+struct SimulatedProgram {
+  codegen::Programs programs;
+  codegen::ProgramTasks tasks;
+  analysis::Timeline timeline;
+  codegen::ProgramCost cost;
+};
+
+/// `configs` partitioned over every device of the model's topology (compile_programs) and
+/// simulated (price_programs).
+Expected<SimulatedProgram> simulate_plan(const PreparedModel& model,
+                                         const std::vector<analysis::OpConfig>& configs);
+
+/// simulate_plan's figures: a plan's predicted step time, peak memory and bytes sent.
+Expected<search::PlanMetrics> program_metrics(const PreparedModel& model,
+                                              const std::vector<analysis::OpConfig>& configs);
 
 /// Every operator on rank 0, whole: the unpartitioned reference step.
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& model);

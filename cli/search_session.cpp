@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/plan_model.h"
 #include "search/plan_builder.h"
 #include "support/sha256.h"
 #include "support/units.h"
@@ -107,6 +108,9 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   const importers::Topology& topology = *m.topology;
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
+  options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
+    return program_metrics(m, c);
+  };
   PlanOutcome out;
   out.memory_limit = options.memory_limit;
 
@@ -123,10 +127,11 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
 
   auto dp = search::run_data_parallel(session.context(), options);
   if (!dp) return dp.error().with_context(m.source);
-  auto dp_metrics = search::evaluate_configs(*session.lowering, dp->configs);
-  if (!dp_metrics) return dp_metrics.error().with_context(m.source);
-  auto predicted = search::evaluate_configs(*session.lowering, result->configs);
-  if (!predicted) return predicted.error().with_context(m.source);
+  // Every figure a plan reports is its compiled step's, simulated (docs/codegen.md).
+  auto dp_metrics = program_metrics(m, dp->configs);
+  if (!dp_metrics) return dp_metrics.error();
+  auto predicted = program_metrics(m, result->configs);
+  if (!predicted) return predicted.error();
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron";
@@ -138,6 +143,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
         "simulator: kept data parallelism",
         format_seconds(predicted->step_time_s), format_seconds(dp_metrics->step_time_s)));
     configs = dp->configs;
+    predicted = dp_metrics;
   }
 
   search::PlanHeader header;
@@ -188,6 +194,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
                                  std::move(header), {{"data_parallel", *dp_metrics}});
   if (!plan) return plan.error().with_context(m.source);
   out.plan = std::move(*plan);
+  out.plan.predicted = *predicted;
   out.configs = std::move(configs);
   out.fits = out.plan.predicted.peak_memory_bytes <= options.memory_limit;
   return out;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codegen/program.h"
+#include "codegen/program_simulation.h"
 #include "support/expected.h"
 #include "support/output_file.h"
 
@@ -19,6 +20,9 @@ struct CompileOptions {
   int64_t opset = 17;           ///< the default-domain opset of the rank models
   /// The runtime_stub/ source folder copied next to the launcher; empty: runtime_stub_dir().
   std::string runtime_stub;
+  /// The compiled step simulated (program_simulation.h): written into manifest.json as
+  /// `predicted`, per rank and in total; absent when null.
+  const ProgramCost* predicted = nullptr;
 };
 
 /// Where the runtime library's sources are: $PLANNER_RUNTIME_STUB_DIR, else the source tree the

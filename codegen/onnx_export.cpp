@@ -342,7 +342,8 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset,
   return bytes;
 }
 
-std::string manifest_json(const Programs& p, const std::string& model_name) {
+std::string manifest_json(const Programs& p, const std::string& model_name,
+                          const ProgramCost* predicted) {
   const std::vector<std::string> names = value_names(p);
   nlohmann::ordered_json j;
   j["schema"] = "planner-manifest/1";
@@ -350,12 +351,22 @@ std::string manifest_json(const Programs& p, const std::string& model_name) {
   j["num_ranks"] = p.num_ranks;
   j["mode"] = p.train ? "train" : "infer";
   j["precision"] = std::string(ir::precision_name(p.precision));
+  if (predicted)
+    j["predicted"] = {{"step_time_s", predicted->step_time_s},
+                      {"peak_memory_bytes", predicted->peak_memory_bytes},
+                      {"comm_bytes", static_cast<int64_t>(predicted->comm_bytes)}};
   j["ranks"] = nlohmann::ordered_json::array();
-  for (int r = 0; r < p.num_ranks; ++r)
-    j["ranks"].push_back({{"rank", r},
-                          {"device", r},
-                          {"file", fmt::format("rank_{}.onnx", r)},
-                          {"steps", p.ranks[static_cast<size_t>(r)].steps.size()}});
+  for (int r = 0; r < p.num_ranks; ++r) {
+    nlohmann::ordered_json rj = {{"rank", r},
+                                 {"device", r},
+                                 {"file", fmt::format("rank_{}.onnx", r)},
+                                 {"steps", p.ranks[static_cast<size_t>(r)].steps.size()}};
+    if (predicted)
+      rj["predicted"] = {
+          {"step_time_s", predicted->rank_time_s[static_cast<size_t>(r)]},
+          {"peak_memory_bytes", predicted->rank_peak_memory_bytes[static_cast<size_t>(r)]}};
+    j["ranks"].push_back(std::move(rj));
+  }
   // Tensors in first-appearance order of their buffers.
   std::vector<ir::TensorId> order;
   std::map<ir::TensorId, std::vector<int>> slices;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/program.h"
+#include "codegen/program_simulation.h"
 #include "support/expected.h"
 
 namespace planner::codegen {
@@ -19,8 +20,11 @@ Expected<std::string> rank_onnx(const Programs& programs, int rank, int64_t opse
                                 const std::string& model_name);
 
 /// The manifest (JSON text): ranks and their devices and files, and for every tensor of the
-/// original graph its slices: rank, ONNX value name and region.
-std::string manifest_json(const Programs& programs, const std::string& model_name);
+/// original graph its slices: rank, ONNX value name and region. With `predicted` (the compiled
+/// step simulated, program_simulation.h), the step's and each rank's predicted time and peak
+/// memory.
+std::string manifest_json(const Programs& programs, const std::string& model_name,
+                          const ProgramCost* predicted = nullptr);
 
 /// The ONNX value name of every buffer ("tensor[0:32,0:64]", "#<id>" appended where two
 /// buffers of one rank would share it), unique within its rank's model.

@@ -50,6 +50,39 @@ bool is_update_op(const ir::Op& op) {
          (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
+// The order operators are compiled in: the graph's topological order, except that updates
+// nobody reads within the step go last, in the order their inputs become available (the
+// gradient computed first is applied first, as DDP does). On a rank's compute stream the
+// backward pass then never waits for a gradient's reduction, and each update waits only for
+// its own.
+std::vector<ir::OpId> schedule_order(const ir::Graph& g) {
+  std::vector<ir::OpId> order, updates;
+  std::vector<size_t> position(static_cast<size_t>(g.num_ops()), 0);
+  for (ir::OpId id : g.topo_order()) {
+    const ir::Op& op = g.op(id);
+    bool read = false;
+    for (ir::TensorId t : op.outputs)
+      if (t != ir::kNoTensor && !g.tensor(t).consumers.empty()) read = true;
+    if (is_update_op(op) && !read) {
+      updates.push_back(id);
+      continue;
+    }
+    position[static_cast<size_t>(id)] = order.size();
+    order.push_back(id);
+  }
+  auto ready = [&](ir::OpId id) {
+    size_t at = 0;
+    for (ir::TensorId t : g.op(id).inputs)
+      if (t != ir::kNoTensor && g.tensor(t).producer != ir::kNoOp)
+        at = std::max(at, position[static_cast<size_t>(g.tensor(t).producer)]);
+    return at;
+  };
+  std::stable_sort(updates.begin(), updates.end(),
+                   [&](ir::OpId a, ir::OpId b) { return ready(a) < ready(b); });
+  order.insert(order.end(), updates.begin(), updates.end());
+  return order;
+}
+
 std::vector<uint8_t> int64_bytes(const std::vector<int64_t>& v) {
   std::vector<uint8_t> out(v.size() * sizeof(int64_t));
   if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
@@ -362,6 +395,21 @@ Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
   return out;
 }
 
+// The fan-in of a weight: the extent its consumer sums over. A MatMul's right operand
+// [..., K, N] and a Gemm's B ([K, N], or [N, K] under transB) sum over K; a convolution's
+// [C_out, C_in/g, k...] and everything else over all but the first dimension.
+int64_t fan_in_of(const ir::Graph& g, ir::TensorId t) {
+  const ir::Tensor& tensor = g.tensor(t);
+  for (ir::OpId c : tensor.consumers) {
+    const ir::Op& op = g.op(c);
+    if (!op.domain.empty() || op.inputs.size() < 2 || op.inputs[1] != t) continue;
+    if (op.op_type == "MatMul") return tensor.shape[tensor.shape.size() - 2];
+    if (op.op_type == "Gemm" && tensor.rank() == 2)
+      return tensor.shape[op.int_attr("transB", 0) != 0 ? 1 : 0];
+  }
+  return tensor.num_elements() / std::max<int64_t>(1, tensor.shape[0]);
+}
+
 // Initial values: inputs and parameters uniform (parameters scaled by their fan-in so that
 // deep models stay in range), batch-norm variances positive, token ids inside the table,
 // optimizer state zero, constants their values.
@@ -386,8 +434,7 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   b.lo = -1;
   b.hi = 1;
   if (tensor.role == ir::TensorRole::kParameter && tensor.rank() >= 2) {
-    double fan_in =
-        static_cast<double>(tensor.num_elements() / std::max<int64_t>(1, tensor.shape[0]));
+    const double fan_in = static_cast<double>(fan_in_of(g_, t));
     b.hi = std::sqrt(3.0 / std::max(1.0, fan_in));
     b.lo = -b.hi;
   }
@@ -810,6 +857,7 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   const OpConfig& c = configs_[static_cast<size_t>(id)];
   PLANNER_TRY(check_config(id));
   PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(id));
+  const OpInfo& in = *info_[static_cast<size_t>(id)];
   const int n = c.num_shards();
   OpReport report{op.name, op.op_type, op.domain, c.to_string(), true, ""};
 
@@ -870,6 +918,16 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
     st.op = id;
     st.attributes = k ? k->attributes : op.attributes;
     st.fallback = !k;
+    if (k) {
+      // The shard's share of the iteration space, as the lowering prices it.
+      std::vector<int> coords = c.piece_coords(s);
+      for (size_t i = 0; i < c.splits.size(); ++i) {
+        int64_t extent = in.splittable.at(c.splits[i].first);
+        st.work *= static_cast<double>(
+                       analysis::split_range(extent, c.splits[i].second, coords[i]).size()) /
+                   static_cast<double>(extent);
+      }
+    }
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       if (k && k->inputs[i].kind == ShardInput::Kind::kConstant)
         st.inputs.push_back(add_constant(rank, k->inputs[i].constant));
@@ -973,7 +1031,7 @@ Expected<Programs> Partitioner::run() {
   if (n_ < 1) return make_error("a plan needs at least one rank");
   PLANNER_TRY(build_info());
   std::vector<OpReport> reports(static_cast<size_t>(g_.num_ops()));
-  for (ir::OpId id : g_.topo_order()) {
+  for (ir::OpId id : schedule_order(g_)) {
     PLANNER_TRY(compile_op(id));
     reports[static_cast<size_t>(id)] = out_.ops.back();
   }

@@ -73,6 +73,9 @@ struct Step {
   ir::OpId op = ir::kNoOp;                          ///< the original op (kNoOp for helpers)
   std::map<std::string, ir::Attribute> attributes;  ///< rewritten for the shard
   bool fallback = false;  ///< the whole op run on gathered inputs (not sharded natively)
+  /// The fraction of the original op's iteration space this kernel computes (1 for a whole op
+  /// or a fallback): the simulator prices the shard's FLOPs as this share of the op's.
+  double work = 1.0;
   // Buffers (-1 for an absent optional input/output).
   std::vector<int> inputs;
   std::vector<int> outputs;

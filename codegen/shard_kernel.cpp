@@ -368,11 +368,26 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
   } else if (t == "GlobalPoolGrad" || t == "PoolGrad") {
     if (!spatial_whole(r, 1)) return why = "spatial split", false;
   } else if (t == "ConvGradData" || t == "ConvGradFilter") {
-    if (!spatial_whole(r, 0) || !spatial_whole(r, 1)) return why = "spatial split", false;
+    // ConvGradData reads (dY, W), ConvGradFilter (X, dY). dY whole along its spatial axes: the
+    // shard is the whole op on a batch or channel slice. ConvGradFilter's X may read less than
+    // all of its rows (a strided 1x1 convolution skips the last): native_shard_kernel then
+    // hands it the whole rows, as the whole op has them.
+    const size_t dy = t == "ConvGradData" ? 0 : 1;
+    if (!spatial_whole(r, dy)) return why = "spatial split", false;
+    if (t == "ConvGradData" && !spatial_whole(r, 1)) return why = "spatial split", false;
     const auto& os = g.tensor(op.outputs[0]).shape;
     for (size_t d = 2; d < os.size(); ++d)
       if (!whole_on(r.output_boxes[0], os, d)) return why = "spatial split", false;
-    if (op.int_attr("group", 1) != 1) return why = "grouped convolution", false;
+    // A grouped convolution shards natively along the batch only: every channel whole.
+    if (op.int_attr("group", 1) != 1) {
+      const auto& w = t == "ConvGradData" ? in_shape(1) : os;
+      const Box& wb = t == "ConvGradData" ? r.input_boxes[1] : r.output_boxes[0];
+      const Box& xb = t == "ConvGradData" ? r.output_boxes[0] : r.input_boxes[0];
+      const auto& xs = t == "ConvGradData" ? os : in_shape(0);
+      if (!whole_on(r.input_boxes[dy], in_shape(dy), 1) || !whole_on(wb, w, 0) ||
+          !whole_on(wb, w, 1) || !whole_on(xb, xs, 1))
+        return why = "grouped convolution split along channels", false;
+    }
   } else if (t == "LayerNormGrad" || t == "LayerNormParamGrad") {
     int64_t axis = norm_axis(op.int_attr("axis", -1), in_shape(1).size());
     for (size_t d = static_cast<size_t>(axis); d < in_shape(1).size(); ++d)
@@ -577,6 +592,12 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       return k;
     }
     if (!planner_guard(r, why)) return std::nullopt;
+    if (op.op_type == "ConvGradFilter") {
+      // X's rows as the whole op has them (the guard checked that dY is spatially whole).
+      Box& x = k.inputs[0].box;
+      const auto& xs = g.tensor(op.inputs[0]).shape;
+      for (size_t d = 2; d < xs.size() && d < x.size(); ++d) x[d] = {0, xs[d]};
+    }
     if (op.op_type == "DropoutTrain") {
       // The mask hashes each element's index in the whole tensor: tell the shard where it is.
       std::vector<int64_t> offset;

@@ -31,7 +31,7 @@ Expected<std::vector<DumpedSlice>> read_dump(const std::string& path) {
   if (!f) return make_error("{}: cannot read", path);
   std::string magic;
   std::getline(f, magic);
-  if (magic != "PLNRDUMP1") return make_error("{}: not a launcher dump", path);
+  if (magic != "PLNRDUMP2") return make_error("{}: not a launcher dump", path);
   auto u64 = [&]() {
     uint64_t v = 0;
     f.read(reinterpret_cast<char*>(&v), sizeof v);
@@ -55,6 +55,7 @@ Expected<std::vector<DumpedSlice>> read_dump(const std::string& path) {
     uint64_t bytes = u64();
     s.bytes.resize(bytes);
     f.read(reinterpret_cast<char*>(s.bytes.data()), static_cast<std::streamsize>(bytes));
+    f.read(reinterpret_cast<char*>(&s.floor), sizeof s.floor);
     if (!f) return make_error("{}: truncated dump", path);
     out.push_back(std::move(s));
   }
@@ -212,8 +213,11 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       double diff = std::fabs(a - b);
       if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
       const double rel = diff / std::max(scale[s.name], 1e-30);
-      const double allowed =
-          tol.atol * scale[s.name] + tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0);
+      // An updated parameter's change also carries the rounding of the update (two units in
+      // the last place of the parameter, one per run).
+      const double allowed = tol.atol * scale[s.name] +
+                             tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0) +
+                             2 * std::max(s.floor, r.floor);
       // A NaN or infinity on either side is never within tolerance.
       const double ratio = diff == 0             ? 0
                            : std::isfinite(diff) ? diff / std::max(allowed, 1e-300)

@@ -21,7 +21,10 @@ struct DumpedSlice {
   ir::DType dtype = ir::DType::kFloat32;
   int rank = 0;
   std::vector<int64_t> global_shape, offset, shape;
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes;  ///< the values; an updated parameter's change over the run
+  /// An updated parameter's rounding floor: one unit in the last place of its largest updated
+  /// value, the rounding of the update itself, which the change cannot resolve (0 otherwise).
+  double floor = 0;
 };
 
 /// Reads a launcher's --dump file.

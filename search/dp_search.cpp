@@ -108,14 +108,14 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
                             : default_memory_limit(context.lowering.topology());
   PLANNER_TRY_ASSIGN(SearchResult best, dp_on(context, options, n, deadline));
   if (options.objective == Objective::kCommBytes || !options.fewer_devices || n == 1) return best;
-  PLANNER_TRY_ASSIGN(PlanMetrics best_m, evaluate_configs(context.lowering, best.configs));
+  PLANNER_TRY_ASSIGN(PlanMetrics best_m, judge_configs(context.lowering, options, best.configs));
   int used = n;
   int64_t evaluated = best.plans_evaluated;
   for (int m : device_blocks(n)) {
     if (m == n) continue;
     PLANNER_TRY_ASSIGN(SearchResult r, dp_on(context, options, m, deadline));
     evaluated += r.plans_evaluated;
-    PLANNER_TRY_ASSIGN(PlanMetrics rm, evaluate_configs(context.lowering, r.configs));
+    PLANNER_TRY_ASSIGN(PlanMetrics rm, judge_configs(context.lowering, options, r.configs));
     const bool fits = rm.peak_memory_bytes <= limit, best_fits = best_m.peak_memory_bytes <= limit;
     if ((fits && !best_fits) || (fits == best_fits && rm.step_time_s < best_m.step_time_s)) {
       best = std::move(r);

@@ -6,6 +6,7 @@
 
 #include "search/elimination.h"
 #include "search/frontier.h"
+#include <cstdlib>
 #include "search/plan_builder.h"
 #include "support/parallel.h"
 
@@ -43,7 +44,11 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
     FrontierPoint& p = out[static_cast<size_t>(i)];
     p.configs = space.plan(cuts, devices);
     p.table = frontier.costs[static_cast<size_t>(i)];
-    auto simulated = evaluate_configs(context.lowering, p.configs);
+    auto simulated = judge_configs(context.lowering, options, p.configs);
+    if (std::getenv("PLANNER_DEBUG_LOWERING") && simulated) {
+      auto low = evaluate_configs(context.lowering, p.configs);
+      if (low) fmt::print(stderr, "point {}: table {:.4f} ms {:.1f} MB, lowering {:.4f} ms {:.1f} MB, program {:.4f} ms {:.1f} MB\n", i, p.table.time * 1e3, p.table.memory / 1e6, low->step_time_s * 1e3, low->peak_memory_bytes / 1e6, simulated->step_time_s * 1e3, simulated->peak_memory_bytes / 1e6);
+    }
     if (simulated)
       p.simulated = *simulated;
     else
@@ -60,7 +65,7 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
                                             static_cast<int>(devices.size())));
     FrontierPoint p;
     p.configs = std::move(dp);
-    PLANNER_TRY_ASSIGN(p.simulated, evaluate_configs(context.lowering, p.configs));
+    PLANNER_TRY_ASSIGN(p.simulated, judge_configs(context.lowering, options, p.configs));
     p.table = {p.simulated.step_time_s, static_cast<double>(p.simulated.peak_memory_bytes)};
     p.data_parallel = true;
     out.push_back(std::move(p));

@@ -28,6 +28,13 @@ Expected<PlanMetrics> evaluate_configs(const analysis::Lowering& lowering,
   return metrics_of(lowered);
 }
 
+Expected<PlanMetrics> judge_configs(const analysis::Lowering& lowering,
+                                    const SearchOptions& options,
+                                    const std::vector<analysis::OpConfig>& configs) {
+  if (options.judge) return options.judge(configs);
+  return evaluate_configs(lowering, configs);
+}
+
 Expected<Plan> build_plan(const analysis::Lowering& lowering,
                           const std::vector<analysis::OpConfig>& configs,
                           const analysis::TrainingGraph* training, PlanHeader header,

@@ -9,6 +9,7 @@
 #include "analysis/op_config.h"
 #include "analysis/training_graph.h"
 #include "search/plan.h"
+#include "search/search.h"
 #include "support/expected.h"
 
 namespace planner::search {
@@ -17,6 +18,11 @@ namespace planner::search {
 /// device's peak memory and the bytes sent by all devices. Errors as Lowering::lower.
 Expected<PlanMetrics> evaluate_configs(const analysis::Lowering& lowering,
                                        const std::vector<analysis::OpConfig>& configs);
+
+/// options.judge's figures for `configs`, or evaluate_configs' when it is unset.
+Expected<PlanMetrics> judge_configs(const analysis::Lowering& lowering,
+                                    const SearchOptions& options,
+                                    const std::vector<analysis::OpConfig>& configs);
 
 /// What a plan records beside its configs.
 struct PlanHeader {

@@ -48,6 +48,11 @@ struct SearchOptions {
   bool device_subsets = true;  ///< also place groups on aligned blocks of fewer devices (mcmc)
   /// Called now and then with the fraction done and a few words (for a progress line).
   std::function<void(double, std::string_view)> progress;
+  /// The last word on whole plans where a search chooses among a few (dp's and frontier's
+  /// device blocks, the frontier's points): the driver gives the compiled step simulated
+  /// (docs/codegen.md), so the choice is made on the figures the plan will report. Must be
+  /// safe to call from several threads. Unset: the lowering simulated (evaluate_configs).
+  std::function<Expected<PlanMetrics>(const std::vector<analysis::OpConfig>&)> judge;
 };
 
 /// A search's answer.

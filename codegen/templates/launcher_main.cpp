@@ -12,6 +12,7 @@
 //            [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -204,6 +206,9 @@ struct Options {
 struct DumpRecord {
   int buffer = 0;
   std::vector<unsigned char> bytes;
+  /// For an updated parameter dumped as its change: the largest unit in the last place of the
+  /// updated values, the rounding the update itself adds (0 for other outputs).
+  double floor = 0;
 };
 
 // What a rank tells rank 0 after its last step.
@@ -288,6 +293,7 @@ std::vector<unsigned char> encode(const Report& r) {
   for (const DumpRecord& d : r.dump) {
     w.u64(static_cast<uint64_t>(d.buffer));
     w.bytes(d.bytes.data(), d.bytes.size());
+    w.f64(d.floor);
   }
   w.u64(r.costs.size());
   for (const rt::Profiler::Entry& e : r.costs) {
@@ -317,6 +323,7 @@ Report decode(const std::vector<unsigned char>& bytes) {
   for (DumpRecord& d : out.dump) {
     d.buffer = static_cast<int>(r.u64());
     d.bytes = r.bytes();
+    d.floor = r.f64();
   }
   out.costs.resize(r.count());
   for (rt::Profiler::Entry& e : out.costs) {
@@ -411,7 +418,12 @@ class Rank {
         buffers_[b] = rt::TensorBuffer();
   }
 
+  // The outputs' slices on this rank. An updated parameter or state is written as its change
+  // over the run (updated minus initial value): that is what the step computed, and a
+  // comparison of the change is not swamped by the unchanged weights around it.
   std::vector<DumpRecord> dump() const {
+    std::map<int, int> home_of;
+    for (auto [updated, home] : p_.carries) home_of[updated] = home;
     std::vector<DumpRecord> out;
     for (int b : p_.outputs) {
       if (p_.buffers[static_cast<size_t>(b)].rank != rank_) continue;
@@ -420,9 +432,31 @@ class Rank {
       r.bytes.resize(view(b).bytes() + 1);
       rt::copy_to_host(view(b), r.bytes.data());
       r.bytes.pop_back();
+      auto home = home_of.find(b);
+      if (home != home_of.end()) subtract_initial(p_.buffers[static_cast<size_t>(home->second)], r);
       out.push_back(std::move(r));
     }
     return out;
+  }
+
+  // r -= the initial value of `spec` (f32 data initialised uniform; zeros need nothing).
+  void subtract_initial(const BufferSpec& spec, DumpRecord& r) const {
+    if (spec.init != kUniform || spec.dtype != rt::DType::kFloat32) return;
+    std::vector<float> initial(r.bytes.size() / sizeof(float) + 1);
+    rt::Tensor h(spec.dtype, spec.shape, initial.data());
+    rt::fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
+    double largest = 0;
+    for (size_t i = 0; i + 1 < initial.size(); ++i) {
+      float v;
+      std::memcpy(&v, r.bytes.data() + i * sizeof(float), sizeof(float));
+      largest = std::max(largest, static_cast<double>(std::fabs(v)));
+      v -= initial[i];
+      std::memcpy(r.bytes.data() + i * sizeof(float), &v, sizeof(float));
+    }
+    // One unit in the last place of the largest updated value (f32: 24-bit significand).
+    int exponent = 0;
+    std::frexp(largest, &exponent);
+    r.floor = largest > 0 ? std::ldexp(1.0, exponent - 24) : 0.0;
   }
 
   const rt::Profiler& profiler() const { return profiler_; }
@@ -515,12 +549,13 @@ void write_u64(std::ofstream& f, uint64_t v) {
   f.write(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-// The dump file: "PLNRDUMP1\n", then per buffer: name, dtype, rank, global shape, offset,
-// shape and the raw bytes (lengths and integers as little-endian u64/i64).
+// The dump file: "PLNRDUMP2\n", then per buffer: name, dtype, rank, global shape, offset,
+// shape, the raw bytes (lengths and integers as little-endian u64/i64) and the record's
+// rounding floor (f64, DumpRecord::floor).
 void write_dump(const std::string& path, const Program& p, const std::vector<Report>& reports) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw rt::Error("cannot write " + path);
-  f << "PLNRDUMP1\n";
+  f << "PLNRDUMP2\n";
   for (const Report& rank : reports)
     for (const DumpRecord& r : rank.dump) {
       if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= p.buffers.size())
@@ -538,6 +573,7 @@ void write_dump(const std::string& path, const Program& p, const std::vector<Rep
       write_u64(f, r.bytes.size());
       f.write(reinterpret_cast<const char*>(r.bytes.data()),
               static_cast<std::streamsize>(r.bytes.size()));
+      f.write(reinterpret_cast<const char*>(&r.floor), sizeof r.floor);
     }
   if (!f.flush()) throw rt::Error("cannot write " + path);
 }

@@ -574,17 +574,31 @@ void k_where_grad(const KernelContext& ctx) {
   });
 }
 
-// ---- LossGrad: the gradient of 0.5 * sum(y^2), which is y ----------------------------------
+// ---- LossGrad: the gradient of 0.5 * mean(y^2), which is y * scale -----------------------
 
 void k_loss_grad(const KernelContext& ctx) {
-  // Input Y (a model output), output dY = Y: the seed of the backward pass. A plain copy, so
-  // f16 outputs are seeded exactly as f32 ones.
+  // Input Y (a model output), output dY = scale * Y (scale = 1 / numel of the whole output):
+  // the seed of the backward pass. 16-bit outputs are scaled in f32 and rounded once.
   ctx.expect_arity(1, 1, "(Y) -> dY");
   const Tensor& y = ctx.in(0);
-  if (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16)
-    ctx.fail("Y has type " + std::string(dtype_name(y.dtype)) + ", expected f32 or f16");
+  if (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16 && y.dtype != DType::kBFloat16)
+    ctx.fail("Y has type " + std::string(dtype_name(y.dtype)) + ", expected f32, f16 or bf16");
   ctx.expect_out(0, y.dtype, y.shape);
-  if (ctx.out(0).data != y.data) std::memcpy(ctx.out(0).data, y.data, y.bytes());
+  const auto scale = static_cast<float>(ctx.attr_float("scale", 1.0));
+  const int64_t n = y.numel();
+  if (y.dtype == DType::kFloat32) {
+    const float* in = y.as<float>();
+    float* out = ctx.out(0).as<float>();
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] * scale;
+    return;
+  }
+  const bool bf16 = y.dtype == DType::kBFloat16;
+  const auto* in = static_cast<const uint16_t*>(y.data);
+  auto* out = static_cast<uint16_t*>(ctx.out(0).data);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = (bf16 ? bf16_to_f32(in[i]) : f16_to_f32(in[i])) * scale;
+    out[i] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+  }
 }
 
 }  // namespace planner::rt::kernels

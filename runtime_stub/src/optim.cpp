@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernel_util.h"
+#include "train_math.h"
 
 namespace planner::rt::kernels {
 
@@ -23,35 +24,34 @@ void check_same(const KernelContext& ctx, size_t n_in, size_t n_out) {
 }  // namespace
 
 void k_sgd(const KernelContext& ctx) {
-  // (param, grad) -> param - lr * grad
+  // (param, grad) -> param - lr * grad * grad_scale
   check_same(ctx, 2, 1);
   const float lr = static_cast<float>(ctx.attr_float("lr", 0.01));
+  const float gs = static_cast<float>(ctx.attr_float("grad_scale", 1.0));
   const float* p = ctx.in(0).as<float>();
   const float* g = ctx.in(1).as<float>();
   float* out = ctx.out(0).as<float>();
-  for (int64_t i = 0; i < ctx.in(0).numel(); ++i) out[i] = p[i] - lr * g[i];
+  for (int64_t i = 0; i < ctx.in(0).numel(); ++i) out[i] = sgd_element(p[i], g[i], lr, gs);
 }
 
 void k_momentum(const KernelContext& ctx) {
-  // (param, grad, velocity) -> (param - lr * v', v') with v' = momentum * v + grad
+  // (param, grad, velocity) -> (param - lr * v', v') with v' = momentum * v + grad * grad_scale
   check_same(ctx, 3, 2);
   const float lr = static_cast<float>(ctx.attr_float("lr", 0.01));
   const float mu = static_cast<float>(ctx.attr_float("momentum", 0.9));
+  const float gs = static_cast<float>(ctx.attr_float("grad_scale", 1.0));
   const float* p = ctx.in(0).as<float>();
   const float* g = ctx.in(1).as<float>();
   const float* v = ctx.in(2).as<float>();
   float* po = ctx.out(0).as<float>();
   float* vo = ctx.out(1).as<float>();
-  for (int64_t i = 0; i < ctx.in(0).numel(); ++i) {
-    const float nv = mu * v[i] + g[i];
-    vo[i] = nv;
-    po[i] = p[i] - lr * nv;
-  }
+  for (int64_t i = 0; i < ctx.in(0).numel(); ++i)
+    po[i] = momentum_element(p[i], g[i], v[i], lr, mu, gs, &vo[i]);
 }
 
 void k_adam(const KernelContext& ctx) {
   // (param, grad, m, v[, step]) -> (param', m', v'):
-  //   m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2
+  //   g *= grad_scale; m' = b1 m + (1 - b1) g;  v' = b2 v + (1 - b2) g^2
   //   param' = param - lr * (m' / (1 - b1^t)) / (sqrt(v' / (1 - b2^t)) + eps)
   // t is the optional scalar input 4 or the attribute "step" (default 1, the first step).
   check_same(ctx, 4, 3);
@@ -71,13 +71,9 @@ void k_adam(const KernelContext& ctx) {
   float* po = ctx.out(0).as<float>();
   float* mo = ctx.out(1).as<float>();
   float* vo = ctx.out(2).as<float>();
-  for (int64_t i = 0; i < ctx.in(0).numel(); ++i) {
-    const double nm = b1 * m[i] + (1 - b1) * g[i];
-    const double nv = b2 * v[i] + (1 - b2) * static_cast<double>(g[i]) * g[i];
-    mo[i] = static_cast<float>(nm);
-    vo[i] = static_cast<float>(nv);
-    po[i] = static_cast<float>(p[i] - lr * (nm / c1) / (std::sqrt(nv / c2) + eps));
-  }
+  const double gs = ctx.attr_float("grad_scale", 1.0);
+  for (int64_t i = 0; i < ctx.in(0).numel(); ++i)
+    po[i] = adam_element(p[i], g[i], m[i], v[i], lr, b1, b2, eps, c1, c2, gs, &mo[i], &vo[i]);
 }
 
 }  // namespace planner::rt::kernels

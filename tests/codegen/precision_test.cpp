@@ -162,8 +162,9 @@ TEST_CASE("precision lstm: fp16, bf16 and tf32 partitioned steps match") {
 TEST_CASE("precision checks: a program without its all-reduce fails verify at fp16 and bf16") {
   for (ir::Precision p : {ir::Precision::kFp16, ir::Precision::kBf16}) {
     auto m = example("mlp", true, p);
-    Programs good = compile(*m, plan(*m, "dp", 2), 2);
-    // The weight gradients' all-reduces become copies: each rank steps with its own half batch.
+    Programs good = compile(*m, plan(*m, "dp", 4), 4);
+    // The weight gradients' all-reduces become copies: each rank steps with its own quarter of
+    // the batch.
     Programs bad = good;
     int removed = 0;
     for (RankProgram& r : bad.ranks)

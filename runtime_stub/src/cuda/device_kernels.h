@@ -87,15 +87,15 @@ void launch_scale(float* y, int64_t n, float s, cudaStream_t stream);
 void launch_add_channel_bias(float* y, const float* b, int64_t outer, int64_t c, int64_t inner,
                              cudaStream_t stream);
 /// SGD: out = p - lr * g.
-void launch_sgd(const float* p, const float* g, float* out, int64_t n, float lr,
+void launch_sgd(const float* p, const float* g, float* out, int64_t n, float lr, float gs,
                 cudaStream_t stream);
 /// Momentum: v' = mu v + g; p' = p - lr v'.
 void launch_momentum(const float* p, const float* g, const float* v, float* po, float* vo,
-                     int64_t n, float lr, float mu, cudaStream_t stream);
+                     int64_t n, float lr, float mu, float gs, cudaStream_t stream);
 /// Adam with bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t (double, as the cpu kernel).
 void launch_adam(const float* p, const float* g, const float* m, const float* v, float* po,
                  float* mo, float* vo, int64_t n, double lr, double b1, double b2, double eps,
-                 double c1, double c2, cudaStream_t stream);
+                 double c1, double c2, double gs, cudaStream_t stream);
 
 // ---- norm.cu ---------------------------------------------------------------------------------
 /// A reduction: every output element folds the elements of a sub-box of x. `kept` maps the

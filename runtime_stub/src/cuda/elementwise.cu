@@ -236,32 +236,26 @@ __global__ void channel_bias_kernel(float* y, const float* b, int64_t n, int64_t
   }
 }
 
-__global__ void sgd_kernel(const float* p, const float* g, float* out, int64_t n, float lr) {
+__global__ void sgd_kernel(const float* p, const float* g, float* out, int64_t n, float lr,
+                           float gs) {
   GRID_STRIDE(i, n) {
-    out[i] = p[i] - lr * g[i];
+    out[i] = kernels::sgd_element(p[i], g[i], lr, gs);
   }
 }
 
 __global__ void momentum_kernel(const float* p, const float* g, const float* v, float* po,
-                                float* vo, int64_t n, float lr, float mu) {
+                                float* vo, int64_t n, float lr, float mu, float gs) {
   GRID_STRIDE(i, n) {
-    const float nv = mu * v[i] + g[i];
-    vo[i] = nv;
-    po[i] = p[i] - lr * nv;
+    po[i] = kernels::momentum_element(p[i], g[i], v[i], lr, mu, gs, &vo[i]);
   }
 }
 
 __global__ void adam_kernel(const float* p, const float* g, const float* m, const float* v,
                             float* po, float* mo, float* vo, int64_t n, double lr, double b1,
-                            double b2, double eps, double c1, double c2) {
+                            double b2, double eps, double c1, double c2, double gs) {
   GRID_STRIDE(i, n) {
-    const double gi = g[i];
-    const double nm = b1 * m[i] + (1 - b1) * gi;
-    const double nv = b2 * v[i] + (1 - b2) * gi * gi;
-    const float pi = p[i];
-    mo[i] = static_cast<float>(nm);
-    vo[i] = static_cast<float>(nv);
-    po[i] = static_cast<float>(pi - lr * (nm / c1) / (sqrt(nv / c2) + eps));
+    po[i] = kernels::adam_element(p[i], g[i], m[i], v[i], lr, b1, b2, eps, c1, c2, gs, &mo[i],
+                                  &vo[i]);
   }
 }
 
@@ -495,26 +489,26 @@ void launch_add_channel_bias(float* y, const float* b, int64_t outer, int64_t c,
   check_launch("channel_bias");
 }
 
-void launch_sgd(const float* p, const float* g, float* out, int64_t n, float lr,
+void launch_sgd(const float* p, const float* g, float* out, int64_t n, float lr, float gs,
                 cudaStream_t stream) {
   if (n == 0) return;
-  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, out, n, lr);
+  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, out, n, lr, gs);
   check_launch("sgd");
 }
 
 void launch_momentum(const float* p, const float* g, const float* v, float* po, float* vo,
-                     int64_t n, float lr, float mu, cudaStream_t stream) {
+                     int64_t n, float lr, float mu, float gs, cudaStream_t stream) {
   if (n == 0) return;
-  momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, v, po, vo, n, lr, mu);
+  momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, v, po, vo, n, lr, mu, gs);
   check_launch("momentum");
 }
 
 void launch_adam(const float* p, const float* g, const float* m, const float* v, float* po,
                  float* mo, float* vo, int64_t n, double lr, double b1, double b2, double eps,
-                 double c1, double c2, cudaStream_t stream) {
+                 double c1, double c2, double gs, cudaStream_t stream) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, m, v, po, mo, vo, n, lr, b1, b2, eps,
-                                                      c1, c2);
+                                                      c1, c2, gs);
   check_launch("adam");
 }
 

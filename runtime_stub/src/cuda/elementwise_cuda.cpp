@@ -6,6 +6,7 @@
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "device_kernels.h"
+#include "precision_kernels.h"
 
 namespace planner::rt::kernels {
 
@@ -237,10 +238,16 @@ void c_shape(const KernelContext& ctx) {
 void c_loss_grad(const KernelContext& ctx) {
   ctx.expect_arity(1, 1, "(Y) -> dY");
   const Tensor& y = ctx.in(0);
-  if (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16)
-    ctx.fail("Y has type " + std::string(dtype_name(y.dtype)) + ", expected f32 or f16");
+  if (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16 && y.dtype != DType::kBFloat16)
+    ctx.fail("Y has type " + std::string(dtype_name(y.dtype)) + ", expected f32, f16 or bf16");
   ctx.expect_out(0, y.dtype, y.shape);
+  const auto scale = static_cast<float>(ctx.attr_float("scale", 1.0));
   device_copy(ctx.out(0).data, y.data, y.bytes());
+  if (y.dtype == DType::kFloat32)
+    cuda::launch_scale(ctx.out(0).as<float>(), y.numel(), scale, stream());
+  else
+    cuda::launch_scale_half(static_cast<int>(y.dtype), ctx.out(0).data, y.numel(), scale,
+                            stream());
 }
 
 void c_unary_grad(const KernelContext& ctx) {
@@ -336,7 +343,8 @@ void check_same(const KernelContext& ctx, size_t n_in, size_t n_out) {
 void c_sgd(const KernelContext& ctx) {
   check_same(ctx, 2, 1);
   cuda::launch_sgd(ctx.in(0).as<float>(), ctx.in(1).as<float>(), ctx.out(0).as<float>(),
-                   ctx.in(0).numel(), static_cast<float>(ctx.attr_float("lr", 0.01)), stream());
+                   ctx.in(0).numel(), static_cast<float>(ctx.attr_float("lr", 0.01)),
+                   static_cast<float>(ctx.attr_float("grad_scale", 1.0)), stream());
 }
 
 void c_momentum(const KernelContext& ctx) {
@@ -344,7 +352,8 @@ void c_momentum(const KernelContext& ctx) {
   cuda::launch_momentum(ctx.in(0).as<float>(), ctx.in(1).as<float>(), ctx.in(2).as<float>(),
                         ctx.out(0).as<float>(), ctx.out(1).as<float>(), ctx.in(0).numel(),
                         static_cast<float>(ctx.attr_float("lr", 0.01)),
-                        static_cast<float>(ctx.attr_float("momentum", 0.9)), stream());
+                        static_cast<float>(ctx.attr_float("momentum", 0.9)),
+                        static_cast<float>(ctx.attr_float("grad_scale", 1.0)), stream());
 }
 
 void c_adam(const KernelContext& ctx) {
@@ -357,7 +366,8 @@ void c_adam(const KernelContext& ctx) {
   const double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);
   cuda::launch_adam(ctx.in(0).as<float>(), ctx.in(1).as<float>(), ctx.in(2).as<float>(),
                     ctx.in(3).as<float>(), ctx.out(0).as<float>(), ctx.out(1).as<float>(),
-                    ctx.out(2).as<float>(), ctx.in(0).numel(), lr, b1, b2, eps, c1, c2, stream());
+                    ctx.out(2).as<float>(), ctx.in(0).numel(), lr, b1, b2, eps, c1, c2,
+                    ctx.attr_float("grad_scale", 1.0), stream());
 }
 
 void c_dropout_train(const KernelContext& ctx) {

@@ -46,6 +46,12 @@ __global__ void round_kernel(bool bf16, float* x, int64_t n) {
   }
 }
 
+__global__ void scale_half_kernel(bool bf16, uint16_t* y, int64_t n, float s) {
+  GRID_STRIDE(i, n) {
+    y[i] = to_half(bf16, to_f32(bf16, y[i]) * s);
+  }
+}
+
 __global__ void fold_half_kernel(bool bf16, uint16_t* acc, const uint16_t* v, int64_t n, int op) {
   GRID_STRIDE(i, n) {
     const float a = to_f32(bf16, acc[i]), b = to_f32(bf16, v[i]);
@@ -102,6 +108,13 @@ void launch_fold_half(int dtype, void* acc, const void* v, int64_t n, int op, cu
   fold_half_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dtype == 16, static_cast<uint16_t*>(acc),
                                                            static_cast<const uint16_t*>(v), n, op);
   check_launch("fold_half");
+}
+
+void launch_scale_half(int dtype, void* y, int64_t n, float s, cudaStream_t stream) {
+  if (n == 0) return;
+  scale_half_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dtype == 16, static_cast<uint16_t*>(y),
+                                                            n, s);
+  check_launch("scale_half");
 }
 
 void launch_add_channel_bias_half(int dtype, void* y, const float* b, int64_t outer, int64_t c,

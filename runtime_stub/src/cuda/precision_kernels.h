@@ -17,6 +17,9 @@ void launch_narrow(int dtype, const float* x, void* y, int64_t n, cudaStream_t s
 void launch_round_f32(int dtype, float* x, int64_t n, cudaStream_t stream);
 /// acc = acc op v for 16-bit elements, each pair combined in f32 and rounded (NCCL's rule);
 /// op 0 sum, 1 max, 2 min, 3 prod.
+/// y *= s on 16-bit data (dtype: DType's value, f16 or bf16), computed in f32, rounded once.
+void launch_scale_half(int dtype, void* y, int64_t n, float s, cudaStream_t stream);
+
 void launch_fold_half(int dtype, void* acc, const void* v, int64_t n, int op, cudaStream_t stream);
 /// Per-channel bias on a 16-bit y: y[(o*c + ch)*inner + i] = round(y + b[ch]).
 void launch_add_channel_bias_half(int dtype, void* y, const float* b, int64_t outer, int64_t c,

@@ -1,0 +1,398 @@
+#include "codegen/program_simulation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "analysis/comm_model.h"
+#include "ir/op_stats.h"
+
+namespace planner::codegen {
+namespace {
+
+using analysis::kNoTask;
+using analysis::ResourceId;
+using analysis::Task;
+using analysis::TaskId;
+using analysis::TaskKind;
+
+int64_t buffer_bytes(const Buffer& b) {
+  return analysis::box_elements(b.region) * ir::dtype_size(b.dtype);
+}
+
+analysis::Collective collective_of(StepKind kind) {
+  switch (kind) {
+    case StepKind::kAllGather:
+      return analysis::Collective::kAllGather;
+    case StepKind::kAllToAll:
+      return analysis::Collective::kAllToAll;
+    case StepKind::kReduceScatter:
+      return analysis::Collective::kReduceScatter;
+    default:
+      return analysis::Collective::kAllReduce;
+  }
+}
+
+bool is_collective(StepKind kind) {
+  return kind == StepKind::kAllReduce || kind == StepKind::kAllGather ||
+         kind == StepKind::kAllToAll || kind == StepKind::kReduceScatter;
+}
+
+// Builds the task graph; one instance per call.
+class Builder {
+ public:
+  Builder(const Programs& p, const ir::Graph& g, const importers::Topology& t,
+          const analysis::ComputeCostModel& c)
+      : p_(p), g_(g), topology_(t), compute_(c) {}
+
+  Expected<ProgramTasks> run();
+
+ private:
+  struct Collective {
+    TaskId join = kNoTask;
+    std::vector<std::pair<int, size_t>> members;  // (rank, step index)
+  };
+
+  const Step& step(int rank, size_t i) const { return p_.ranks[static_cast<size_t>(rank)].steps[i]; }
+  const Buffer& buffer(int id) const { return p_.buffers[static_cast<size_t>(id)]; }
+  double kernel_time(int rank, const Step& s);
+  Expected<void> add_tasks();
+  Expected<void> pair_transfers();
+  void add_edges_and_buffers();
+
+  const Programs& p_;
+  const ir::Graph& g_;
+  const importers::Topology& topology_;
+  const analysis::ComputeCostModel& compute_;
+  ProgramTasks out_;
+  ResourceId sync_ = analysis::kNoResource;
+  int64_t order_ = 0;
+  std::vector<double> op_flops_;
+  std::map<std::pair<std::string, std::string>, ir::Op> helper_ops_;
+  // (kind, group) -> instances in sequence order.
+  std::map<std::pair<StepKind, std::vector<int>>, std::vector<Collective>> collectives_;
+  // (from, to) -> sends and recvs in sequence order.
+  std::map<std::pair<int, int>, std::vector<size_t>> sends_, recvs_;
+  std::vector<TaskId> producer_;  // per buffer
+  analysis::CommSchedule schedule_;  // every collective's and transfer's traffic
+  analysis::CommStep transfers_;
+};
+
+double Builder::kernel_time(int rank, const Step& s) {
+  const ir::Op* op = nullptr;
+  double flops = 0;
+  ir::DType dtype = ir::DType::kFloat32;
+  if (s.op != ir::kNoOp) {
+    op = &g_.op(s.op);
+    flops = op_flops_[static_cast<size_t>(s.op)] * s.work;
+    if (!op->inputs.empty() && op->inputs[0] != ir::kNoTensor)
+      dtype = g_.tensor(op->inputs[0]).dtype;
+  } else {
+    auto [it, added] = helper_ops_.try_emplace({s.op_type, s.domain});
+    if (added) {
+      it->second.op_type = s.op_type;
+      it->second.domain = s.domain;
+      it->second.name = s.op_type;
+    }
+    op = &it->second;
+    for (int b : s.inputs)
+      if (b >= 0) {
+        dtype = buffer(b).dtype;
+        break;
+      }
+  }
+  double bytes = 0;
+  std::vector<std::vector<int64_t>> shapes;
+  for (int b : s.inputs) {
+    if (b < 0) continue;
+    bytes += static_cast<double>(buffer_bytes(buffer(b)));
+    shapes.push_back(buffer(b).shape());
+  }
+  for (int b : s.outputs)
+    if (b >= 0) bytes += static_cast<double>(buffer_bytes(buffer(b)));
+  return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes);
+}
+
+Expected<void> Builder::add_tasks() {
+  const int n = p_.num_ranks;
+  for (int r = 0; r < n; ++r) {
+    int node = topology_.device(r).node;
+    out_.compute.push_back(out_.graph.add_resource(
+        {fmt::format("gpu{}", r), analysis::ResourceKind::kDevice, node}));
+    out_.channel.push_back(out_.graph.add_resource(
+        {fmt::format("gpu{}:comm", r), analysis::ResourceKind::kLink, node}));
+  }
+  sync_ = out_.graph.add_resource({"collective sync", analysis::ResourceKind::kLink, -1});
+  out_.step_task.resize(static_cast<size_t>(n));
+  std::map<std::pair<StepKind, std::vector<int>>, size_t> seen;
+  for (int r = 0; r < n; ++r) {
+    const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
+    std::vector<TaskId>& tasks = out_.step_task[static_cast<size_t>(r)];
+    tasks.assign(prog.steps.size(), kNoTask);
+    seen.clear();
+    for (size_t i = 0; i < prog.steps.size(); ++i) {
+      const Step& s = prog.steps[i];
+      Task task;
+      task.op = s.op;
+      task.order = order_++;
+      if (s.kind == StepKind::kKernel) {
+        task.name = s.node.empty() ? fmt::format("{} (gpu{})", s.op_type, r)
+                                   : fmt::format("{} (gpu{})", s.node, r);
+        task.resource = out_.compute[static_cast<size_t>(r)];
+        task.kind = TaskKind::kCompute;
+        task.duration = kernel_time(r, s);
+        tasks[i] = out_.graph.add_task(std::move(task));
+      } else if (is_collective(s.kind)) {
+        auto key = std::make_pair(s.kind, s.group);
+        size_t k = seen[key]++;
+        std::vector<Collective>& list = collectives_[key];
+        if (list.size() <= k) list.resize(k + 1);
+        list[k].members.push_back({r, i});
+      } else if (s.kind == StepKind::kSend) {
+        sends_[{r, s.peer}].push_back(i);
+      } else {
+        recvs_[{s.peer, r}].push_back(i);
+      }
+    }
+  }
+  // Collectives: a join, then each member on its channel for the collective's time.
+  for (auto& [key, list] : collectives_) {
+    const auto& [kind, group] = key;
+    for (Collective& c : list) {
+      if (c.members.size() != group.size())
+        return make_error("the compiled programs do not pair up: a {} over ranks {} is called by {} "
+                          "of its {} members",
+                          step_kind_name(kind), fmt::join(group, ","), c.members.size(),
+                          group.size());
+      double bytes = 0;
+      for (const auto& [r, i] : c.members) {
+        const Step& s = step(r, i);
+        int b = kind == StepKind::kAllGather ? s.outputs.at(0) : s.inputs.at(0);
+        bytes = std::max(bytes, static_cast<double>(buffer_bytes(buffer(b))));
+      }
+      analysis::CollectiveCost cost =
+          analysis::collective_cost(topology_, collective_of(kind), group, bytes);
+      out_.comm_bytes += cost.bytes_sent;
+      schedule_.append(cost.schedule);
+      const Step& first = step(c.members[0].first, c.members[0].second);
+      Task join;
+      join.name = fmt::format("{} (join, {} ranks)", step_kind_name(kind), group.size());
+      join.resource = sync_;
+      join.kind = TaskKind::kComm;
+      join.op = first.op;
+      join.order = order_++;
+      c.join = out_.graph.add_task(std::move(join));
+      for (const auto& [r, i] : c.members) {
+        Task member;
+        member.name = fmt::format("{} on gpu{} ({} ranks, {})", step_kind_name(kind), r,
+                                  group.size(), analysis::algorithm_name(cost.algorithm));
+        member.resource = out_.channel[static_cast<size_t>(r)];
+        member.kind = TaskKind::kComm;
+        member.duration = cost.time;
+        member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(group.size()));
+        member.op = step(r, i).op;
+        member.order = order_++;
+        TaskId id = out_.graph.add_task(std::move(member));
+        out_.step_task[static_cast<size_t>(r)][i] = id;
+        out_.graph.add_edge(c.join, id);
+      }
+    }
+  }
+  return pair_transfers();
+}
+
+Expected<void> Builder::pair_transfers() {
+  for (const auto& [key, sends] : sends_) {
+    const auto& [from, to] = key;
+    const std::vector<size_t>& recvs = recvs_[key];
+    if (recvs.size() != sends.size())
+      return make_error(
+          "the compiled programs do not pair up: rank {} sends {} messages to rank {}, which "
+          "receives {}",
+          from, sends.size(), to, recvs.size());
+    for (size_t k = 0; k < sends.size(); ++k) {
+      const Step& s = step(from, sends[k]);
+      int64_t bytes = buffer_bytes(buffer(s.inputs.at(0)));
+      Task tr;
+      tr.name = fmt::format("{} (gpu{} to gpu{})", buffer(s.inputs.at(0)).tensor_name, from, to);
+      tr.resource = out_.channel[static_cast<size_t>(from)];
+      tr.kind = TaskKind::kComm;
+      tr.duration = topology_.latency(from, to) +
+                    static_cast<double>(bytes) / topology_.bandwidth(from, to);
+      tr.bytes = bytes;
+      tr.op = s.op;
+      tr.order = order_++;
+      TaskId id = out_.graph.add_task(std::move(tr));
+      out_.comm_bytes += static_cast<double>(bytes);
+      transfers_.transfers.push_back({from, to, static_cast<double>(bytes)});
+      out_.step_task[static_cast<size_t>(from)][sends[k]] = id;
+      out_.step_task[static_cast<size_t>(to)][recvs[k]] = id;
+    }
+  }
+  for (const auto& [key, recvs] : recvs_)
+    if (!recvs.empty() && !sends_.count(key))
+      return make_error(
+          "the compiled programs do not pair up: rank {} receives {} messages from rank {}, "
+          "which sends none",
+          key.second, recvs.size(), key.first);
+  return ok();
+}
+
+void Builder::add_edges_and_buffers() {
+  // Who writes each buffer.
+  producer_.assign(p_.buffers.size(), kNoTask);
+  for (int r = 0; r < p_.num_ranks; ++r) {
+    const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
+    for (size_t i = 0; i < prog.steps.size(); ++i)
+      for (int b : prog.steps[i].outputs)
+        if (b >= 0) producer_[static_cast<size_t>(b)] = out_.step_task[static_cast<size_t>(r)][i];
+  }
+  std::vector<std::vector<TaskId>> readers(p_.buffers.size());
+  for (int r = 0; r < p_.num_ranks; ++r) {
+    const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
+    TaskId previous_kernel = kNoTask;
+    for (size_t i = 0; i < prog.steps.size(); ++i) {
+      const Step& s = prog.steps[i];
+      TaskId task = out_.step_task[static_cast<size_t>(r)][i];
+      if (s.kind == StepKind::kRecv) continue;  // the sender's transfer reads and writes
+      // A collective starts when every member's inputs are ready: they gate its join.
+      TaskId gate = task;
+      if (is_collective(s.kind)) gate = out_.graph.preds(task).front();
+      for (int b : s.inputs) {
+        if (b < 0) continue;
+        TaskId from = producer_[static_cast<size_t>(b)];
+        if (from != kNoTask && from != gate) out_.graph.add_edge(from, gate);
+        readers[static_cast<size_t>(b)].push_back(task);
+      }
+      if (s.kind == StepKind::kKernel) {
+        // The compute stream runs kernels in program order.
+        if (previous_kernel != kNoTask) out_.graph.add_edge(previous_kernel, task);
+        previous_kernel = task;
+      }
+    }
+  }
+  // Buffers written in place hold no memory of their own: updated parameters and state (the
+  // update kernels write the resident buffer), and an all-reduce's result (NCCL reduces in
+  // place), whose readers keep its input alive instead.
+  std::vector<int> alias(p_.buffers.size(), -1);
+  for (const auto& [updated, home] : p_.carries) alias[static_cast<size_t>(updated)] = home;
+  for (const RankProgram& prog : p_.ranks)
+    for (const Step& s : prog.steps)
+      if (s.kind == StepKind::kAllReduce && s.outputs.at(0) >= 0 && s.inputs.at(0) >= 0)
+        alias[static_cast<size_t>(s.outputs[0])] = s.inputs[0];
+  auto root = [&](int b) {
+    while (alias[static_cast<size_t>(b)] >= 0) b = alias[static_cast<size_t>(b)];
+    return b;
+  };
+  for (size_t b = p_.buffers.size(); b-- > 0;) {
+    if (alias[b] < 0) continue;
+    std::vector<TaskId>& to = readers[static_cast<size_t>(root(static_cast<int>(b)))];
+    to.insert(to.end(), readers[b].begin(), readers[b].end());
+  }
+  for (const Buffer& b : p_.buffers) {
+    analysis::Buffer sb;
+    sb.name = b.tensor_name;
+    sb.resource = out_.compute[static_cast<size_t>(b.rank)];
+    sb.bytes = alias[static_cast<size_t>(b.id)] >= 0 ? 0 : buffer_bytes(b);
+    sb.producer = b.persistent() ? kNoTask : producer_[static_cast<size_t>(b.id)];
+    if (sb.producer != kNoTask) {
+      std::vector<TaskId>& rel = readers[static_cast<size_t>(b.id)];
+      std::sort(rel.begin(), rel.end());
+      rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
+      sb.releasers = std::move(rel);
+    }
+    out_.graph.add_buffer(std::move(sb));
+  }
+}
+
+Expected<ProgramTasks> Builder::run() {
+  if (p_.num_ranks > topology_.num_devices())
+    return make_error("the compiled step has {} ranks; the topology has {} devices", p_.num_ranks,
+                      topology_.num_devices());
+  op_flops_.resize(static_cast<size_t>(g_.num_ops()));
+  for (ir::OpId id = 0; id < g_.num_ops(); ++id)
+    op_flops_[static_cast<size_t>(id)] = ir::op_stats(g_, id).flops;
+  PLANNER_TRY(add_tasks());
+  add_edges_and_buffers();
+  if (!transfers_.transfers.empty()) schedule_.steps.push_back(std::move(transfers_));
+  analysis::add_link_bytes(topology_, schedule_, out_.link_bytes);
+  out_.link_bytes.resize(topology_.links().size(), 0.0);
+  out_.steps_simulated.assign(7, 0);
+  for (int r = 0; r < p_.num_ranks; ++r) {
+    const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
+    for (size_t i = 0; i < prog.steps.size(); ++i)
+      if (out_.step_task[static_cast<size_t>(r)][i] != kNoTask)
+        ++out_.steps_simulated[static_cast<size_t>(prog.steps[i].kind)];
+  }
+  PLANNER_TRY(out_.graph.validate());
+  return std::move(out_);
+}
+
+}  // namespace
+
+Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& graph,
+                                     const importers::Topology& topology,
+                                     const analysis::ComputeCostModel& compute) {
+  Builder b(programs, graph, topology, compute);
+  return b.run();
+}
+
+Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Graph& graph,
+                                        const importers::Topology& topology,
+                                        const analysis::ComputeCostModel& compute,
+                                        ProgramTasks* tasks, analysis::Timeline* timeline) {
+  PLANNER_TRY_ASSIGN(ProgramTasks built, program_tasks(programs, graph, topology, compute));
+  PLANNER_TRY_ASSIGN(analysis::Timeline t, analysis::simulate(built.graph));
+  ProgramCost cost;
+  cost.step_time_s = t.step_time;
+  cost.comm_bytes = built.comm_bytes;
+  const int n = programs.num_ranks;
+  cost.rank_time_s.assign(static_cast<size_t>(n), 0.0);
+  std::vector<int> rank_of(static_cast<size_t>(built.graph.num_resources()), -1);
+  for (int r = 0; r < n; ++r) {
+    rank_of[static_cast<size_t>(built.compute[static_cast<size_t>(r)])] = r;
+    rank_of[static_cast<size_t>(built.channel[static_cast<size_t>(r)])] = r;
+  }
+  for (TaskId id = 0; id < built.graph.task_capacity(); ++id) {
+    if (!built.graph.alive(id)) continue;
+    int r = rank_of[static_cast<size_t>(built.graph.task(id).resource)];
+    if (r < 0) continue;
+    double& end = cost.rank_time_s[static_cast<size_t>(r)];
+    end = std::max(end, t.end[static_cast<size_t>(id)]);
+  }
+  for (int r = 0; r < n; ++r) {
+    int64_t peak = t.resources[static_cast<size_t>(built.compute[static_cast<size_t>(r)])].peak_memory;
+    cost.rank_peak_memory_bytes.push_back(peak);
+    cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, peak);
+  }
+  for (const RankProgram& prog : programs.ranks)
+    for (const Step& s : prog.steps)
+      if (s.kind == StepKind::kKernel) {
+        ++cost.kernels;
+        cost.kernels_whole += s.fallback ? 1 : 0;
+      }
+  if (std::getenv("PLANNER_DEBUG_PROGRAM")) {
+    std::map<std::string, std::pair<int, double>> sum;
+    const RankProgram& prog = programs.ranks[0];
+    for (size_t i = 0; i < prog.steps.size(); ++i) {
+      const Step& s = prog.steps[i];
+      TaskId id = built.step_task[0][i];
+      std::string k = s.kind == StepKind::kKernel
+                          ? (s.op == ir::kNoOp ? "helper " + s.op_type
+                                               : (s.fallback ? "whole" : "native"))
+                          : step_kind_name(s.kind);
+      sum[k].first++;
+      sum[k].second += built.graph.task(id).duration;
+    }
+    for (auto& [k, v] : sum) fmt::print(stderr, "{:<24} {:6} {:.3f} ms\n", k, v.first, v.second * 1e3);
+  }
+  if (timeline) *timeline = std::move(t);
+  if (tasks) *tasks = std::move(built);
+  return cost;
+}
+
+}  // namespace planner::codegen
