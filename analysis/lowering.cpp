@@ -8,77 +8,20 @@
 
 #include <fmt/format.h>
 
+#include "analysis/lowering_info.h"
 #include "analysis/lowering_records.h"
+#include "analysis/op_shards.h"
 #include "ir/op_stats.h"
 
 namespace planner::analysis {
 
 using importers::DeviceId;
 
-// What the lowering needs of one operator, computed once.
-struct Lowering::OpInfo {
-  bool described = false;
-  std::shared_ptr<const tdl::Instance> instance;
-  std::unique_ptr<ShardEvaluator> evaluator;
-  std::vector<int> instance_input;            // per node input: instance input index, or -1
-  std::vector<int> instance_output;           // per node output: instance output index, or -1
-  std::map<std::string, int64_t> splittable;  // var -> extent
-  std::map<std::string, std::vector<bool>> reduced_into;  // var -> per instance output
-  double flops = 0;
-  std::string error;  // why the evaluator could not be built (the op is then kept whole)
-};
 
 namespace {
 
 int64_t box_bytes(const Box& box, const ir::Tensor& t) {
   return box_elements(box) * ir::dtype_size(t.dtype);
-}
-
-Box whole_box(const std::vector<int64_t>& shape) {
-  Box b;
-  for (int64_t d : shape) b.push_back({0, d});
-  return b;
-}
-
-bool contains(const Box& outer, const Box& inner) {
-  if (outer.size() != inner.size()) return false;
-  for (size_t i = 0; i < outer.size(); ++i)
-    if (inner[i].size() > 0 && (inner[i].begin < outer[i].begin || inner[i].end > outer[i].end))
-      return false;
-  return true;
-}
-
-// For output k of an op's instance under config c: per split, the output dimension it tiles
-// (or -1), and whether a split that tiles none is a reduction into that output (a partial
-// sum) rather than a replication. `Info` is Lowering::OpInfo.
-template <class Info>
-std::pair<std::vector<int>, std::vector<bool>> split_roles(const Info& in, const OpConfig& c, int k,
-                                                           int rank) {
-  std::vector<int> dims(c.splits.size(), -1);
-  std::vector<bool> partial(c.splits.size(), false);
-  if (k < 0) return {dims, partial};
-  const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-  for (size_t i = 0; i < c.splits.size(); ++i) {
-    const std::string& v = c.splits[i].first;
-    auto pos = std::find(vars.begin(), vars.end(), v);
-    if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < rank) {
-      dims[i] = static_cast<int>(pos - vars.begin());
-    } else {
-      auto r = in.reduced_into.find(v);
-      partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
-                   r->second[static_cast<size_t>(k)];
-    }
-  }
-  return {dims, partial};
-}
-
-std::string op_label(const ir::Op& op) {
-  return fmt::format("node '{}' ({})", op.name, op.op_type);
-}
-
-bool is_update_op(const ir::Op& op) {
-  return op.domain == "ai.planner" &&
-         (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
 }  // namespace
@@ -119,6 +62,7 @@ Lowering::Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
           if (!st.valid) continue;
           info->splittable[st.var] = info->evaluator->extent(st.var);
           info->reduced_into[st.var] = st.reduced_outputs;
+          info->reducer[st.var] = st.output_reduction.value_or(Reducer::kSum);
         }
       } else {
         info->error = e.error().message();
@@ -222,79 +166,34 @@ Section& OpRecord::section(int32_t s) {
 
 Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) const {
   using detail::TaskKey;
-  PLANNER_TRY(check_config(id, c));
   const ir::Op& op = graph_.op(id);
-  const OpInfo& in = info(id);
   const int shards = c.num_shards();
   const int n_dev = topology_.num_devices();
   detail::OpRecord rec;
 
-  // Shard regions once per shard.
-  std::vector<std::shared_ptr<const ShardRegions>> regions(static_cast<size_t>(shards));
-  if (in.described)
-    for (int s = 0; s < shards; ++s) {
-      std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-      std::vector<int> coords = c.piece_coords(s);
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        Range r = split_range(in.splittable.at(c.splits[i].first), c.splits[i].second, coords[i]);
-        ranges[c.splits[i].first] = {r.begin, r.end - 1};
-      }
-      auto r = regions_of(in, ranges);
-      if (!r) return r.error().with_context(op_label(op));
-      regions[static_cast<size_t>(s)] = std::move(*r);
-    }
+  // The shards as the step runs them (op_shards.h): what each reads, writes and computes.
+  PLANNER_TRY_ASSIGN(OpShards plan, op_shards(id, c));
 
-  // What each shard reads of each input.
+  // What each shard reads of each input (nothing where its kernel reads a rewritten constant
+  // instead).
   rec.need.resize(op.inputs.size());
   rec.inputs.resize(op.inputs.size());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (op.inputs[i] == ir::kNoTensor) continue;
-    const ir::Tensor& t = graph_.tensor(op.inputs[i]);
-    for (int s = 0; s < shards; ++s)
-      rec.need[i].push_back(
-          in.described && in.instance_input[i] >= 0
-              ? regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])]
-              : whole_box(t.shape));
+    for (int s = 0; s < shards; ++s) {
+      const std::optional<Box>& r = plan.shards[static_cast<size_t>(s)].reads[i];
+      rec.need[i].push_back(r ? *r : detail::no_box(graph_.tensor(op.inputs[i]).rank()));
+    }
   }
 
   // Compute tasks.
   for (int s = 0; s < shards; ++s) {
     DeviceId d = c.devices[static_cast<size_t>(s)];
-    double fraction = 1.0;
-    std::vector<int> coords = c.piece_coords(s);
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      int64_t extent = in.splittable.at(c.splits[i].first);
-      fraction *= static_cast<double>(split_range(extent, c.splits[i].second, coords[i]).size()) /
-                  static_cast<double>(extent);
-    }
-    double bytes = 0;
-    std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      if (op.inputs[i] == ir::kNoTensor) continue;
-      const ir::Tensor& t = graph_.tensor(op.inputs[i]);
-      const Box& b = rec.need[i][static_cast<size_t>(s)];
-      bytes += static_cast<double>(box_bytes(b, t));
-      std::vector<int64_t> shape;
-      for (const Range& r : b) shape.push_back(r.size());
-      shapes.push_back(std::move(shape));
-    }
-    for (size_t o = 0; o < op.outputs.size(); ++o) {
-      if (op.outputs[o] == ir::kNoTensor) continue;
-      const ir::Tensor& t = graph_.tensor(op.outputs[o]);
-      Box b = whole_box(t.shape);
-      if (in.described && in.instance_output[o] >= 0)
-        b = regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(in.instance_output[o])];
-      bytes += static_cast<double>(box_bytes(b, t));
-    }
-    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
-                          ? ir::DType::kFloat32
-                          : graph_.tensor(op.inputs[0]).dtype;
     Task task;
     task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
     task.resource = compute_resource(d);
     task.kind = TaskKind::kCompute;
-    task.duration =
-        compute_.op_time(topology_.device_type(d), op, dtype, shapes, in.flops * fraction, bytes);
+    task.duration = shard_time(id, plan.shards[static_cast<size_t>(s)], d);
     task.op = id;
     rec.compute.tasks.push_back(std::move(task));
   }
@@ -309,23 +208,19 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     ir::TensorId t = op.outputs[o];
     if (t == ir::kNoTensor) continue;
     const ir::Tensor& tensor = graph_.tensor(t);
-    int k = in.described ? in.instance_output[o] : -1;
-    auto [dims, partial_split] = split_roles(in, c, k, tensor.rank());
-    OutputLayout layout = output_layout(c, tensor.rank(), dims, partial_split);
-    const Sharding& sh = layout.sharding;
+    const Sharding& sh = plan.sharding[o];
     const int partial = sh.partial, replicas = sh.replicas;
     std::vector<Box> boxes(static_cast<size_t>(shards));
     for (int s = 0; s < shards; ++s) {
       DeviceId d = c.devices[static_cast<size_t>(s)];
-      boxes[static_cast<size_t>(s)] =
-          (k >= 0) ? regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(k)]
-                   : whole_box(tensor.shape);
-      // The output buffer on the shard's device. Updates write the parameter and its state
-      // in place: no new buffer.
+      const ShardPlan& sp = plan.shards[static_cast<size_t>(s)];
+      boxes[static_cast<size_t>(s)] = sp.outputs[o];
+      // The output buffer on the shard's device (a fallback's holds the whole result). Updates
+      // write the parameter and its state in place: no new buffer.
       if (is_update_op(op)) continue;
       rec.out_buffer[o][static_cast<size_t>(d)] = static_cast<int32_t>(out.buffers.size());
-      out.buffers.push_back({tensor.name, d, box_bytes(boxes[static_cast<size_t>(s)], tensor),
-                             false, TaskKey{id, 0, s}});
+      out.buffers.push_back(
+          {tensor.name, d, box_bytes(sp.writes[o], tensor), false, TaskKey{id, 0, s}});
     }
     rec.sharding[o] = sh;
 
@@ -567,7 +462,7 @@ void PlanRecords::lower_chain(ir::TensorId t) {
       // Entirely local?
       const RecordHolder* local = nullptr;
       for (const RecordPiece& p : pieces) {
-        if (!contains(p.box, want)) continue;
+        if (!box_contains(p.box, want)) continue;
         for (const RecordHolder& h : p.holders)
           if (h.device == d) local = &h;
         if (local) break;
@@ -580,7 +475,7 @@ void PlanRecords::lower_chain(ir::TensorId t) {
       // Already fetched here by an earlier consumer?
       auto& got = received[static_cast<size_t>(d)];
       auto it = std::find_if(got.begin(), got.end(),
-                             [&](const auto& r) { return contains(r.first, want); });
+                             [&](const auto& r) { return box_contains(r.first, want); });
       if (it != got.end()) {
         sec.edges.push_back({it->second, consumer});
         // The received buffers now live until this consumer ends too.
@@ -890,143 +785,6 @@ Expected<std::vector<OpConfig>> baseline_configs(const Lowering& lowering, Basel
     }
   }
   return configs;
-}
-
-Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c,
-                                                     size_t input) const {
-  const OpInfo& in = info(id);
-  const ir::Tensor& t = graph_.tensor(graph_.op(id).inputs[input]);
-  std::vector<Box> out;
-  for (int s = 0; s < c.num_shards(); ++s) {
-    if (!in.described || in.instance_input[input] < 0) {
-      out.push_back(whole_box(t.shape));
-      continue;
-    }
-    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-    std::vector<int> coords = c.piece_coords(s);
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      auto it = in.splittable.find(c.splits[i].first);
-      if (it == in.splittable.end())
-        return make_error("{}: no splittable variable '{}'", op_label(graph_.op(id)),
-                          c.splits[i].first);
-      Range r = split_range(it->second, c.splits[i].second, coords[i]);
-      ranges[c.splits[i].first] = {r.begin, r.end - 1};
-    }
-    auto r = regions_of(in, ranges);
-    if (!r) return r.error().with_context(op_label(graph_.op(id)));
-    out.push_back((*r)->inputs[static_cast<size_t>(in.instance_input[input])]);
-  }
-  return out;
-}
-
-int Lowering::output_dim_of(ir::OpId id, size_t output, const OpConfig& c) const {
-  const OpInfo& in = info(id);
-  if (!in.described || c.splits.size() != 1) return -1;
-  int k = in.instance_output[output];
-  if (k < 0) return -1;
-  const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-  auto pos = std::find(vars.begin(), vars.end(), c.splits[0].first);
-  return pos == vars.end() ? -1 : static_cast<int>(pos - vars.begin());
-}
-
-}  // namespace planner::analysis
-
-namespace planner::analysis {
-
-Expected<std::shared_ptr<const ShardRegions>> Lowering::regions_of(
-    const OpInfo& in, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
-  // The key holds raw bytes (the evaluator's address, then name, begin, end per variable):
-  // cheap to build, and names cannot collide because each is followed by its length.
-  std::string key;
-  auto put = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(in.instance.get());
-  for (const auto& [var, r] : ranges) {
-    key += var;
-    put(var.size());
-    put(r.first);
-    put(r.second);
-  }
-  {
-    std::lock_guard<std::mutex> lock(region_mutex_);
-    auto it = region_cache_.find(key);
-    if (it != region_cache_.end()) return it->second;
-  }
-  PLANNER_TRY_ASSIGN(ShardRegions r, in.evaluator->evaluate(ranges));
-  auto shared = std::make_shared<const ShardRegions>(std::move(r));
-  std::lock_guard<std::mutex> lock(region_mutex_);
-  region_cache_.emplace(std::move(key), shared);
-  return shared;
-}
-
-Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
-  PLANNER_TRY(check_config(id, c));
-  const ir::Op& op = graph_.op(id);
-  const OpInfo& in = info(id);
-  const int shards = c.num_shards();
-  ShardedOp out;
-  out.input_boxes.resize(op.inputs.size());
-  out.output_boxes.resize(op.outputs.size());
-  out.output_sharding.resize(op.outputs.size());
-  std::vector<std::shared_ptr<const ShardRegions>> regions(static_cast<size_t>(shards));
-  std::vector<double> fraction(static_cast<size_t>(shards), 1.0);
-  for (int s = 0; s < shards; ++s) {
-    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-    std::vector<int> coords = c.piece_coords(s);
-    for (size_t i = 0; i < c.splits.size(); ++i) {
-      int64_t extent = in.splittable.at(c.splits[i].first);
-      Range r = split_range(extent, c.splits[i].second, coords[i]);
-      ranges[c.splits[i].first] = {r.begin, r.end - 1};
-      fraction[static_cast<size_t>(s)] *=
-          static_cast<double>(r.size()) / static_cast<double>(extent);
-    }
-    if (in.described) {
-      auto r = regions_of(in, ranges);
-      if (!r) return r.error().with_context(op_label(op));
-      regions[static_cast<size_t>(s)] = std::move(*r);
-    }
-  }
-  for (int s = 0; s < shards; ++s) {
-    double bytes = 0;
-    std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      if (op.inputs[i] == ir::kNoTensor) continue;
-      const ir::Tensor& t = graph_.tensor(op.inputs[i]);
-      Box b = whole_box(t.shape);
-      if (in.described && in.instance_input[i] >= 0)
-        b = regions[static_cast<size_t>(s)]->inputs[static_cast<size_t>(in.instance_input[i])];
-      bytes += static_cast<double>(box_bytes(b, t));
-      std::vector<int64_t> shape;
-      for (const Range& r : b) shape.push_back(r.size());
-      shapes.push_back(std::move(shape));
-      out.input_boxes[i].push_back(std::move(b));
-    }
-    for (size_t o = 0; o < op.outputs.size(); ++o) {
-      if (op.outputs[o] == ir::kNoTensor) continue;
-      const ir::Tensor& t = graph_.tensor(op.outputs[o]);
-      Box b = whole_box(t.shape);
-      if (in.described && in.instance_output[o] >= 0)
-        b = regions[static_cast<size_t>(s)]->outputs[static_cast<size_t>(in.instance_output[o])];
-      bytes += static_cast<double>(box_bytes(b, t));
-      out.output_boxes[o].push_back(std::move(b));
-    }
-    ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
-                          ? ir::DType::kFloat32
-                          : graph_.tensor(op.inputs[0]).dtype;
-    out.shard_time.push_back(
-        compute_.op_time(topology_.device_type(c.devices[static_cast<size_t>(s)]), op, dtype,
-                         shapes, in.flops * fraction[static_cast<size_t>(s)], bytes));
-  }
-  // Output layouts, by the same rule as lower().
-  for (size_t o = 0; o < op.outputs.size(); ++o) {
-    ir::TensorId t = op.outputs[o];
-    if (t == ir::kNoTensor) continue;
-    const ir::Tensor& tensor = graph_.tensor(t);
-    int k = in.described ? in.instance_output[o] : -1;
-    auto [dims, partial_split] = split_roles(in, c, k, tensor.rank());
-    Sharding sh = output_layout(c, tensor.rank(), dims, partial_split).sharding;
-    out.output_sharding[o] = std::move(sh);
-  }
-  return out;
 }
 
 }  // namespace planner::analysis

@@ -29,6 +29,7 @@
 #include "analysis/comm_model.h"
 #include "analysis/cost_model.h"
 #include "analysis/op_config.h"
+#include "analysis/op_shards.h"
 #include "analysis/op_strategies.h"
 #include "analysis/sharding.h"
 #include "analysis/task_graph.h"
@@ -65,13 +66,19 @@ struct LoweredPlan {
 /// writes and costs. Searches build their cost tables from this.
 struct ShardedOp {
   std::vector<double> shard_time;  ///< per shard: compute seconds on its device
-  /// Per node input, per shard: the box it reads (empty for an absent input).
+  /// Per node input, per shard: the box its kernel reads (op_shards.h: the whole tensor where
+  /// the shard falls back to the whole operator; a box of no elements where it reads nothing;
+  /// empty for an absent input).
   std::vector<std::vector<Box>> input_boxes;
+  /// Per node input, per shard: the box the operator's description gives it (the structure
+  /// of the split, whatever the kernel reads).
+  std::vector<std::vector<Box>> described_inputs;
   /// Per node output, per shard: the box it writes (empty for an absent output).
   std::vector<std::vector<Box>> output_boxes;
   /// Per node output: the layout the shards leave it in, before partial sums are reduced
   /// (no devices for an absent output).
   std::vector<Sharding> output_sharding;
+  bool native = true;  ///< every shard runs natively (else some run the whole operator)
 };
 
 /// Lowers plans of one graph on one topology. Holds per-operator region evaluators, so lowering
@@ -103,6 +110,15 @@ class Lowering {
   /// Shard-by-shard facts of `op` under `config` (see ShardedOp). Errors as check_config.
   Expected<ShardedOp> shard_op(ir::OpId op, const OpConfig& config) const;
 
+  /// `op` under `config` as the step runs it (op_shards.h): per shard its boxes, partial
+  /// sums, native kernel or whole-operator fallback, what it reads, writes and computes; the
+  /// layouts of the outputs. Errors as check_config, and a split of reductions with different
+  /// reducers into one output.
+  Expected<OpShards> op_shards(ir::OpId op, const OpConfig& config) const;
+
+  /// The compute seconds of one shard of `op` (from op_shards) on device `device`.
+  double shard_time(ir::OpId op, const ShardPlan& shard, importers::DeviceId device) const;
+
   /// The dimension of node output `output` that a one-variable config splits, or -1 (no split,
   /// several variables, or a variable the output does not have: a reduction or another
   /// output's).
@@ -111,9 +127,11 @@ class Lowering {
   const ir::Graph& graph() const { return graph_; }
   const importers::Topology& topology() const { return topology_; }
 
+  /// What the lowering knows of one operator (internal: lowering_info.h).
+  struct OpInfo;
+
  private:
   friend struct detail::PlanRecords;
-  struct OpInfo;
   const OpInfo& info(ir::OpId op) const;
   /// The shard regions of an op for per-variable iteration ranges, memoised per instance.
   Expected<std::shared_ptr<const ShardRegions>> regions_of(

@@ -49,7 +49,7 @@ int run_compare(const CompareFlags& flags) {
   if (dumped) return 0;
   const PreparedModel& m = **prepared;
   const importers::Topology& topology = *m.topology;
-  analysis::Lowering lowering(m.graph, m.strategies, topology, m.lowering_options());
+  const analysis::Lowering& lowering = *m.lowering;
   const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
   auto space = search::GroupSpace::create(lowering, training);
   if (!space) return report(space.error().with_context(m.source));

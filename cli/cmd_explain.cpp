@@ -36,7 +36,7 @@ int run_explain(const ExplainFlags& flags) {
       prepare_for_plan(*plan, flags.model, flags.optimizer, flags.costs, flags.calibration);
   if (!model) return report(model.error());
   const PreparedModel& m = **model;
-  analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
+  const analysis::Lowering& lowering = *m.lowering;
   auto space = search::GroupSpace::create(lowering, m.train ? &m.training : nullptr);
   if (!space) return report(space.error().with_context(m.source));
   const std::vector<analysis::OpConfig> configs = plan_configs(*plan);

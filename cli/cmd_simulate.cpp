@@ -39,7 +39,7 @@ int run_simulate(const SimulateFlags& flags) {
       !still)
     return report(still.error());
   const importers::Topology& topology = *m.topology;
-  analysis::Lowering lowering(m.graph, m.strategies, topology, m.lowering_options());
+  const analysis::Lowering& lowering = *m.lowering;
   auto baseline = flags.strategy == "model-parallel" ? analysis::Baseline::kModelParallel
                                                      : analysis::Baseline::kDataParallel;
   auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());

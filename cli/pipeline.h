@@ -56,6 +56,9 @@ struct PreparedModel {
   std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
   analysis::ComputeCostOptions compute;  ///< the kernel model (defaults, or --calibration)
   std::string source;                    ///< the model path, for messages
+  /// The graph on the topology with lowering_options(): what every command that prices,
+  /// searches or compiles this model shares (set once the topology and costs are known).
+  std::unique_ptr<analysis::Lowering> lowering;
 
   /// The lowering options every command that prices this model uses: measured costs and the
   /// kernels the precision selects.

@@ -149,7 +149,7 @@ std::vector<std::string> search_names() {
 
 Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
                                                          const PreparedModel& m) {
-  analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
+  const analysis::Lowering& lowering = *m.lowering;
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(name));
   PLANNER_TRY_ASSIGN(search::GroupSpace space,
                      search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
@@ -168,7 +168,7 @@ Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name
 Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              const std::vector<analysis::OpConfig>& configs,
                                              int num_ranks) {
-  auto p = codegen::partition(m.graph, m.strategies, configs, num_ranks, m.train);
+  auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
   p->precision = m.precision;
   return p;
@@ -197,7 +197,7 @@ Expected<SimulatedProgram> simulate_plan(const PreparedModel& m,
 void debug_compare(const PreparedModel& m, const std::vector<analysis::OpConfig>& configs, const codegen::Programs& programs_) {
   const auto* programs = &programs_;
   {
-    analysis::Lowering lowering(m.graph, m.strategies, *m.topology, m.lowering_options());
+    const analysis::Lowering& lowering = *m.lowering;
     auto lowered = lowering.lower(configs);
     std::map<int, double> low, prog;
     std::map<int, int> nlow, nprog;

@@ -93,8 +93,7 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   SearchSession s;
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
-  s.lowering = std::make_unique<analysis::Lowering>(
-      s.model->graph, s.model->strategies, *s.model->topology, s.model->lowering_options());
+  s.lowering = s.model->lowering.get();
   auto space =
       search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
   if (!space) return space.error().with_context(s.model->source);

@@ -41,7 +41,7 @@ struct SearchFlags {
 /// A prepared model ready to search: the pipeline's front, its lowering and its groups.
 struct SearchSession {
   std::unique_ptr<PreparedModel> model;
-  std::unique_ptr<analysis::Lowering> lowering;
+  const analysis::Lowering* lowering = nullptr;  ///< the model's (PreparedModel::lowering)
   std::unique_ptr<search::GroupSpace> space;
 
   search::SearchContext context() const;

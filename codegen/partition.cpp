@@ -10,22 +10,24 @@
 
 #include <fmt/format.h>
 
-#include "codegen/shard_kernel.h"
+#include "analysis/op_shards.h"
 
 namespace planner::codegen {
 
 using analysis::Box;
 using analysis::OpConfig;
 using analysis::Range;
+using analysis::OpShards;
 using analysis::Reducer;
+using analysis::ShardInput;
+using analysis::ShardKernel;
+using analysis::ShardPlan;
+using analysis::is_update_op;
+using analysis::op_label;
+using analysis::slice_data;
+using analysis::whole_box;
 
 namespace {
-
-Box whole_box(const std::vector<int64_t>& shape) {
-  Box b;
-  for (int64_t d : shape) b.push_back({0, d});
-  return b;
-}
 
 bool contains(const Box& outer, const Box& inner) {
   if (outer.size() != inner.size()) return false;
@@ -39,15 +41,6 @@ bool overlaps(const Box& a, const Box& b) {
   for (size_t i = 0; i < a.size(); ++i)
     if (std::max(a[i].begin, b[i].begin) >= std::min(a[i].end, b[i].end)) return false;
   return true;
-}
-
-std::string op_label(const ir::Op& op) {
-  return fmt::format("node '{}' ({})", op.name, op.op_type);
-}
-
-bool is_update_op(const ir::Op& op) {
-  return op.domain == "ai.planner" &&
-         (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
 // The order operators are compiled in: the graph's topological order, except that updates
@@ -89,32 +82,6 @@ std::vector<uint8_t> int64_bytes(const std::vector<int64_t>& v) {
   return out;
 }
 
-// What the partitioner needs of one operator's description.
-struct OpInfo {
-  bool described = false;
-  std::shared_ptr<const tdl::Instance> instance;
-  std::unique_ptr<analysis::ShardEvaluator> evaluator;
-  std::vector<int> instance_input, instance_output;
-  std::map<std::string, int64_t> splittable;
-  std::map<std::string, std::vector<bool>> reduced_into;
-  std::map<std::string, Reducer> reducer;
-};
-
-// Per shard of one op: boxes and partial indices.
-struct ShardBoxes {
-  std::vector<Box> inputs;   // per node input (whole for undescribed ones; {} when absent)
-  std::vector<Box> outputs;  // per node output
-  std::vector<int> partial;  // per node output: partial index or -1
-};
-
-struct OpShards {
-  std::vector<ShardBoxes> shards;
-  // Per output: the sharding of the produced tensor (as the lowering computes it) and the
-  // reducer of its partial sums.
-  std::vector<analysis::Sharding> sharding;
-  std::vector<Reducer> reducer;
-};
-
 struct Piece {
   Box box;
   std::vector<int> buffers;  // one per holder
@@ -131,9 +98,9 @@ struct PendingReduction {
 
 class Partitioner {
  public:
-  Partitioner(const ir::Graph& g, const analysis::GraphStrategies& s,
-              const std::vector<OpConfig>& c, int n, bool train, const PartitionOptions& options)
-      : g_(g), strategies_(s), configs_(c), n_(n), options_(options) {
+  Partitioner(const analysis::Lowering& l, const std::vector<OpConfig>& c, int n, bool train,
+              const PartitionOptions& options)
+      : g_(l.graph()), lowering_(l), configs_(c), n_(n), options_(options) {
     out_.num_ranks = n;
     out_.train = train;
     out_.ranks.resize(static_cast<size_t>(n));
@@ -145,7 +112,9 @@ class Partitioner {
  private:
   Expected<void> build_info();
   Expected<void> check_config(ir::OpId id) const;
-  Expected<OpShards> shard_boxes(ir::OpId id) const;
+  Expected<OpShards> shard_boxes(ir::OpId id) const {
+    return lowering_.op_shards(id, configs_[static_cast<size_t>(id)]);
+  }
   void init_of(ir::TensorId t, Buffer& b) const;
 
   int add_buffer(int rank, ir::TensorId t, Box region) {
@@ -215,12 +184,11 @@ class Partitioner {
   Expected<void> compile_op(ir::OpId id);
 
   const ir::Graph& g_;
-  const analysis::GraphStrategies& strategies_;
+  const analysis::Lowering& lowering_;
   const std::vector<OpConfig>& configs_;
   int n_;
   PartitionOptions options_;
   Programs out_;
-  std::vector<std::unique_ptr<OpInfo>> info_;
   std::vector<ir::OpId> owner_;
   std::vector<std::vector<Piece>> sources_;
   std::map<std::pair<ir::TensorId, int>, std::vector<int>> local_;
@@ -235,40 +203,6 @@ std::vector<std::pair<int64_t, int64_t>> box_key(const Box& b) {
 }
 
 Expected<void> Partitioner::build_info() {
-  info_.resize(static_cast<size_t>(g_.num_ops()));
-  for (ir::OpId id = 0; id < g_.num_ops(); ++id) {
-    auto info = std::make_unique<OpInfo>();
-    const ir::Op& op = g_.op(id);
-    info->instance_input.assign(op.inputs.size(), -1);
-    info->instance_output.assign(op.outputs.size(), -1);
-    const analysis::OpStrategies* s = static_cast<size_t>(id) < strategies_.per_op.size()
-                                          ? strategies_.per_op[static_cast<size_t>(id)]
-                                          : nullptr;
-    if (s && !s->replicated && s->instance && s->analysis) {
-      auto e = analysis::ShardEvaluator::create(*s->instance);
-      if (e) {
-        info->described = true;
-        info->instance = s->instance;
-        info->evaluator = std::make_unique<analysis::ShardEvaluator>(std::move(*e));
-        for (size_t j = 0; j < s->instance->inputs.size(); ++j) {
-          size_t n = static_cast<size_t>(s->instance->inputs[j].node_index);
-          if (n < info->instance_input.size()) info->instance_input[n] = static_cast<int>(j);
-        }
-        for (size_t k = 0; k < s->instance->outputs.size(); ++k) {
-          size_t n = static_cast<size_t>(s->instance->outputs[k].node_index);
-          if (n < info->instance_output.size() && s->instance->outputs[k].present)
-            info->instance_output[n] = static_cast<int>(k);
-        }
-        for (const analysis::Strategy& st : s->analysis->strategies) {
-          if (!st.valid) continue;
-          info->splittable[st.var] = info->evaluator->extent(st.var);
-          info->reduced_into[st.var] = st.reduced_outputs;
-          info->reducer[st.var] = st.output_reduction.value_or(Reducer::kSum);
-        }
-      }
-    }
-    info_[static_cast<size_t>(id)] = std::move(info);
-  }
   owner_.assign(static_cast<size_t>(g_.num_tensors()), ir::kNoOp);
   for (ir::OpId id = 0; id < g_.num_ops(); ++id) {
     const ir::Op& op = g_.op(id);
@@ -281,118 +215,14 @@ Expected<void> Partitioner::build_info() {
   return ok();
 }
 
+// The lowering's checks, and devices among the ranks compiled for.
 Expected<void> Partitioner::check_config(ir::OpId id) const {
-  const ir::Op& op = g_.op(id);
   const OpConfig& c = configs_[static_cast<size_t>(id)];
-  auto fail = [&](const std::string& what) -> Expected<void> {
-    return make_error("{}: config {}: {}", op_label(op), c.to_string(), what);
-  };
-  if (c.replicas < 1) return fail("the replica count must be at least 1");
-  if (static_cast<int>(c.devices.size()) != c.num_shards())
-    return fail(fmt::format("lists {} devices for {} shards", c.devices.size(), c.num_shards()));
-  std::set<int> seen;
-  for (int d : c.devices) {
-    if (d < 0 || d >= n_) return fail(fmt::format("device {} is not among the {} ranks", d, n_));
-    if (!seen.insert(d).second) return fail(fmt::format("device {} is listed twice", d));
-  }
-  const OpInfo& in = *info_[static_cast<size_t>(id)];
-  for (const auto& [var, k] : c.splits) {
-    if (!in.described) return fail("the operator has no description: it can only be replicated");
-    auto it = in.splittable.find(var);
-    if (it == in.splittable.end())
-      return fail(fmt::format("'{}' is not a splittable index variable of the operator", var));
-    if (k < 1 || k > it->second)
-      return fail(fmt::format("cannot split '{}' {} ways: its extent is {}", var, k, it->second));
-  }
-  return ok();
-}
-
-Expected<OpShards> Partitioner::shard_boxes(ir::OpId id) const {
-  const ir::Op& op = g_.op(id);
-  const OpConfig& c = configs_[static_cast<size_t>(id)];
-  const OpInfo& in = *info_[static_cast<size_t>(id)];
-  const int shards = c.num_shards();
-  OpShards out;
-  out.shards.resize(static_cast<size_t>(shards));
-  for (int s = 0; s < shards; ++s) {
-    ShardBoxes& sb = out.shards[static_cast<size_t>(s)];
-    analysis::ShardRegions regions;
-    bool have = false;
-    if (in.described && !c.splits.empty()) {
-      std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-      std::vector<int> coords = c.piece_coords(s);
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        Range r = analysis::split_range(in.splittable.at(c.splits[i].first), c.splits[i].second,
-                                        coords[i]);
-        ranges[c.splits[i].first] = {r.begin, r.end - 1};
-      }
-      auto r = in.evaluator->evaluate(ranges);
-      if (!r) return r.error().with_context(op_label(op));
-      regions = std::move(*r);
-      have = true;
-    }
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      if (op.inputs[i] == ir::kNoTensor) {
-        sb.inputs.push_back({});
-        continue;
-      }
-      Box b = whole_box(g_.tensor(op.inputs[i]).shape);
-      if (have && in.instance_input[i] >= 0)
-        b = regions.inputs[static_cast<size_t>(in.instance_input[i])];
-      sb.inputs.push_back(std::move(b));
-    }
-    for (size_t o = 0; o < op.outputs.size(); ++o) {
-      if (op.outputs[o] == ir::kNoTensor) {
-        sb.outputs.push_back({});
-        continue;
-      }
-      Box b = whole_box(g_.tensor(op.outputs[o]).shape);
-      if (have && in.instance_output[o] >= 0)
-        b = regions.outputs[static_cast<size_t>(in.instance_output[o])];
-      sb.outputs.push_back(std::move(b));
-    }
-    sb.partial.assign(op.outputs.size(), -1);
-  }
-  // Output layouts, exactly as the lowering assigns them.
-  out.sharding.resize(op.outputs.size());
-  out.reducer.assign(op.outputs.size(), Reducer::kSum);
-  for (size_t o = 0; o < op.outputs.size(); ++o) {
-    ir::TensorId t = op.outputs[o];
-    if (t == ir::kNoTensor) continue;
-    const ir::Tensor& tensor = g_.tensor(t);
-    int k = in.described ? in.instance_output[o] : -1;
-    std::vector<int> dim_of(c.splits.size(), -1);
-    std::vector<bool> is_partial(c.splits.size(), false);
-    std::set<Reducer> reducers;
-    if (k >= 0) {
-      const auto& vars = in.instance->outputs[static_cast<size_t>(k)].vars;
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        const std::string& v = c.splits[i].first;
-        auto pos = std::find(vars.begin(), vars.end(), v);
-        if (pos != vars.end() && static_cast<int>(pos - vars.begin()) < tensor.rank()) {
-          dim_of[i] = static_cast<int>(pos - vars.begin());
-        } else {
-          auto r = in.reduced_into.find(v);
-          is_partial[i] = r != in.reduced_into.end() && static_cast<size_t>(k) < r->second.size() &&
-                          r->second[static_cast<size_t>(k)];
-          if (is_partial[i]) reducers.insert(in.reducer.at(v));
-        }
-      }
-    }
-    if (reducers.size() > 1)
-      return make_error("{}: config {}: splits reductions with different reducers", op_label(op),
-                        c.to_string());
-    if (!reducers.empty()) out.reducer[o] = *reducers.begin();
-    // The layout itself: the lowering's rule (analysis::output_layout).
-    analysis::OutputLayout layout = analysis::output_layout(c, tensor.rank(), dim_of, is_partial);
-    analysis::Sharding sh = std::move(layout.sharding);
-    if (sh.partial > 1)
-      for (int s = 0; s < shards; ++s)
-        out.shards[static_cast<size_t>(s)].partial[o] =
-            layout.partial_index[static_cast<size_t>(s)];
-    out.sharding[o] = std::move(sh);
-  }
-  return out;
+  for (int d : c.devices)
+    if (d < 0 || d >= n_)
+      return make_error("{}: config {}: device {} is not among the {} ranks", op_label(g_.op(id)),
+                        c.to_string(), d, n_);
+  return lowering_.check_config(id, c);
 }
 
 // The fan-in of a weight: the extent its consumer sums over. A MatMul's right operand
@@ -488,7 +318,8 @@ Expected<void> Partitioner::ensure_sources(ir::TensorId t) {
   std::vector<Piece>& pieces = sources_[static_cast<size_t>(t)];
   for (int s = 0; s < c.num_shards(); ++s) {
     int rank = c.devices[static_cast<size_t>(s)];
-    const Box& b = shards.shards[static_cast<size_t>(s)].inputs[oi];
+    const ShardPlan& sp = shards.shards[static_cast<size_t>(s)];
+    const Box& b = sp.reads[oi] ? *sp.reads[oi] : sp.inputs[oi];
     int id = resident_buffer(t, rank, b);
     add_local(t, id);
     auto it =
@@ -857,26 +688,15 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   const OpConfig& c = configs_[static_cast<size_t>(id)];
   PLANNER_TRY(check_config(id));
   PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(id));
-  const OpInfo& in = *info_[static_cast<size_t>(id)];
   const int n = c.num_shards();
   OpReport report{op.name, op.op_type, op.domain, c.to_string(), true, ""};
 
-  // Native or fallback, per shard.
+  // Native or fallback, per shard: decided with the shards themselves (analysis/op_shards.h).
   std::vector<std::optional<ShardKernel>> kernels(static_cast<size_t>(n));
-  std::string why;
-  for (int s = 0; s < n; ++s) {
-    ShardRequest req;
-    req.graph = &g_;
-    req.op = id;
-    req.input_boxes = shards.shards[static_cast<size_t>(s)].inputs;
-    req.output_boxes = shards.shards[static_cast<size_t>(s)].outputs;
-    req.partial_index = shards.shards[static_cast<size_t>(s)].partial;
-    req.split = !c.splits.empty();
-    kernels[static_cast<size_t>(s)] = native_shard_kernel(req, why);
-    if (!kernels[static_cast<size_t>(s)] && report.native) {
-      report.native = false;
-      report.why = why;
-    }
+  for (int s = 0; s < n; ++s) kernels[static_cast<size_t>(s)] = shards.shards[static_cast<size_t>(s)].kernel;
+  if (!shards.native) {
+    report.native = false;
+    report.why = shards.why;
   }
   for (size_t o = 0; o < op.outputs.size(); ++o)
     if (!report.native && shards.sharding[o].partial > 1 && shards.reducer[o] == Reducer::kProd)
@@ -909,7 +729,7 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
                                         std::vector<int>(op.outputs.size(), -1));
   for (int s = 0; s < n; ++s) {
     const int rank = c.devices[static_cast<size_t>(s)];
-    const ShardBoxes& sb = shards.shards[static_cast<size_t>(s)];
+    const ShardPlan& sb = shards.shards[static_cast<size_t>(s)];
     const auto& k = kernels[static_cast<size_t>(s)];
     Step st;
     st.op_type = op.op_type;
@@ -918,16 +738,7 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
     st.op = id;
     st.attributes = k ? k->attributes : op.attributes;
     st.fallback = !k;
-    if (k) {
-      // The shard's share of the iteration space, as the lowering prices it.
-      std::vector<int> coords = c.piece_coords(s);
-      for (size_t i = 0; i < c.splits.size(); ++i) {
-        int64_t extent = in.splittable.at(c.splits[i].first);
-        st.work *= static_cast<double>(
-                       analysis::split_range(extent, c.splits[i].second, coords[i]).size()) /
-                   static_cast<double>(extent);
-      }
-    }
+    st.work = sb.work;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       if (k && k->inputs[i].kind == ShardInput::Kind::kConstant)
         st.inputs.push_back(add_constant(rank, k->inputs[i].constant));
@@ -1047,10 +858,10 @@ Expected<Programs> Partitioner::run() {
 
 }  // namespace
 
-Expected<Programs> partition(const ir::Graph& graph, const analysis::GraphStrategies& strategies,
+Expected<Programs> partition(const analysis::Lowering& lowering,
                              const std::vector<OpConfig>& configs, int num_ranks, bool train,
                              const PartitionOptions& options) {
-  Partitioner p(graph, strategies, configs, num_ranks, train, options);
+  Partitioner p(lowering, configs, num_ranks, train, options);
   return p.run();
 }
 

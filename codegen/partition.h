@@ -9,8 +9,8 @@
 
 #include <vector>
 
+#include "analysis/lowering.h"
 #include "analysis/op_config.h"
-#include "analysis/op_strategies.h"
 #include "codegen/program.h"
 #include "ir/graph.h"
 #include "support/expected.h"
@@ -25,11 +25,12 @@ struct PartitionOptions {
   bool reduce_scatter = true;
 };
 
-/// Compiles `configs` (one per op of `graph`, graph order) for `num_ranks` ranks (rank r runs
-/// device r). `strategies` is analyze_graph's result for `graph`; `train` marks a training
-/// step (update operators carry parameters and state to the next step). Errors name the
-/// operator whose config does not fit.
-Expected<Programs> partition(const ir::Graph& graph, const analysis::GraphStrategies& strategies,
+/// Compiles `configs` (one per op of the lowering's graph, graph order) for `num_ranks` ranks
+/// (rank r runs device r). Each operator's shards are the lowering's (Lowering::op_shards):
+/// what they read, whether they run natively or whole, the layouts they leave, so the program
+/// is the one the lowering priced. `train` marks a training step (update operators carry
+/// parameters and state to the next step). Errors name the operator whose config does not fit.
+Expected<Programs> partition(const analysis::Lowering& lowering,
                              const std::vector<analysis::OpConfig>& configs, int num_ranks,
                              bool train, const PartitionOptions& options = {});
 

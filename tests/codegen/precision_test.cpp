@@ -73,7 +73,9 @@ std::unique_ptr<Model> example(const std::string& name, bool train, ir::Precisio
 }
 
 Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {
-  auto p = partition(m.graph, m.strategies, configs, n, m.train);
+  const importers::Topology topo = importers::h100_cluster(std::max(n, 1));
+  const analysis::Lowering lowering(m.graph, m.strategies, topo);
+  auto p = partition(lowering, configs, n, m.train);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
   p->precision = m.precision;
   return std::move(*p);

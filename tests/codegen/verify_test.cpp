@@ -133,8 +133,11 @@ std::vector<OpConfig> searched(const Model& m, const std::string& name, int n) {
   return r->configs;
 }
 
-Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {
-  auto p = partition(m.graph, m.strategies, configs, n, m.train);
+Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n,
+                 const PartitionOptions& options = {}) {
+  const importers::Topology topo = importers::h100_cluster(std::max(n, 1));
+  const analysis::Lowering lowering(m.graph, m.strategies, topo);
+  auto p = partition(lowering, configs, n, m.train, options);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
   return std::move(*p);
 }
@@ -309,8 +312,7 @@ TEST_CASE("checks: partial sums wanted split along rows become a reduce-scatter"
     Programs rs = compile(*m, configs, n);
     PartitionOptions no_rs;
     no_rs.reduce_scatter = false;
-    auto ar = partition(m->graph, m->strategies, configs, n, m->train, no_rs);
-    REQUIRE_MESSAGE(ar.has_value(), ar.error().message());
+    const std::optional<Programs> ar = compile(*m, configs, n, no_rs);
     int scatters = 0;
     for (const RankProgram& r : rs.ranks)
       for (const Step& s : r.steps)

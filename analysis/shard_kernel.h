@@ -13,7 +13,7 @@
 #include "analysis/sharding.h"
 #include "ir/graph.h"
 
-namespace planner::codegen {
+namespace planner::analysis {
 
 /// What the partitioner knows about one shard of one operator.
 struct ShardRequest {
@@ -21,9 +21,9 @@ struct ShardRequest {
   ir::OpId op = ir::kNoOp;
   /// Per node input, the box the shard reads (whole for inputs the description does not
   /// name); empty Box for an absent input.
-  std::vector<analysis::Box> input_boxes;
+  std::vector<Box> input_boxes;
   /// Per node output, the box the shard computes.
-  std::vector<analysis::Box> output_boxes;
+  std::vector<Box> output_boxes;
   /// Per node output: -1 when the shard's output is final, else its partial index.
   std::vector<int> partial_index;
   bool split = false;  ///< the config splits some variable (else every box is whole)
@@ -33,7 +33,7 @@ struct ShardRequest {
 struct ShardInput {
   enum class Kind { kSlice, kConstant, kAbsent };
   Kind kind = Kind::kSlice;
-  analysis::Box box;    ///< kSlice: the box of the node input to read
+  Box box;    ///< kSlice: the box of the node input to read
   ir::Tensor constant;  ///< kConstant: a replacement (rewritten shape, bounds), with data
 };
 
@@ -52,9 +52,9 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& request, std:
 bool partial_sums_native(const ir::Op& op);
 
 /// The bytes of `box` of a tensor holding data (row-major).
-std::vector<uint8_t> slice_data(const ir::Tensor& tensor, const analysis::Box& box);
+std::vector<uint8_t> slice_data(const ir::Tensor& tensor, const Box& box);
 
 /// The operator types run sharded natively, for docs and `planner compile -v`.
 std::vector<std::string> native_op_types();
 
-}  // namespace planner::codegen
+}  // namespace planner::analysis

@@ -1,5 +1,5 @@
 // Native shard kernels: per-op rules, attribute rewriting and the shape check that guards them.
-#include "codegen/shard_kernel.h"
+#include "analysis/shard_kernel.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,10 +10,8 @@
 
 #include "importers/shape_rules.h"
 
-namespace planner::codegen {
+namespace planner::analysis {
 
-using analysis::Box;
-using analysis::Range;
 
 namespace {
 
@@ -552,7 +550,7 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       in.box = r.input_boxes[i];
       // A constant the description does not read (ReduceSum's axes, a shape): passed whole.
       const ir::Tensor& t = g.tensor(op.inputs[i]);
-      if (t.has_data() && analysis::box_elements(in.box) == 0) {
+      if (t.has_data() && box_elements(in.box) == 0) {
         in.box.clear();
         for (int64_t d : t.shape) in.box.push_back({0, d});
       }
@@ -567,7 +565,7 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     return std::nullopt;
   }
   for (size_t i = 0; i < op.inputs.size(); ++i)
-    if (op.inputs[i] != ir::kNoTensor && analysis::box_elements(k.inputs[i].box) == 0 &&
+    if (op.inputs[i] != ir::kNoTensor && box_elements(k.inputs[i].box) == 0 &&
         g.tensor(op.inputs[i]).num_elements() > 0) {
       why = "an input the shard does not read";
       return std::nullopt;
@@ -657,4 +655,4 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   return k;
 }
 
-}  // namespace planner::codegen
+}  // namespace planner::analysis
