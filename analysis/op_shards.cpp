@@ -35,6 +35,34 @@ bool is_update_op(const ir::Op& op) {
          (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
+std::vector<ir::OpId> step_order(const ir::Graph& g) {
+  std::vector<ir::OpId> order, updates;
+  std::vector<size_t> position(static_cast<size_t>(g.num_ops()), 0);
+  for (ir::OpId id : g.topo_order()) {
+    const ir::Op& op = g.op(id);
+    bool read = false;
+    for (ir::TensorId t : op.outputs)
+      if (t != ir::kNoTensor && !g.tensor(t).consumers.empty()) read = true;
+    if (is_update_op(op) && !read) {
+      updates.push_back(id);
+      continue;
+    }
+    position[static_cast<size_t>(id)] = order.size();
+    order.push_back(id);
+  }
+  auto ready = [&](ir::OpId id) {
+    size_t at = 0;
+    for (ir::TensorId t : g.op(id).inputs)
+      if (t != ir::kNoTensor && g.tensor(t).producer != ir::kNoOp)
+        at = std::max(at, position[static_cast<size_t>(g.tensor(t).producer)]);
+    return at;
+  };
+  std::stable_sort(updates.begin(), updates.end(),
+                   [&](ir::OpId a, ir::OpId b) { return ready(a) < ready(b); });
+  order.insert(order.end(), updates.begin(), updates.end());
+  return order;
+}
+
 namespace detail {
 
 std::pair<std::vector<int>, std::vector<bool>> split_roles(const Lowering::OpInfo& in,

@@ -65,4 +65,11 @@ std::string op_label(const ir::Op& op);
 /// parameter and state it reads, which stay resident where its shards read them.
 bool is_update_op(const ir::Op& op);
 
+/// The order a step runs its operators in: the graph's topological order, except that updates
+/// nobody reads within the step go last, in the order their inputs become available (the
+/// gradient computed first is applied first, as DDP does). On a device's compute stream the
+/// backward pass then never waits for a gradient's reduction, and each update waits only for
+/// its own. Codegen compiles in this order and the lowering prices in it.
+std::vector<ir::OpId> step_order(const ir::Graph& graph);
+
 }  // namespace planner::analysis
