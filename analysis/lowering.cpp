@@ -122,18 +122,6 @@ Expected<void> Lowering::check_config(ir::OpId id, const OpConfig& c) const {
 
 namespace {
 
-// Resources in the order emit() adds them: per device its compute resource and its channel,
-// then the collectives' sync resource.
-ResourceId compute_resource(DeviceId d) {
-  return 2 * d;
-}
-ResourceId channel_resource(DeviceId d) {
-  return 2 * d + 1;
-}
-ResourceId sync_resource(int num_devices) {
-  return 2 * num_devices;
-}
-
 bool same_task(const Task& a, const Task& b) {
   return a.name == b.name && a.resource == b.resource && a.kind == b.kind &&
          a.duration == b.duration && a.bytes == b.bytes && a.op == b.op;
@@ -168,7 +156,6 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
   using detail::TaskKey;
   const ir::Op& op = graph_.op(id);
   const int shards = c.num_shards();
-  const int n_dev = topology_.num_devices();
   detail::OpRecord rec;
 
   // The shards as the step runs them (op_shards.h): what each reads, writes and computes.
@@ -191,97 +178,96 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
     DeviceId d = c.devices[static_cast<size_t>(s)];
     Task task;
     task.name = shards > 1 ? fmt::format("{} [{}/{}]", op.name, s, shards) : op.name;
-    task.resource = compute_resource(d);
+    task.resource = detail::compute_resource(d);
     task.kind = TaskKind::kCompute;
     task.duration = shard_time(id, plan.shards[static_cast<size_t>(s)], d);
     task.op = id;
     rec.compute.tasks.push_back(std::move(task));
   }
 
-  // Outputs: buffers, shardings, reductions of partial sums.
-  const int32_t out_section = static_cast<int32_t>(op.inputs.size()) + 1;
+  // Outputs: buffers and shardings; partial sums wait for the tensor's first fetch
+  // (lower_chain), as the compiled step reduces them (tensor_fetch.h).
   detail::Section& out = rec.outputs;
-  rec.pieces.resize(op.outputs.size());
-  rec.out_buffer.assign(op.outputs.size(), std::vector<int32_t>(static_cast<size_t>(n_dev), -1));
+  rec.held.resize(op.outputs.size());
+  rec.pending.resize(op.outputs.size());
+  rec.reducer = plan.reducer;
   rec.sharding.resize(op.outputs.size());
   for (size_t o = 0; o < op.outputs.size(); ++o) {
     ir::TensorId t = op.outputs[o];
     if (t == ir::kNoTensor) continue;
     const ir::Tensor& tensor = graph_.tensor(t);
     const Sharding& sh = plan.sharding[o];
-    const int partial = sh.partial, replicas = sh.replicas;
-    std::vector<Box> boxes(static_cast<size_t>(shards));
+    std::map<DeviceId, int> held_on;
     for (int s = 0; s < shards; ++s) {
       DeviceId d = c.devices[static_cast<size_t>(s)];
       const ShardPlan& sp = plan.shards[static_cast<size_t>(s)];
-      boxes[static_cast<size_t>(s)] = sp.outputs[o];
+      detail::RecordOutput h;
+      h.device = d;
+      h.box = sp.outputs[o];
+      h.whole = !sp.kernel;
+      h.partial = sp.partial[o] >= 0;
+      h.ready = TaskKey{id, 0, s};
       // The output buffer on the shard's device (a fallback's holds the whole result). Updates
       // write the parameter and its state in place: no new buffer.
-      if (is_update_op(op)) continue;
-      rec.out_buffer[o][static_cast<size_t>(d)] = static_cast<int32_t>(out.buffers.size());
-      out.buffers.push_back(
-          {tensor.name, d, box_bytes(sp.writes[o], tensor), false, TaskKey{id, 0, s}});
+      if (!is_update_op(op)) {
+        h.buffer = static_cast<int32_t>(out.buffers.size());
+        out.buffers.push_back(
+            {tensor.name, d, box_bytes(sp.writes[o], tensor), false, TaskKey{id, 0, s}});
+      }
+      held_on[d] = static_cast<int>(rec.held[o].size());
+      rec.held[o].push_back(std::move(h));
     }
     rec.sharding[o] = sh;
-
-    std::vector<detail::RecordPiece>& pieces = rec.pieces[o];
-    if (partial == 1) {
-      for (int s = 0; s < shards; ++s) {
-        const Box& b = boxes[static_cast<size_t>(s)];
-        detail::RecordHolder h{c.devices[static_cast<size_t>(s)], TaskKey{id, 0, s}};
-        auto it =
-            std::find_if(pieces.begin(), pieces.end(), [&](const auto& pc) { return pc.box == b; });
-        if (it == pieces.end())
-          pieces.push_back({b, {h}});
-        else
-          it->holders.push_back(h);
-      }
-      continue;
-    }
-    // All-reduce each group of partials of one tile and replica: a join, then one task per
-    // member on its channel for the collective's time.
-    std::map<DeviceId, TaskKey> producer_on;
-    for (int s = 0; s < shards; ++s)
-      producer_on[c.devices[static_cast<size_t>(s)]] = TaskKey{id, 0, s};
+    if (sh.partial == 1) continue;
     for (int tile = 0; tile < sh.num_tiles(); ++tile)
-      for (int r = 0; r < replicas; ++r) {
-        std::vector<DeviceId> members;
-        for (int p = 0; p < partial; ++p)
-          members.push_back(sh.devices[static_cast<size_t>((tile * partial + p) * replicas + r)]);
-        Box b = sh.shard_box(tensor.shape, (tile * partial) * replicas + r);
-        double bytes = static_cast<double>(box_bytes(b, tensor));
-        CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members, bytes);
-        Task join;
-        join.name = fmt::format("all-reduce {} (join, tile {}, replica {})", tensor.name, tile, r);
-        join.resource = sync_resource(n_dev);
-        join.kind = TaskKind::kComm;
-        join.op = id;
-        TaskKey join_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
-        out.tasks.push_back(std::move(join));
-        std::vector<detail::RecordHolder> holders;
-        for (DeviceId m : members) {
-          out.edges.push_back({producer_on.at(m), join_key});
-          Task member;
-          member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {})", tensor.name, m,
-                                    members.size(), algorithm_name(cost.algorithm));
-          member.resource = channel_resource(m);
-          member.kind = TaskKind::kComm;
-          member.duration = cost.time;
-          member.bytes =
-              static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
-          member.op = id;
-          TaskKey member_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
-          out.tasks.push_back(std::move(member));
-          out.edges.push_back({join_key, member_key});
-          holders.push_back({m, member_key});
-          // The partial buffer is read (in place) by the collective.
-          int32_t buffer = rec.out_buffer[o][static_cast<size_t>(m)];
-          if (buffer >= 0) out.reads.push_back({TaskKey{id, out_section, buffer}, member_key});
-        }
-        out.comm_terms.push_back(cost.bytes_sent);
-        out.collectives.append(cost.schedule);
-        pieces.push_back({b, std::move(holders)});
+      for (int r = 0; r < sh.replicas; ++r) {
+        std::vector<int> members;
+        for (int q = 0; q < sh.partial; ++q)
+          members.push_back(held_on.at(
+              sh.devices[static_cast<size_t>((tile * sh.partial + q) * sh.replicas + r)]));
+        rec.pending[o].push_back(std::move(members));
       }
+    // A graph output nobody reads: its partial sums are all-reduced for the step's result (a
+    // tensor with readers is reduced at its first fetch, in its chain).
+    if (!tensor.consumers.empty() ||
+        std::find(graph_.outputs.begin(), graph_.outputs.end(), t) == graph_.outputs.end())
+      continue;
+    const int32_t out_section = static_cast<int32_t>(op.inputs.size()) + 1;
+    for (const std::vector<int>& tile : rec.pending[o]) {
+      std::vector<DeviceId> members;
+      for (int k : tile) members.push_back(rec.held[o][static_cast<size_t>(k)].device);
+      const Box& b = rec.held[o][static_cast<size_t>(tile[0])].box;
+      CollectiveCost cost = collective_cost(topology_, Collective::kAllReduce, members,
+                                            static_cast<double>(box_bytes(b, tensor)));
+      Task join;
+      join.name = fmt::format("all-reduce {} (join, {} devices, #{})", tensor.name, members.size(),
+                              out.tasks.size());
+      join.resource = detail::sync_resource(topology_.num_devices());
+      join.kind = TaskKind::kComm;
+      join.op = id;
+      TaskKey join_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
+      out.tasks.push_back(std::move(join));
+      for (int k : tile) {
+        const detail::RecordOutput& m = rec.held[o][static_cast<size_t>(k)];
+        out.edges.push_back({m.ready, join_key});
+        Task member;
+        member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {}, #{})", tensor.name,
+                                  m.device, members.size(), algorithm_name(cost.algorithm),
+                                  out.tasks.size());
+        member.resource = detail::channel_resource(m.device);
+        member.kind = TaskKind::kComm;
+        member.duration = cost.time;
+        member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(members.size()));
+        member.op = id;
+        TaskKey member_key{id, out_section, static_cast<int32_t>(out.tasks.size())};
+        out.tasks.push_back(std::move(member));
+        out.edges.push_back({join_key, member_key});
+        // The partial buffer is read (in place) by the collective.
+        if (m.buffer >= 0) out.reads.push_back({TaskKey{id, out_section, m.buffer}, member_key});
+      }
+      out.comm_terms.push_back(cost.bytes_sent);
+      out.collectives.append(cost.schedule);
+    }
   }
   return rec;
 }
@@ -316,7 +302,8 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
         r.owner[static_cast<size_t>(op.inputs[i])] = id;
   }
   r.consumers.resize(n_tensors);
-  for (ir::OpId id : graph.topo_order()) {
+  // Consumers fetch in the order the step runs them (as codegen compiles them).
+  for (ir::OpId id : step_order(graph)) {
     const ir::Op& op = graph.op(id);
     for (size_t i = 0; i < op.inputs.size(); ++i)
       if (op.inputs[i] != ir::kNoTensor)
@@ -352,209 +339,6 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
   return r;
 }
 
-void PlanRecords::lower_chain(ir::TensorId t) {
-  const Lowering& L = *lowering;
-  const ir::Graph& graph = L.graph_;
-  const importers::Topology& topology = L.topology_;
-  const int n_dev = topology.num_devices();
-  const ir::Tensor& tensor = graph.tensor(t);
-  const bool resident = tensor.producer == ir::kNoOp;
-  const ir::OpId own = owner[static_cast<size_t>(t)];
-  const TaskKey none{};
-
-  std::vector<RecordPiece> pieces;
-  bool has_available = false;
-  // The tensor's output (or resident) buffer on each device.
-  std::vector<BufferKey> buffer_on(static_cast<size_t>(n_dev), none);
-  if (!resident) {
-    const ir::Op& producer = graph.op(tensor.producer);
-    const OpRecord& pr = ops[static_cast<size_t>(tensor.producer)];
-    size_t o = static_cast<size_t>(std::find(producer.outputs.begin(), producer.outputs.end(), t) -
-                                   producer.outputs.begin());
-    pieces = pr.pieces[o];
-    has_available = true;
-    for (size_t d = 0; d < buffer_on.size(); ++d)
-      if (pr.out_buffer[o][d] >= 0)
-        buffer_on[d] = {tensor.producer, pr.num_sections() - 1, pr.out_buffer[o][d]};
-  } else {
-    resident_sharding[static_cast<size_t>(t)] = Sharding{};
-  }
-  // What earlier consumers fetched to a device: a later consumer on that device reuses it
-  // (as a launcher keeps a gathered tensor) instead of moving it again.
-  std::vector<std::vector<std::pair<Box, TaskKey>>> received(static_cast<size_t>(n_dev));
-  std::vector<std::vector<BufferKey>> received_buffer(static_cast<size_t>(n_dev));
-
-  for (const auto& [y, i] : consumers[static_cast<size_t>(t)]) {
-    const int32_t sec_index = 1 + i;
-    const ir::Op& op = graph.op(y);
-    Section& sec = ops[static_cast<size_t>(y)].inputs[static_cast<size_t>(i)];
-    sec = Section{};
-    const OpConfig& c = configs[static_cast<size_t>(y)];
-    const std::vector<Box>& need = ops[static_cast<size_t>(y)].need[static_cast<size_t>(i)];
-    const int shards = c.num_shards();
-    // Resident buffers belong to the operator that placed them first.
-    // y is captured by copy: clang 14 refuses lambdas that name a structured binding.
-    auto resident_buffer = [&, y = y](DeviceId d, const Box& box) {
-      int64_t bytes = box_bytes(box, tensor);
-      const BufferKey& k = buffer_on[static_cast<size_t>(d)];
-      if (k.op != ir::kNoOp) {
-        RecordBuffer& b =
-            ops[static_cast<size_t>(k.op)].section(k.section).buffers[static_cast<size_t>(k.index)];
-        b.bytes = std::max(b.bytes, bytes);
-        return;
-      }
-      buffer_on[static_cast<size_t>(d)] = {y, sec_index, static_cast<int32_t>(sec.buffers.size())};
-      sec.buffers.push_back({tensor.name, d, bytes, true, none});
-    };
-    if (resident && (own == ir::kNoOp || own == y)) {
-      // Kept where it is read: no transfer.
-      for (int s = 0; s < shards; ++s) {
-        if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
-        resident_buffer(c.devices[static_cast<size_t>(s)], need[static_cast<size_t>(s)]);
-      }
-      // Its layout in the plan is the one its buffers are counted with: the boxes this
-      // operator's shards hold (replicated only where they hold all of it).
-      Sharding& home = resident_sharding[static_cast<size_t>(t)];
-      if (own == y || home.devices.empty()) {
-        std::vector<int> holders;
-        std::vector<Box> held;
-        for (int s = 0; s < shards; ++s) {
-          if (box_elements(need[static_cast<size_t>(s)]) == 0) continue;
-          holders.push_back(c.devices[static_cast<size_t>(s)]);
-          held.push_back(need[static_cast<size_t>(s)]);
-        }
-        home = sharding_of(tensor.shape, holders, held)
-                   .value_or(Sharding::replicated(tensor.rank(), c.devices));
-      }
-      continue;
-    }
-    if (resident && !has_available) {
-      // Owned by an update op lowered later: its shards' boxes, resident from the start.
-      const OpConfig& oc = configs[static_cast<size_t>(own)];
-      const auto& own_inputs = graph.op(own).inputs;
-      size_t oi = static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t) -
-                                      own_inputs.begin());
-      const std::vector<Box>& home = ops[static_cast<size_t>(own)].need[oi];
-      for (int s = 0; s < oc.num_shards(); ++s) {
-        DeviceId d = oc.devices[static_cast<size_t>(s)];
-        const Box& b = home[static_cast<size_t>(s)];
-        auto it = std::find_if(pieces.begin(), pieces.end(),
-                               [&](const RecordPiece& p) { return p.box == b; });
-        if (it == pieces.end())
-          pieces.push_back({b, {{d, none}}});
-        else
-          it->holders.push_back({d, none});
-        resident_buffer(d, b);
-      }
-      has_available = true;
-    }
-    // Reads of resident buffers release nothing: only output buffers are noted.
-    auto note_read = [&](DeviceId holder, const TaskKey& reader) {
-      const BufferKey& b = buffer_on[static_cast<size_t>(holder)];
-      if (resident || b.op == ir::kNoOp) return;
-      sec.reads.push_back({b, reader});
-    };
-    for (int s = 0; s < shards; ++s) {
-      const Box& want = need[static_cast<size_t>(s)];
-      if (box_elements(want) == 0) continue;
-      DeviceId d = c.devices[static_cast<size_t>(s)];
-      const TaskKey consumer{y, 0, s};
-      // Entirely local?
-      const RecordHolder* local = nullptr;
-      for (const RecordPiece& p : pieces) {
-        if (!box_contains(p.box, want)) continue;
-        for (const RecordHolder& h : p.holders)
-          if (h.device == d) local = &h;
-        if (local) break;
-      }
-      if (local) {
-        if (local->ready.op != ir::kNoOp) sec.edges.push_back({local->ready, consumer});
-        note_read(d, consumer);
-        continue;
-      }
-      // Already fetched here by an earlier consumer?
-      auto& got = received[static_cast<size_t>(d)];
-      auto it = std::find_if(got.begin(), got.end(),
-                             [&](const auto& r) { return box_contains(r.first, want); });
-      if (it != got.end()) {
-        sec.edges.push_back({it->second, consumer});
-        // The received buffers now live until this consumer ends too.
-        for (const BufferKey& rb : received_buffer[static_cast<size_t>(d)])
-          sec.reads.push_back({rb, consumer});
-        continue;
-      }
-      // The transfers of this fetch; remembered (as one box, ready when the last arrives)
-      // for later consumers on this device.
-      std::vector<TaskKey> fetched;
-      for (size_t pi = 0; pi < pieces.size(); ++pi) {
-        const RecordPiece& p = pieces[pi];
-        Box part = intersect(want, p.box);
-        if (box_elements(part) == 0) continue;
-        // The nearest holders (this device, then the same node, then the widest route); among
-        // equals the destination picks by its own id, which spreads reads over replicas
-        // without state carried from earlier transfers (so one operator's new configuration
-        // changes only the transfers that involve it).
-        const RecordHolder* best = nullptr;
-        std::vector<const RecordHolder*> equal;
-        auto rank = [&](const RecordHolder& h) {
-          return std::make_tuple(h.device == d, topology.same_node(h.device, d),
-                                 topology.bandwidth(h.device, d));
-        };
-        for (const RecordHolder& h : p.holders) {
-          if (!best || rank(h) > rank(*best)) {
-            best = &h;
-            equal.assign(1, &h);
-          } else if (rank(h) == rank(*best)) {
-            equal.push_back(&h);
-          }
-        }
-        best = equal[static_cast<size_t>(d) % equal.size()];
-        if (best->device == d) {
-          if (best->ready.op != ir::kNoOp) sec.edges.push_back({best->ready, consumer});
-          note_read(d, consumer);
-          continue;
-        }
-        int64_t bytes = box_bytes(part, tensor);
-        Task tr;
-        tr.name = fmt::format("{} -> {} (gpu{} to gpu{}, piece {})", tensor.name, op.name,
-                              best->device, d, pi);
-        tr.resource = channel_resource(best->device);
-        tr.kind = TaskKind::kComm;
-        tr.duration = topology.latency(best->device, d) +
-                      static_cast<double>(bytes) / topology.bandwidth(best->device, d);
-        tr.bytes = bytes;
-        tr.op = y;
-        const TaskKey task{y, sec_index, static_cast<int32_t>(sec.tasks.size())};
-        sec.tasks.push_back(std::move(tr));
-        if (best->ready.op != ir::kNoOp) sec.edges.push_back({best->ready, task});
-        sec.edges.push_back({task, consumer});
-        fetched.push_back(task);
-        note_read(best->device, task);
-        sec.transfers.push_back({best->device, d, static_cast<double>(bytes)});
-        sec.comm_terms.push_back(static_cast<double>(bytes));
-        const BufferKey received_key{y, sec_index, static_cast<int32_t>(sec.buffers.size())};
-        sec.buffers.push_back({tensor.name + " (received)", d, bytes, false, task});
-        sec.reads.push_back({received_key, consumer});
-        received_buffer[static_cast<size_t>(d)].push_back(received_key);
-      }
-      if (fetched.size() == 1) {
-        got.push_back({want, fetched[0]});
-      } else if (fetched.size() > 1) {
-        // A zero-time join on the device marks the assembled box ready.
-        Task join;
-        join.name = fmt::format("{} assembled for {} on gpu{}", tensor.name, op.name, d);
-        join.resource = sync_resource(n_dev);
-        join.kind = TaskKind::kComm;
-        join.op = y;
-        const TaskKey j{y, sec_index, static_cast<int32_t>(sec.tasks.size())};
-        sec.tasks.push_back(std::move(join));
-        for (const TaskKey& f : fetched) sec.edges.push_back({f, j});
-        got.push_back({want, j});
-      }
-    }
-  }
-}
-
 double PlanRecords::comm_bytes() const {
   double sum = 0;
   for (ir::OpId id : lowering->graph_.topo_order()) {
@@ -578,11 +362,12 @@ Expected<LoweredPlan> PlanRecords::emit() const {
     plan.channel.push_back(
         g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
     PLANNER_CHECK(
-        plan.compute.back() == compute_resource(d) && plan.channel.back() == channel_resource(d),
+        plan.compute.back() == detail::compute_resource(d) &&
+            plan.channel.back() == detail::channel_resource(d),
         "resource ids out of order");
   }
   PLANNER_CHECK(
-      g.add_resource({"collective sync", ResourceKind::kLink, -1}) == sync_resource(n_dev),
+      g.add_resource({"collective sync", ResourceKind::kLink, -1}) == detail::sync_resource(n_dev),
       "resource ids out of order");
   plan.tensor_sharding = resident_sharding;
   plan.op_group.assign(ops.size(), kNoGroup);
@@ -628,7 +413,7 @@ Expected<LoweredPlan> PlanRecords::emit() const {
       buffer_base[static_cast<size_t>(id)][static_cast<size_t>(s)] = buffers.size();
       for (const RecordBuffer& b : rec.section(s).buffers)
         buffers.push_back(Buffer{b.name,
-                                 compute_resource(b.device),
+                                 detail::compute_resource(b.device),
                                  b.bytes,
                                  b.resident ? kNoTask : resolve(b.producer),
                                  {},

@@ -16,6 +16,18 @@
 
 namespace planner::analysis::detail {
 
+// Resources in the order emit() adds them: per device its compute resource and its channel,
+// then the collectives' sync resource.
+inline ResourceId compute_resource(importers::DeviceId d) {
+  return 2 * d;
+}
+inline ResourceId channel_resource(importers::DeviceId d) {
+  return 2 * d + 1;
+}
+inline ResourceId sync_resource(int num_devices) {
+  return 2 * num_devices;
+}
+
 /// A task of a record: its operator, the section of that operator's lowering (0: compute,
 /// 1 + i: the fetches of node input i, num_inputs + 1: outputs) and its index there.
 struct TaskKey {
@@ -66,16 +78,14 @@ struct Section {
   bool same_graph(const Section& other) const;
 };
 
-/// A copy of a piece of a tensor: where, and the task that makes it ready.
-struct RecordHolder {
+/// What one shard of an operator leaves of one output.
+struct RecordOutput {
   importers::DeviceId device = 0;
-  TaskKey ready;  ///< op kNoOp: resident from the start
-};
-
-/// A box of a tensor and its copies.
-struct RecordPiece {
-  Box box;
-  std::vector<RecordHolder> holders;
+  Box box;            ///< the shard's box of the result
+  bool whole = false; ///< a fallback: its buffer holds the whole result, sliced to `box`
+  bool partial = false;  ///< a partial sum, reduced when the tensor is first fetched
+  TaskKey ready;         ///< the shard's compute task
+  int32_t buffer = -1;   ///< its buffer in the outputs section (-1: updates write in place)
 };
 
 /// One operator's lowering under its config.
@@ -84,9 +94,12 @@ struct OpRecord {
   Section compute;                     ///< section 0
   std::vector<Section> inputs;         ///< sections 1..n, filled by the input tensors' chains
   Section outputs;                     ///< section n + 1: output buffers and reductions
-  std::vector<std::vector<RecordPiece>> pieces;  ///< per node output: what consumers can read
-  /// Per node output, per device: its output buffer's index in `outputs.buffers`, or -1.
-  std::vector<std::vector<int32_t>> out_buffer;
+  /// Per node output: what each shard leaves, in shard order.
+  std::vector<std::vector<RecordOutput>> held;
+  /// Per node output: the partial sums of each tile to reduce together (indices into `held`,
+  /// in partial order); empty when the output holds no partial sums.
+  std::vector<std::vector<std::vector<int>>> pending;
+  std::vector<Reducer> reducer;    ///< per node output: how its partial sums combine
   std::vector<Sharding> sharding;  ///< per node output
 
   /// Section `s` (0 .. inputs.size() + 1).

@@ -231,6 +231,7 @@ TEST_CASE(
   SearchOptions o;
   o.budget_s = 0;
   o.memory_limit = default_memory_limit(*p->topology);
+  o.fewer_devices = false;  // the frontier over all eight (plans on fewer are tested below)
   auto points = compute_frontier(p->context(), o, all_devices(8));
   REQUIRE_MESSAGE(points.has_value(), (points ? "" : points.error().message()));
   REQUIRE(!points->empty());
