@@ -170,6 +170,11 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              int num_ranks) {
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
+  if (num_ranks <= m.topology->num_devices()) {
+    auto ordered =
+        codegen::order_by_schedule(*p, m.graph, *m.topology, m.lowering->compute_model());
+    if (!ordered) return ordered.error().with_context(m.source);
+  }
   p->precision = m.precision;
   return p;
 }

@@ -46,8 +46,8 @@ bool is_collective(StepKind kind) {
 class Builder {
  public:
   Builder(const Programs& p, const ir::Graph& g, const importers::Topology& t,
-          const analysis::ComputeCostModel& c)
-      : p_(p), g_(g), topology_(t), compute_(c) {}
+          const analysis::ComputeCostModel& c, bool in_order)
+      : p_(p), g_(g), topology_(t), compute_(c), in_order_(in_order) {}
 
   Expected<ProgramTasks> run();
 
@@ -68,6 +68,7 @@ class Builder {
   const ir::Graph& g_;
   const importers::Topology& topology_;
   const analysis::ComputeCostModel& compute_;
+  bool in_order_;  // kernels wait for the kernel before them (one compute stream)
   ProgramTasks out_;
   ResourceId sync_ = analysis::kNoResource;
   int64_t order_ = 0;
@@ -270,7 +271,7 @@ void Builder::add_edges_and_buffers() {
       }
       if (s.kind == StepKind::kKernel) {
         // The compute stream runs kernels in program order.
-        if (previous_kernel != kNoTask) out_.graph.add_edge(previous_kernel, task);
+        if (previous_kernel != kNoTask && in_order_) out_.graph.add_edge(previous_kernel, task);
         previous_kernel = task;
       }
     }
@@ -336,16 +337,38 @@ Expected<ProgramTasks> Builder::run() {
 
 Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& graph,
                                      const importers::Topology& topology,
-                                     const analysis::ComputeCostModel& compute) {
-  Builder b(programs, graph, topology, compute);
+                                     const analysis::ComputeCostModel& compute, bool in_order) {
+  Builder b(programs, graph, topology, compute, in_order);
   return b.run();
+}
+
+Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
+                                 const importers::Topology& topology,
+                                 const analysis::ComputeCostModel& compute) {
+  PLANNER_TRY_ASSIGN(ProgramTasks tasks,
+                     program_tasks(programs, graph, topology, compute, /*in_order=*/false));
+  PLANNER_TRY_ASSIGN(analysis::Timeline t, analysis::simulate(tasks.graph));
+  for (int r = 0; r < programs.num_ranks; ++r) {
+    RankProgram& prog = programs.ranks[static_cast<size_t>(r)];
+    const std::vector<TaskId>& task_of = tasks.step_task[static_cast<size_t>(r)];
+    std::vector<size_t> order(prog.steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto start = [&](size_t i) { return t.start[static_cast<size_t>(task_of[i])]; };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return start(a) < start(b); });
+    std::vector<Step> steps;
+    steps.reserve(prog.steps.size());
+    for (size_t i : order) steps.push_back(std::move(prog.steps[i]));
+    prog.steps = std::move(steps);
+  }
+  return ok();
 }
 
 Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Graph& graph,
                                         const importers::Topology& topology,
                                         const analysis::ComputeCostModel& compute,
                                         ProgramTasks* tasks, analysis::Timeline* timeline) {
-  PLANNER_TRY_ASSIGN(ProgramTasks built, program_tasks(programs, graph, topology, compute));
+  PLANNER_TRY_ASSIGN(ProgramTasks built, program_tasks(programs, graph, topology, compute, true));
   PLANNER_TRY_ASSIGN(analysis::Timeline t, analysis::simulate(built.graph));
   ProgramCost cost;
   cost.step_time_s = t.step_time;

@@ -49,11 +49,24 @@ struct ProgramTasks {
 };
 
 /// Builds the task graph of `programs`, compiled from `graph` for `topology` (rank r runs device
-/// r). Errors: a program whose collectives or point-to-point calls do not pair up across ranks,
-/// or more ranks than the topology has devices.
+/// r). `in_order`: each kernel waits for the kernel before it on its rank, as one compute stream
+/// runs them; false leaves only the data dependencies (the dataflow schedule). Errors: a
+/// program whose collectives or point-to-point calls do not pair up across ranks, or more
+/// ranks than the topology has devices.
 Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& graph,
                                      const importers::Topology& topology,
-                                     const analysis::ComputeCostModel& compute);
+                                     const analysis::ComputeCostModel& compute,
+                                     bool in_order = true);
+
+/// Puts each rank's steps in the order the dataflow schedule of `programs` starts them (ties in
+/// program order): the compute stream then never waits on a kernel whose inputs are late while
+/// later kernels could run, and the in-order step reproduces the schedule the lowering prices.
+/// Every rank's order is a subsequence of one global order of start times, in which every
+/// collective's members and every send and its receive meet, so the reordered programs still
+/// pair up and cannot deadlock.
+Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
+                                 const importers::Topology& topology,
+                                 const analysis::ComputeCostModel& compute);
 
 /// What the compiled step costs under the simulator.
 struct ProgramCost {

@@ -31,6 +31,7 @@ inline std::unique_ptr<Planned> plan_graph(ir::Graph forward, int gpus,
   search::SearchOptions options;
   options.memory_limit = search::default_memory_limit(*p.topology);
   options.budget_s = 0;
+  options.fewer_devices = false;  // pictures of every GPU asked for
   auto result = (*info)->run(p.context(), options);
   REQUIRE_MESSAGE(result.has_value(), (result ? "" : result.error().message()));
   out->configs = result->configs;

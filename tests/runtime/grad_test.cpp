@@ -275,7 +275,7 @@ TEST_CASE("LossGrad: the gradient of 0.5*sum(y^2) is y") {
   CHECK_THROWS_WITH_AS(run_planner("LossGrad", {}, {y.t}, {Z({3, 2}).t}),
                        doctest::Contains("output 0 has shape [3,2], expected [2,3]"), Error);
   CHECK_THROWS_WITH_AS(run_planner("LossGrad", {}, {I64({1}, {1}).t}, {Z({1}).t}),
-                       doctest::Contains("expected f32 or f16"), Error);
+                       doctest::Contains("expected f32, f16 or bf16"), Error);
 }
 
 TEST_CASE("ConvGradData and ConvGradFilter") {
@@ -363,4 +363,42 @@ TEST_CASE("SGD, Momentum, Adam") {
                          .epsilon(1e-5));
   CHECK_THROWS_WITH_AS(run_planner("SGD", {}, {p.t, Z({3}).t}, {po.t}),
                        doctest::Contains("input 1 has shape [3]"), Error);
+}
+
+TEST_CASE("SGD, Momentum, Adam: grad_scale unscales a loss-scaled gradient first") {
+  // A gradient scaled by 1024 and grad_scale 1/1024 step exactly as the unscaled gradient.
+  Buf p = F({2}, {1, -1}), g = F({2}, {0.5f, -2}), gs = F({2}, {512.0f, -2048.0f});
+  for (const char* op : {"SGD", "Momentum", "Adam"}) {
+    const bool sgd = std::string(op) == "SGD", adam = std::string(op) == "Adam";
+    Buf po = Z({2}), qo = Z({2}), s1 = Z({2}), s2 = Z({2}), t1 = Z({2}), t2 = Z({2});
+    Buf m = F({2}, {0.1f, 0.2f}), v = F({2}, {0.01f, 0.02f});
+    std::vector<Tensor> plain = {p.t, g.t}, scaled = {p.t, gs.t};
+    std::vector<Tensor> out1 = {po.t}, out2 = {qo.t};
+    if (!sgd) {
+      plain.push_back(m.t);
+      scaled.push_back(m.t);
+      out1.push_back(s1.t);
+      out2.push_back(s2.t);
+    }
+    if (adam) {
+      plain.push_back(v.t);
+      scaled.push_back(v.t);
+      out1.push_back(t1.t);
+      out2.push_back(t2.t);
+    }
+    run_planner(op, {{"lr", 0.1}}, plain, out1);
+    run_planner(op, {{"lr", 0.1}, {"grad_scale", 1.0 / 1024}}, scaled, out2);
+    CAPTURE(op);
+    expect_close(qo.values(), po.values(), 0, 0);
+    if (!sgd) expect_close(s2.values(), s1.values(), 0, 0);
+    if (adam) expect_close(t2.values(), t1.values(), 0, 0);
+  }
+}
+
+TEST_CASE("LossGrad: scale, the mean loss's 1/numel") {
+  Buf y = R({2, 3}, 73), dy = Z({2, 3});
+  run_planner("LossGrad", {{"scale", 1.0 / 6}}, {y.t}, {dy.t});
+  std::vector<float> expect = y.values();
+  for (float& e : expect) e *= 1.0f / 6;
+  expect_close(dy.values(), expect, 0, 0);
 }

@@ -2,7 +2,7 @@
 // analysis/training_graph.cpp emits them: small forward graphs (LayerNormalization, the
 // reductions, BatchNormalization, Slice/Pad, LSTM, GRU, RNN) are differentiated, every op of
 // the step runs through run_kernel, and each parameter's gradient is checked against central
-// differences of the step's loss 0.5*sum(y^2) computed by the forward ops alone.
+// differences of the step's loss 0.5*mean(y^2) computed by the forward ops alone.
 #include <cstring>
 #include <map>
 #include <set>
@@ -118,8 +118,12 @@ struct Executor {
   double loss(const std::vector<ir::TensorId>& outputs) {
     run(true);
     double l = 0;
-    for (ir::TensorId o : outputs)
-      for (float v : bufs[static_cast<size_t>(o)].values()) l += 0.5 * double(v) * v;
+    for (ir::TensorId o : outputs) {
+      const std::vector<float> values = bufs[static_cast<size_t>(o)].values();
+      double sum = 0;
+      for (float v : values) sum += 0.5 * double(v) * v;
+      l += sum / static_cast<double>(std::max<size_t>(values.size(), 1));
+    }
     return l;
   }
 };
