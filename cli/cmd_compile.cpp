@@ -1,11 +1,6 @@
 // `planner compile PLAN --model MODEL -o DIR`: a plan becomes partitioned ONNX files, a
 // manifest and a launcher (see docs/codegen.md).
 #include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <set>
-#include <algorithm>
-#include "analysis/lowering.h"
 #include <string>
 
 #include "cli/commands.h"

@@ -141,6 +141,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   }
   out->lowering = std::make_unique<analysis::Lowering>(out->graph, out->strategies,
                                                        *out->topology, out->lowering_options());
+  out->metrics_cache = std::make_unique<PreparedModel::MetricsCache>();
   if (flags.dump_after == "groups") {
     PLANNER_TRY_ASSIGN(search::GroupSpace space, search::GroupSpace::create(
                                                      *out->lowering,

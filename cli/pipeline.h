@@ -2,7 +2,9 @@
 // import -> (training graph) -> operator library -> strategies -> topology.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "importers/topology.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
+#include "search/plan.h"
 #include "support/output_file.h"
 #include "tdl/library.h"
 
@@ -59,6 +62,14 @@ struct PreparedModel {
   /// The graph on the topology with lowering_options(): what every command that prices,
   /// searches or compiles this model shares (set once the topology and costs are known).
   std::unique_ptr<analysis::Lowering> lowering;
+  /// Plans already compiled and simulated (cli/plan_model.h, program_metrics): a search, its
+  /// device blocks and the data-parallel baselines ask for the same plan more than once. Safe
+  /// to use from several threads.
+  struct MetricsCache {
+    std::mutex mutex;
+    std::map<std::string, search::PlanMetrics> metrics;  ///< configs' text -> figures
+  };
+  std::unique_ptr<MetricsCache> metrics_cache;
 
   /// The lowering options every command that prices this model uses: measured costs and the
   /// kernels the precision selects.

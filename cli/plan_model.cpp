@@ -4,11 +4,8 @@
 #include <fmt/format.h>
 
 #include "analysis/lowering.h"
-#include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <set>
-#include <algorithm>
+#include <mutex>
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
 #include "search/search.h"
@@ -199,55 +196,24 @@ Expected<SimulatedProgram> simulate_plan(const PreparedModel& m,
   return out;
 }
 
-void debug_compare(const PreparedModel& m, const std::vector<analysis::OpConfig>& configs, const codegen::Programs& programs_) {
-  const auto* programs = &programs_;
-  {
-    const analysis::Lowering& lowering = *m.lowering;
-    auto lowered = lowering.lower(configs);
-    std::map<int, double> low, prog;
-    std::map<int, int> nlow, nprog;
-    for (analysis::TaskId t = 0; t < lowered->graph.task_capacity(); ++t) {
-      const auto& task = lowered->graph.task(t);
-      if (task.resource == lowered->compute[0] && task.op >= 0) low[task.op] += task.duration, nlow[task.op]++;
-    }
-    codegen::ProgramTasks tasks;
-    (void)price_programs(m, *programs, &tasks);
-    {
-      auto lt = analysis::simulate(lowered->graph);
-      double lc = 0, pc = 0;
-      for (analysis::TaskId t = 0; t < lowered->graph.task_capacity(); ++t)
-        if (lowered->graph.alive(t) && lowered->graph.task(t).resource == lowered->channel[0]) lc += lowered->graph.task(t).duration;
-      for (analysis::TaskId t = 0; t < tasks.graph.task_capacity(); ++t)
-        if (tasks.graph.alive(t) && tasks.graph.task(t).resource == tasks.channel[0]) pc += tasks.graph.task(t).duration;
-      std::fprintf(stderr, "== lowering step %.3f ms comm0 %.3f ms | program comm0 %.3f ms\n", lt->step_time * 1e3, lc * 1e3, pc * 1e3);
-    }
-    const auto& r0 = programs->ranks[0];
-    for (size_t i = 0; i < r0.steps.size(); ++i) {
-      const auto& task = tasks.graph.task(tasks.step_task[0][i]);
-      if (r0.steps[i].kind == codegen::StepKind::kKernel && task.op >= 0) prog[task.op] += task.duration, nprog[task.op]++;
-    }
-    std::vector<std::pair<double, int>> diff;
-    std::set<int> ops;
-    for (auto& [k, v] : low) ops.insert(k);
-    for (auto& [k, v] : prog) ops.insert(k);
-    double tl = 0, tp = 0;
-    for (int k : ops) { diff.push_back({prog[k] - low[k], k}); tl += low[k]; tp += prog[k]; }
-    std::sort(diff.begin(), diff.end());
-    std::fprintf(stderr, "rank0 compute: lowering %.3f ms, program %.3f ms\n", tl * 1e3, tp * 1e3);
-    for (size_t i = 0; i < diff.size(); ++i) {
-      if (i >= 8 && i + 12 < diff.size()) continue;
-      int k = diff[i].second;
-      std::fprintf(stderr, "%8.3f ms  %s (%s) low %d tasks %.3f prog %d tasks %.3f %s\n", diff[i].first * 1e3, m.graph.op(k).name.c_str(), m.graph.op(k).op_type.c_str(), nlow[k], low[k]*1e3, nprog[k], prog[k]*1e3, configs[k].to_string().c_str());
-    }
-  }
-}
-
 Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
                                               const std::vector<analysis::OpConfig>& configs) {
+  PreparedModel::MetricsCache* cache = m.metrics_cache.get();
+  std::string key;
+  for (const analysis::OpConfig& c : configs) key += c.to_string() + ';';
+  if (cache) {
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    auto it = cache->metrics.find(key);
+    if (it != cache->metrics.end()) return it->second;
+  }
   PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
-  if (std::getenv("PLANNER_DEBUG_PROGRAM")) debug_compare(m, configs, s.programs);
-  return search::PlanMetrics{s.cost.step_time_s, s.cost.peak_memory_bytes,
-                             static_cast<int64_t>(s.cost.comm_bytes)};
+  search::PlanMetrics out{s.cost.step_time_s, s.cost.peak_memory_bytes,
+                          static_cast<int64_t>(s.cost.comm_bytes)};
+  if (cache) {
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    cache->metrics.emplace(std::move(key), out);
+  }
+  return out;
 }
 
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {

@@ -134,15 +134,41 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron";
-  if (!is_baseline && !search_flags.no_fallback &&
-      predicted->step_time_s > dp_metrics->step_time_s &&
-      dp_metrics->peak_memory_bytes <= options.memory_limit) {
-    out.notes.push_back(fmt::format(
-        "the search's plan ({}) was slower than data parallelism ({}) under the "
-        "simulator: kept data parallelism",
-        format_seconds(predicted->step_time_s), format_seconds(dp_metrics->step_time_s)));
-    configs = dp->configs;
-    predicted = dp_metrics;
+  if (!is_baseline && !search_flags.no_fallback) {
+    // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
+    // searches' cuts make: the fastest that fits replaces a slower search result.
+    const int n = topology.num_devices();
+    std::vector<std::vector<analysis::OpConfig>> dps;
+    std::vector<int> dp_blocks;
+    for (int b : options.fewer_devices ? search::device_blocks(n) : std::vector<int>{n}) {
+      auto c = b == n ? Expected<std::vector<analysis::OpConfig>>(dp->configs)
+                      : analysis::baseline_configs(*session.lowering,
+                                                   analysis::Baseline::kDataParallel, b);
+      if (!c) continue;
+      dps.push_back(std::move(*c));
+      dp_blocks.push_back(b);
+    }
+    std::vector<const std::vector<analysis::OpConfig>*> candidates;
+    for (const auto& c : dps) candidates.push_back(&c);
+    PLANNER_TRY_ASSIGN(search::Pick pick, search::pick_fastest(*session.lowering, options,
+                                                               options.memory_limit, candidates));
+    std::vector<analysis::OpConfig> best_dp = std::move(dps[pick.index]);
+    const search::PlanMetrics best_m = pick.metrics;
+    const int best_n = dp_blocks[pick.index];
+    if (predicted->step_time_s > best_m.step_time_s &&
+        best_m.peak_memory_bytes <= options.memory_limit) {
+      std::erase_if(out.notes, [](const std::string& s) { return s.starts_with("uses "); });
+      result->options.erase("gpus_used");
+      if (best_n < n) result->options["gpus_used"] = best_n;
+      out.notes.push_back(fmt::format(
+          "the search's plan ({}) was slower than data parallelism{} ({}) under the "
+          "simulator: kept data parallelism",
+          format_seconds(predicted->step_time_s),
+          best_n < n ? fmt::format(" over {} of the {} GPUs", best_n, n) : "",
+          format_seconds(best_m.step_time_s)));
+      configs = std::move(best_dp);
+      predicted = best_m;
+    }
   }
 
   search::PlanHeader header;

@@ -398,21 +398,6 @@ Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Grap
         ++cost.kernels;
         cost.kernels_whole += s.fallback ? 1 : 0;
       }
-  if (std::getenv("PLANNER_DEBUG_PROGRAM")) {
-    std::map<std::string, std::pair<int, double>> sum;
-    const RankProgram& prog = programs.ranks[0];
-    for (size_t i = 0; i < prog.steps.size(); ++i) {
-      const Step& s = prog.steps[i];
-      TaskId id = built.step_task[0][i];
-      std::string k = s.kind == StepKind::kKernel
-                          ? (s.op == ir::kNoOp ? "helper " + s.op_type
-                                               : (s.fallback ? "whole" : "native"))
-                          : step_kind_name(s.kind);
-      sum[k].first++;
-      sum[k].second += built.graph.task(id).duration;
-    }
-    for (auto& [k, v] : sum) fmt::print(stderr, "{:<24} {:6} {:.3f} ms\n", k, v.first, v.second * 1e3);
-  }
   if (timeline) *timeline = std::move(t);
   if (tasks) *tasks = std::move(built);
   return cost;

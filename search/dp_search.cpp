@@ -106,23 +106,25 @@ Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions&
   const int64_t limit = options.memory_limit > 0
                             ? options.memory_limit
                             : default_memory_limit(context.lowering.topology());
-  PLANNER_TRY_ASSIGN(SearchResult best, dp_on(context, options, n, deadline));
-  if (options.objective == Objective::kCommBytes || !options.fewer_devices || n == 1) return best;
-  PLANNER_TRY_ASSIGN(PlanMetrics best_m, judge_configs(context.lowering, options, best.configs));
-  int used = n;
-  int64_t evaluated = best.plans_evaluated;
+  PLANNER_TRY_ASSIGN(SearchResult full, dp_on(context, options, n, deadline));
+  if (options.objective == Objective::kCommBytes || !options.fewer_devices || n == 1) return full;
+  std::vector<SearchResult> results;
+  std::vector<int> blocks;
+  int64_t evaluated = full.plans_evaluated;
+  results.push_back(std::move(full));
+  blocks.push_back(n);
   for (int m : device_blocks(n)) {
     if (m == n) continue;
     PLANNER_TRY_ASSIGN(SearchResult r, dp_on(context, options, m, deadline));
     evaluated += r.plans_evaluated;
-    PLANNER_TRY_ASSIGN(PlanMetrics rm, judge_configs(context.lowering, options, r.configs));
-    const bool fits = rm.peak_memory_bytes <= limit, best_fits = best_m.peak_memory_bytes <= limit;
-    if ((fits && !best_fits) || (fits == best_fits && rm.step_time_s < best_m.step_time_s)) {
-      best = std::move(r);
-      best_m = rm;
-      used = m;
-    }
+    results.push_back(std::move(r));
+    blocks.push_back(m);
   }
+  std::vector<const std::vector<analysis::OpConfig>*> candidates;
+  for (const SearchResult& r : results) candidates.push_back(&r.configs);
+  PLANNER_TRY_ASSIGN(Pick pick, pick_fastest(context.lowering, options, limit, candidates));
+  SearchResult best = std::move(results[pick.index]);
+  const int used = blocks[pick.index];
   best.plans_evaluated = evaluated;
   if (used < n) {
     best.options["gpus_used"] = used;

@@ -19,11 +19,14 @@ struct FrontierPoint {
 };
 
 /// The frontier over `devices` (every group's cut lists of at most two cuts on them), each
-/// point simulated; sorted by simulated peak memory, then time. Errors: the deadline, or a
-/// config the lowering refuses.
+/// point simulated (`judge`: by options.judge, the compiled step; else by the lowering, which
+/// follows the same rules and costs less); sorted by simulated peak memory, then time, points
+/// the simulator finds dominated left out. Errors: the deadline, or a config the lowering
+/// refuses.
 Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context,
                                                       const SearchOptions& options,
-                                                      const std::vector<int>& devices);
+                                                      const std::vector<int>& devices,
+                                                      bool judge = true);
 
 /// Index of the fastest point whose peak memory is within `limit`, or -1 when none fits.
 /// `--search frontier` returns this point's plan; `planner frontier` marks it.

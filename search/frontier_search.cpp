@@ -6,15 +6,53 @@
 
 #include "search/elimination.h"
 #include "search/frontier.h"
-#include <cstdlib>
 #include "search/plan_builder.h"
 #include "support/parallel.h"
 
 namespace planner::search {
 
+namespace {
+
+// Sorted by simulated memory then time; points the simulator finds dominated (or equal to a
+// kept one) leave the frontier.
+std::vector<FrontierPoint> undominated(std::vector<FrontierPoint> out) {
+  std::stable_sort(out.begin(), out.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
+    return a.simulated.peak_memory_bytes != b.simulated.peak_memory_bytes
+               ? a.simulated.peak_memory_bytes < b.simulated.peak_memory_bytes
+               : a.simulated.step_time_s < b.simulated.step_time_s;
+  });
+  std::vector<FrontierPoint> kept;
+  for (FrontierPoint& p : out)
+    if (kept.empty() || p.simulated.step_time_s < kept.back().simulated.step_time_s)
+      kept.push_back(std::move(p));
+  return kept;
+}
+
+// Each point's figures by options.judge (the compiled step), then the frontier again.
+Expected<std::vector<FrontierPoint>> judged(const SearchContext& context,
+                                            const SearchOptions& options,
+                                            std::vector<FrontierPoint> points) {
+  std::vector<std::optional<Error>> errors(points.size());
+  WorkerPool pool(options.threads);
+  pool.for_each(static_cast<int>(points.size()), [&](int i, int) {
+    FrontierPoint& p = points[static_cast<size_t>(i)];
+    auto m = judge_configs(context.lowering, options, p.configs);
+    if (m)
+      p.simulated = *m;
+    else
+      errors[static_cast<size_t>(i)] = m.error();
+  });
+  for (auto& e : errors)
+    if (e) return *e;
+  return undominated(std::move(points));
+}
+
+}  // namespace
+
 Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context,
                                                       const SearchOptions& options,
-                                                      const std::vector<int>& devices) {
+                                                      const std::vector<int>& devices,
+                                                      bool judge) {
   const GroupSpace& space = context.space;
   const Deadline deadline = Deadline::after(options.budget_s);
   std::vector<std::vector<CutList>> candidates(static_cast<size_t>(space.num_groups()));
@@ -44,11 +82,7 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
     FrontierPoint& p = out[static_cast<size_t>(i)];
     p.configs = space.plan(cuts, devices);
     p.table = frontier.costs[static_cast<size_t>(i)];
-    auto simulated = judge_configs(context.lowering, options, p.configs);
-    if (std::getenv("PLANNER_DEBUG_LOWERING") && simulated) {
-      auto low = evaluate_configs(context.lowering, p.configs);
-      if (low) fmt::print(stderr, "point {}: table {:.4f} ms {:.1f} MB, lowering {:.4f} ms {:.1f} MB, program {:.4f} ms {:.1f} MB\n", i, p.table.time * 1e3, p.table.memory / 1e6, low->step_time_s * 1e3, low->peak_memory_bytes / 1e6, simulated->step_time_s * 1e3, simulated->peak_memory_bytes / 1e6);
-    }
+    auto simulated = evaluate_configs(context.lowering, p.configs);
     if (simulated)
       p.simulated = *simulated;
     else
@@ -65,23 +99,13 @@ Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& conte
                                             static_cast<int>(devices.size())));
     FrontierPoint p;
     p.configs = std::move(dp);
-    PLANNER_TRY_ASSIGN(p.simulated, judge_configs(context.lowering, options, p.configs));
+    PLANNER_TRY_ASSIGN(p.simulated, evaluate_configs(context.lowering, p.configs));
     p.table = {p.simulated.step_time_s, static_cast<double>(p.simulated.peak_memory_bytes)};
     p.data_parallel = true;
     out.push_back(std::move(p));
   }
-  std::stable_sort(out.begin(), out.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
-    return a.simulated.peak_memory_bytes != b.simulated.peak_memory_bytes
-               ? a.simulated.peak_memory_bytes < b.simulated.peak_memory_bytes
-               : a.simulated.step_time_s < b.simulated.step_time_s;
-  });
-  // The tables rank plans; the simulator has the last word: points it finds dominated (or
-  // equal to a kept one) leave the frontier.
-  std::vector<FrontierPoint> kept;
-  for (FrontierPoint& p : out)
-    if (kept.empty() || p.simulated.step_time_s < kept.back().simulated.step_time_s)
-      kept.push_back(std::move(p));
-  return kept;
+  if (judge) return judged(context, options, undominated(std::move(out)));
+  return undominated(std::move(out));
 }
 
 int fastest_fitting(const std::vector<FrontierPoint>& points, int64_t limit) {
@@ -114,29 +138,48 @@ Expected<SearchResult> run_frontier(const SearchContext& context, const SearchOp
   if (options.min_gpus) {
     // The fewest GPUs (1, 2, 4, …) whose frontier has a plan that fits.
     for (int g : gpu_counts_up_to(n)) {
-      PLANNER_TRY_ASSIGN(points, compute_frontier(context, options, all_devices(g)));
+      PLANNER_TRY_ASSIGN(points, compute_frontier(context, options, all_devices(g), false));
       r.plans_evaluated += static_cast<int64_t>(points.size());
       chosen = fastest_fitting(points, limit);
+      if (chosen >= 0 || g == n) {
+        PLANNER_TRY_ASSIGN(points, judged(context, options, std::move(points)));
+        chosen = fastest_fitting(points, limit);
+      }
       used = g;
       if (chosen >= 0) break;
     }
     r.options["gpus_used"] = used;
   } else {
     // The fastest fitting plan over all devices and over the blocks of fewer (device_blocks):
-    // a plan on fewer devices is one on all of them with the rest idle.
+    // a plan on fewer devices is one on all of them with the rest idle. Each block's frontier
+    // is priced by the lowering; the blocks' fastest points are then compared on the compiled
+    // step (pick_fastest), and the chosen block's frontier is judged point by point.
+    std::vector<std::vector<FrontierPoint>> fronts;
+    std::vector<int> blocks, best_of;
+    bool fits_all = false;
     for (int g : device_blocks(n)) {
       // Nothing fits on all of them: fewer will not do better.
-      if (g < n && (chosen < 0 || !options.fewer_devices)) break;
-      PLANNER_TRY_ASSIGN(auto pts, compute_frontier(context, options, all_devices(g)));
+      if (g < n && (!fits_all || !options.fewer_devices)) break;
+      PLANNER_TRY_ASSIGN(auto pts, compute_frontier(context, options, all_devices(g), false));
       r.plans_evaluated += static_cast<int64_t>(pts.size());
       int c = fastest_fitting(pts, limit);
-      if (g == n || (c >= 0 && pts[static_cast<size_t>(c)].simulated.step_time_s <
-                                   points[static_cast<size_t>(chosen)].simulated.step_time_s)) {
-        points = std::move(pts);
-        chosen = c;
-        used = g;
-      }
+      if (g == n) fits_all = c >= 0;
+      if (c < 0 && g < n) continue;
+      fronts.push_back(std::move(pts));
+      blocks.push_back(g);
+      best_of.push_back(c);
     }
+    size_t pick = 0;
+    if (fronts.size() > 1) {
+      std::vector<const std::vector<analysis::OpConfig>*> candidates;
+      for (size_t b = 0; b < fronts.size(); ++b)
+        candidates.push_back(&fronts[b][static_cast<size_t>(best_of[b])].configs);
+      PLANNER_TRY_ASSIGN(Pick p, pick_fastest(context.lowering, options, limit, candidates));
+      pick = p.index;
+    }
+    used = blocks[pick];
+    PLANNER_TRY_ASSIGN(points, judged(context, options, std::move(fronts[pick])));
+    chosen = fastest_fitting(points, limit);
     if (used < n) {
       r.options["gpus_used"] = used;
       r.notes.push_back(fmt::format(

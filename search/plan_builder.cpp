@@ -1,6 +1,8 @@
 // From configs to a Plan.
 #include "search/plan_builder.h"
 
+#include <optional>
+
 #include <algorithm>
 
 #include "analysis/simulator.h"
@@ -33,6 +35,48 @@ Expected<PlanMetrics> judge_configs(const analysis::Lowering& lowering,
                                     const std::vector<analysis::OpConfig>& configs) {
   if (options.judge) return options.judge(configs);
   return evaluate_configs(lowering, configs);
+}
+
+Expected<Pick> pick_fastest(const analysis::Lowering& lowering, const SearchOptions& options,
+                            int64_t limit,
+                            const std::vector<const std::vector<analysis::OpConfig>*>& candidates) {
+  PLANNER_CHECK(!candidates.empty(), "pick_fastest without candidates");
+  std::vector<PlanMetrics> lowered;
+  bool any_fits = false;
+  for (const auto* c : candidates) {
+    PLANNER_TRY_ASSIGN(PlanMetrics m, evaluate_configs(lowering, *c));
+    any_fits = any_fits || m.peak_memory_bytes <= limit;
+    lowered.push_back(m);
+  }
+  // The screen: the best lowered figure among the candidates that count.
+  double best_time = 0, best_memory = 0;
+  bool first = true;
+  for (const PlanMetrics& m : lowered) {
+    if (any_fits && m.peak_memory_bytes > limit) continue;
+    if (first || m.step_time_s < best_time) best_time = m.step_time_s;
+    if (first || static_cast<double>(m.peak_memory_bytes) < best_memory)
+      best_memory = static_cast<double>(m.peak_memory_bytes);
+    first = false;
+  }
+  std::optional<Pick> best;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const PlanMetrics& m = lowered[i];
+    if (any_fits ? (m.peak_memory_bytes > limit || m.step_time_s > best_time * (1 + kScreenMargin))
+                 : static_cast<double>(m.peak_memory_bytes) > best_memory * (1 + kScreenMargin))
+      continue;
+    PLANNER_TRY_ASSIGN(PlanMetrics judged, judge_configs(lowering, options, *candidates[i]));
+    const bool fits = judged.peak_memory_bytes <= limit;
+    if (!best) {
+      best = Pick{i, judged};
+      continue;
+    }
+    const bool best_fits = best->metrics.peak_memory_bytes <= limit;
+    if ((fits && !best_fits) ||
+        (fits == best_fits && (fits ? judged.step_time_s < best->metrics.step_time_s
+                                    : judged.peak_memory_bytes < best->metrics.peak_memory_bytes)))
+      best = Pick{i, judged};
+  }
+  return *best;
 }
 
 Expected<Plan> build_plan(const analysis::Lowering& lowering,

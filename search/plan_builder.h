@@ -24,6 +24,21 @@ Expected<PlanMetrics> judge_configs(const analysis::Lowering& lowering,
                                     const SearchOptions& options,
                                     const std::vector<analysis::OpConfig>& configs);
 
+/// The fastest of `candidates` that fits `limit` (or, when none fits, the one needing least
+/// memory), and its judged figures. Every candidate is priced by the lowering first; only those
+/// within kScreenMargin of the best lowered time (or, when none fits, of the least memory) are
+/// judged (options.judge, the compiled step simulated), and the judged figures decide: the
+/// lowering follows the compiled step's rules, so it only screens out plans that cannot win.
+/// Ties go to the earlier candidate.
+struct Pick {
+  size_t index = 0;
+  PlanMetrics metrics;
+};
+inline constexpr double kScreenMargin = 0.05;
+Expected<Pick> pick_fastest(const analysis::Lowering& lowering, const SearchOptions& options,
+                            int64_t limit,
+                            const std::vector<const std::vector<analysis::OpConfig>*>& candidates);
+
 /// What a plan records beside its configs.
 struct PlanHeader {
   PlanModel model;             ///< name, file hash, forward operator count
