@@ -17,7 +17,6 @@ namespace planner::analysis {
 
 using importers::DeviceId;
 
-
 namespace {
 
 int64_t box_bytes(const Box& box, const ir::Tensor& t) {
@@ -251,9 +250,9 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
         const detail::RecordOutput& m = rec.held[o][static_cast<size_t>(k)];
         out.edges.push_back({m.ready, join_key});
         Task member;
-        member.name = fmt::format("all-reduce {} on gpu{} ({} devices, {}, #{})", tensor.name,
-                                  m.device, members.size(), algorithm_name(cost.algorithm),
-                                  out.tasks.size());
+        member.name =
+            fmt::format("all-reduce {} on gpu{} ({} devices, {}, #{})", tensor.name, m.device,
+                        members.size(), algorithm_name(cost.algorithm), out.tasks.size());
         member.resource = detail::channel_resource(m.device);
         member.kind = TaskKind::kComm;
         member.duration = cost.time;
@@ -361,10 +360,9 @@ Expected<LoweredPlan> PlanRecords::emit() const {
     plan.compute.push_back(g.add_resource({fmt::format("gpu{}", d), ResourceKind::kDevice, node}));
     plan.channel.push_back(
         g.add_resource({fmt::format("gpu{}:comm", d), ResourceKind::kLink, node}));
-    PLANNER_CHECK(
-        plan.compute.back() == detail::compute_resource(d) &&
-            plan.channel.back() == detail::channel_resource(d),
-        "resource ids out of order");
+    PLANNER_CHECK(plan.compute.back() == detail::compute_resource(d) &&
+                      plan.channel.back() == detail::channel_resource(d),
+                  "resource ids out of order");
   }
   PLANNER_CHECK(
       g.add_resource({"collective sync", ResourceKind::kLink, -1}) == detail::sync_resource(n_dev),

@@ -82,8 +82,8 @@ class ChainBuilder {
  private:
   // Where a holding's data comes from: the task that makes it ready and its buffer.
   struct Info {
-    TaskKey ready;      // op kNoOp: resident from the start
-    BufferKey buffer;   // op kNoOp: none (updates in place) or resident
+    TaskKey ready;     // op kNoOp: resident from the start
+    BufferKey buffer;  // op kNoOp: none (updates in place) or resident
     bool resident = false;
   };
   void note(int h, TaskKey ready, BufferKey buffer, bool resident) {
@@ -121,7 +121,8 @@ double ChainBuilder::kernel_time(const char* type, DeviceId d,
   ir::Op op;
   op.name = type;
   op.op_type = type;
-  return L_.compute_model().op_time(topology_.device_type(d), op, tensor_.dtype, shapes, 0.0, bytes);
+  return L_.compute_model().op_time(topology_.device_type(d), op, tensor_.dtype, shapes, 0.0,
+                                    bytes);
 }
 
 void ChainBuilder::from_producer() {
@@ -180,8 +181,8 @@ void ChainBuilder::from_owner(ir::OpId y, int32_t sec_index, Section& sec) {
   const ir::OpId own = r_.owner[static_cast<size_t>(t_)];
   const OpConfig& oc = r_.configs[static_cast<size_t>(own)];
   const auto& own_inputs = graph_.op(own).inputs;
-  const auto oi = static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t_) -
-                                      own_inputs.begin());
+  const auto oi =
+      static_cast<size_t>(std::find(own_inputs.begin(), own_inputs.end(), t_) - own_inputs.begin());
   const std::vector<Box>& home = r_.ops[static_cast<size_t>(own)].need[oi];
   for (int s = 0; s < oc.num_shards(); ++s) {
     const DeviceId d = oc.devices[static_cast<size_t>(s)];
@@ -215,8 +216,8 @@ void ChainBuilder::price(ir::OpId y, int32_t sec_index, Section& sec,
                             to, sec.tasks.size());
       tr.resource = channel_resource(from);
       tr.kind = TaskKind::kComm;
-      tr.duration = topology_.latency(from, to) +
-                    static_cast<double>(bytes) / topology_.bandwidth(from, to);
+      tr.duration =
+          topology_.latency(from, to) + static_cast<double>(bytes) / topology_.bandwidth(from, to);
       tr.bytes = bytes;
       tr.op = y;
       const TaskKey key = task_key();
@@ -244,11 +245,11 @@ void ChainBuilder::price(ir::OpId y, int32_t sec_index, Section& sec,
       bytes += static_cast<double>(box_bytes(parts_.holding(a.outputs[0]).box, tensor_));
       Task task;
       task.name = fmt::format("{} {} for {} (gpu{}, #{})", name, tensor_.name, graph_.op(y).name, d,
-                            sec.tasks.size());
+                              sec.tasks.size());
       task.resource = compute_resource(d);
       task.kind = TaskKind::kCompute;
-      task.duration = kernel_time(a.kind == Action::Kind::kSlice ? "Slice" : "Concat", d, shapes,
-                                  bytes);
+      task.duration =
+          kernel_time(a.kind == Action::Kind::kSlice ? "Slice" : "Concat", d, shapes, bytes);
       task.op = y;
       const TaskKey key = task_key();
       sec.tasks.push_back(std::move(task));
@@ -359,8 +360,7 @@ void ChainBuilder::run() {
     // (codegen refuses such a plan with the same message).
     price(y, sec_index, sec, actions);
     if (!got) continue;
-    for (size_t j = 0; j < devices.size(); ++j)
-      read(sec, (*got)[j], TaskKey{y, 0, shard_of[j]});
+    for (size_t j = 0; j < devices.size(); ++j) read(sec, (*got)[j], TaskKey{y, 0, shard_of[j]});
   }
   // A graph output's partial sums nobody fetched: reduced for the step's result.
   if (last && parts_.has_pending() &&

@@ -81,8 +81,8 @@ struct Section {
 /// What one shard of an operator leaves of one output.
 struct RecordOutput {
   importers::DeviceId device = 0;
-  Box box;            ///< the shard's box of the result
-  bool whole = false; ///< a fallback: its buffer holds the whole result, sliced to `box`
+  Box box;               ///< the shard's box of the result
+  bool whole = false;    ///< a fallback: its buffer holds the whole result, sliced to `box`
   bool partial = false;  ///< a partial sum, reduced when the tensor is first fetched
   TaskKey ready;         ///< the shard's compute task
   int32_t buffer = -1;   ///< its buffer in the outputs section (-1: updates write in place)

@@ -129,10 +129,9 @@ Expected<OpShards> Lowering::op_shards(ir::OpId id, const OpConfig& c) const {
         sp.inputs.emplace_back();
         continue;
       }
-      sp.inputs.push_back(
-          regions && in.instance_input[i] >= 0
-              ? regions->inputs[static_cast<size_t>(in.instance_input[i])]
-              : whole_box(graph_.tensor(op.inputs[i]).shape));
+      sp.inputs.push_back(regions && in.instance_input[i] >= 0
+                              ? regions->inputs[static_cast<size_t>(in.instance_input[i])]
+                              : whole_box(graph_.tensor(op.inputs[i]).shape));
     }
     for (size_t o = 0; o < op.outputs.size(); ++o) {
       if (op.outputs[o] == ir::kNoTensor) {
@@ -196,7 +195,8 @@ Expected<OpShards> Lowering::op_shards(ir::OpId id, const OpConfig& c) const {
     if (!sp.kernel) {
       sp.work = 1.0;
       for (size_t o = 0; o < op.outputs.size(); ++o)
-        if (op.outputs[o] != ir::kNoTensor) sp.writes[o] = whole_box(graph_.tensor(op.outputs[o]).shape);
+        if (op.outputs[o] != ir::kNoTensor)
+          sp.writes[o] = whole_box(graph_.tensor(op.outputs[o]).shape);
     }
   }
   return out;
@@ -239,8 +239,8 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
     const ShardPlan& sp = plan.shards[s];
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       if (op.inputs[i] == ir::kNoTensor) continue;
-      out.input_boxes[i].push_back(sp.reads[i] ? *sp.reads[i]
-                                               : detail::no_box(graph_.tensor(op.inputs[i]).rank()));
+      out.input_boxes[i].push_back(
+          sp.reads[i] ? *sp.reads[i] : detail::no_box(graph_.tensor(op.inputs[i]).rank()));
       out.described_inputs[i].push_back(sp.inputs[i]);
     }
     for (size_t o = 0; o < op.outputs.size(); ++o)

@@ -12,7 +12,6 @@
 
 namespace planner::analysis {
 
-
 namespace {
 
 std::vector<int64_t> box_shape(const Box& b) {

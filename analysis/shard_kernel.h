@@ -33,7 +33,7 @@ struct ShardRequest {
 struct ShardInput {
   enum class Kind { kSlice, kConstant, kAbsent };
   Kind kind = Kind::kSlice;
-  Box box;    ///< kSlice: the box of the node input to read
+  Box box;              ///< kSlice: the box of the node input to read
   ir::Tensor constant;  ///< kConstant: a replacement (rewritten shape, bounds), with data
 };
 

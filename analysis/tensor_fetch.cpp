@@ -51,7 +51,8 @@ void TensorFetch::add_local(int h) {
 
 void TensorFetch::add_piece(int h) {
   const Box& b = holding(h).box;
-  auto it = std::find_if(pieces_.begin(), pieces_.end(), [&](const Piece& p) { return p.box == b; });
+  auto it =
+      std::find_if(pieces_.begin(), pieces_.end(), [&](const Piece& p) { return p.box == b; });
   if (it == pieces_.end())
     pieces_.push_back({b, {h}});
   else
@@ -150,7 +151,8 @@ Expected<int> TensorFetch::obtain(int device, const Box& want, std::vector<Actio
     if (got < 0) {
       std::vector<int> holders;
       for (const Piece& p : pieces_)
-        if (inside(p.box, cell)) holders.insert(holders.end(), p.holdings.begin(), p.holdings.end());
+        if (inside(p.box, cell))
+          holders.insert(holders.end(), p.holdings.begin(), p.holdings.end());
       if (holders.empty())
         return make_error("tensor '{}': no device holds the part device {} needs", tensor_.name,
                           device);

@@ -75,6 +75,13 @@ class TensorFetch {
   /// exactly its want. Errors: a box nobody holds.
   Expected<std::vector<int>> fetch(const std::vector<int>& devices, const std::vector<Box>& wants,
                                    std::vector<Action>& actions);
+  /// Only fetch's collective rules (all-gather, all-to-all), no reductions: whether one serves
+  /// `wants` (then its action is appended and `result` set as fetch sets it).
+  bool fetch_collective(const std::vector<int>& devices, const std::vector<Box>& wants,
+                        std::vector<int>& result, std::vector<Action>& actions) {
+    return try_all_gather(devices, wants, result, actions) ||
+           try_all_to_all(devices, wants, result, actions);
+  }
   /// All-reduces every pending partial sum (the tensor's value is wanted, by nobody in
   /// particular: a graph output).
   void reduce_all(std::vector<Action>& actions);

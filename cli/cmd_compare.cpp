@@ -14,8 +14,8 @@
 #include "analysis/lowering.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/plan_model.h"
 #include "cli/pipeline.h"
+#include "cli/plan_model.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
 #include "support/text.h"
@@ -60,9 +60,7 @@ int run_compare(const CompareFlags& flags) {
   options.budget_s = flags.budget_s;
   options.max_proposals = flags.max_proposals;
   options.memory_limit = search::default_memory_limit(topology);
-  options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
-    return program_metrics(m, c);
-  };
+  options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
   const bool tty = isatty(fileno(stderr)) != 0;
 
   std::vector<Row> rows;

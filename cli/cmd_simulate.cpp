@@ -50,7 +50,8 @@ int run_simulate(const SimulateFlags& flags) {
   const codegen::ProgramTasks& tasks = simulated->tasks;
   const analysis::Timeline* timeline = &simulated->timeline;
   if (!flags.trace.empty()) {
-    auto written = write_file_atomically(flags.trace, analysis::to_chrome_trace(tasks.graph, *timeline));
+    auto written =
+        write_file_atomically(flags.trace, analysis::to_chrome_trace(tasks.graph, *timeline));
     if (!written) return report(written.error());
   }
   const int n = topology.num_devices();
@@ -106,8 +107,7 @@ int run_simulate(const SimulateFlags& flags) {
               tasks.graph.num_tasks(), simulated->cost.kernels, simulated->cost.kernels_whole);
   std::printf("\ndevice  compute busy  idle        comm busy   peak memory\n");
   for (int d = 0; d < n; ++d) {
-    const auto& c =
-        timeline->resources[static_cast<size_t>(tasks.compute[static_cast<size_t>(d)])];
+    const auto& c = timeline->resources[static_cast<size_t>(tasks.compute[static_cast<size_t>(d)])];
     const auto& ch =
         timeline->resources[static_cast<size_t>(tasks.channel[static_cast<size_t>(d)])];
     std::printf("%-6d  %-12s  %-10s  %-10s  %s\n", d, format_seconds(c.busy).c_str(),
@@ -118,9 +118,8 @@ int run_simulate(const SimulateFlags& flags) {
   std::vector<size_t> busy;
   for (size_t l = 0; l < tasks.link_bytes.size(); ++l)
     if (tasks.link_bytes[l] > 0) busy.push_back(l);
-  std::stable_sort(busy.begin(), busy.end(), [&](size_t a, size_t b) {
-    return tasks.link_bytes[a] > tasks.link_bytes[b];
-  });
+  std::stable_sort(busy.begin(), busy.end(),
+                   [&](size_t a, size_t b) { return tasks.link_bytes[a] > tasks.link_bytes[b]; });
   if (!busy.empty()) {
     std::printf("\nbusiest links (of %zu carrying traffic)\n", busy.size());
     for (size_t i = 0; i < std::min<size_t>(5, busy.size()); ++i) {

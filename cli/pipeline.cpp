@@ -139,13 +139,13 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     PLANNER_TRY_ASSIGN(analysis::MeasuredCosts costs, analysis::MeasuredCosts::load(flags.costs));
     out->costs = std::make_unique<analysis::MeasuredCosts>(std::move(costs));
   }
-  out->lowering = std::make_unique<analysis::Lowering>(out->graph, out->strategies,
-                                                       *out->topology, out->lowering_options());
+  out->lowering = std::make_unique<analysis::Lowering>(out->graph, out->strategies, *out->topology,
+                                                       out->lowering_options());
   out->metrics_cache = std::make_unique<PreparedModel::MetricsCache>();
   if (flags.dump_after == "groups") {
-    PLANNER_TRY_ASSIGN(search::GroupSpace space, search::GroupSpace::create(
-                                                     *out->lowering,
-                                                     out->train ? &out->training : nullptr));
+    PLANNER_TRY_ASSIGN(
+        search::GroupSpace space,
+        search::GroupSpace::create(*out->lowering, out->train ? &out->training : nullptr));
     for (int i = 0; i < space.num_groups(); ++i) {
       std::string vars;
       for (const auto& [var, extent] : space.vars(i)) vars += fmt::format(" {}={}", var, extent);

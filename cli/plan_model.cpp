@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "analysis/lowering.h"
 #include <map>
 #include <mutex>
+#include "analysis/lowering.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
 #include "search/search.h"
@@ -44,12 +44,9 @@ Expected<TopologyFlags> plan_topology(const search::Plan& plan, const std::strin
 
 }  // namespace
 
-Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
-                                                          const ModelFlags& model,
-                                                          const std::string& optimizer,
-                                                          const std::string& costs,
-                                                          const std::string& calibration,
-                                                          const std::string& topology) {
+Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
+    const search::Plan& plan, const ModelFlags& model, const std::string& optimizer,
+    const std::string& costs, const std::string& calibration, const std::string& topology) {
   PipelineFlags flags;
   flags.model = model;
   flags.costs = costs;
@@ -177,13 +174,12 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
 }
 
 Expected<codegen::ProgramCost> price_programs(const PreparedModel& m,
-                                             const codegen::Programs& programs,
-                                             codegen::ProgramTasks* tasks,
-                                             analysis::Timeline* timeline) {
+                                              const codegen::Programs& programs,
+                                              codegen::ProgramTasks* tasks,
+                                              analysis::Timeline* timeline) {
   analysis::LoweringOptions o = m.lowering_options();
   analysis::ComputeCostModel compute(o.compute, o.measured);
-  auto cost =
-      codegen::simulate_programs(programs, m.graph, *m.topology, compute, tasks, timeline);
+  auto cost = codegen::simulate_programs(programs, m.graph, *m.topology, compute, tasks, timeline);
   if (!cost) return cost.error().with_context(m.source);
   return cost;
 }

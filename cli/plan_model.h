@@ -61,9 +61,9 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& model,
 /// (codegen::simulate_programs): the figures plan, simulate and compile report. `tasks` and
 /// `timeline`, when given, receive the task graph and its schedule.
 Expected<codegen::ProgramCost> price_programs(const PreparedModel& model,
-                                             const codegen::Programs& programs,
-                                             codegen::ProgramTasks* tasks = nullptr,
-                                             analysis::Timeline* timeline = nullptr);
+                                              const codegen::Programs& programs,
+                                              codegen::ProgramTasks* tasks = nullptr,
+                                              analysis::Timeline* timeline = nullptr);
 
 /// A plan compiled and its compiled step simulated.
 struct SimulatedProgram {

@@ -107,9 +107,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   const importers::Topology& topology = *m.topology;
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
-  options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
-    return program_metrics(m, c);
-  };
+  options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
   PlanOutcome out;
   out.memory_limit = options.memory_limit;
 
@@ -160,12 +158,12 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
       std::erase_if(out.notes, [](const std::string& s) { return s.starts_with("uses "); });
       result->options.erase("gpus_used");
       if (best_n < n) result->options["gpus_used"] = best_n;
-      out.notes.push_back(fmt::format(
-          "the search's plan ({}) was slower than data parallelism{} ({}) under the "
-          "simulator: kept data parallelism",
-          format_seconds(predicted->step_time_s),
-          best_n < n ? fmt::format(" over {} of the {} GPUs", best_n, n) : "",
-          format_seconds(best_m.step_time_s)));
+      out.notes.push_back(
+          fmt::format("the search's plan ({}) was slower than data parallelism{} ({}) under the "
+                      "simulator: kept data parallelism",
+                      format_seconds(predicted->step_time_s),
+                      best_n < n ? fmt::format(" over {} of the {} GPUs", best_n, n) : "",
+                      format_seconds(best_m.step_time_s)));
       configs = std::move(best_dp);
       predicted = best_m;
     }

@@ -16,15 +16,15 @@
 namespace planner::codegen {
 
 using analysis::Box;
+using analysis::is_update_op;
+using analysis::op_label;
 using analysis::OpConfig;
-using analysis::Range;
 using analysis::OpShards;
+using analysis::Range;
 using analysis::Reducer;
 using analysis::ShardInput;
 using analysis::ShardKernel;
 using analysis::ShardPlan;
-using analysis::is_update_op;
-using analysis::op_label;
 using analysis::slice_data;
 using analysis::whole_box;
 
@@ -119,10 +119,10 @@ class Partitioner {
   PartitionOptions options_;
   Programs out_;
   std::vector<ir::OpId> owner_;
-  std::vector<bool> sourced_;  // per tensor: ensure_sources ran
+  std::vector<bool> sourced_;                                  // per tensor: ensure_sources ran
   std::vector<std::unique_ptr<analysis::TensorFetch>> parts_;  // per tensor, made on first use
-  std::vector<std::vector<int>> buffer_of_;  // per tensor: holding -> buffer
-  std::vector<int> holding_of_;              // per buffer: its holding, or -1
+  std::vector<std::vector<int>> buffer_of_;                    // per tensor: holding -> buffer
+  std::vector<int> holding_of_;                                // per buffer: its holding, or -1
   std::map<std::tuple<ir::TensorId, int, std::vector<std::pair<int64_t, int64_t>>>, int> resident_;
 };
 
@@ -374,7 +374,8 @@ Expected<std::vector<int>> Partitioner::fetch(ir::TensorId t, const std::vector<
   if (resident_unowned(t)) {
     // Initialised where each reader reads it: nothing moves.
     std::vector<int> result;
-    for (size_t i = 0; i < ranks.size(); ++i) result.push_back(resident_buffer(t, ranks[i], wants[i]));
+    for (size_t i = 0; i < ranks.size(); ++i)
+      result.push_back(resident_buffer(t, ranks[i], wants[i]));
     return result;
   }
   PLANNER_TRY(ensure_sources(t));
@@ -397,7 +398,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
 
   // Native or fallback, per shard: decided with the shards themselves (analysis/op_shards.h).
   std::vector<std::optional<ShardKernel>> kernels(static_cast<size_t>(n));
-  for (int s = 0; s < n; ++s) kernels[static_cast<size_t>(s)] = shards.shards[static_cast<size_t>(s)].kernel;
+  for (int s = 0; s < n; ++s)
+    kernels[static_cast<size_t>(s)] = shards.shards[static_cast<size_t>(s)].kernel;
   if (!shards.native) {
     report.native = false;
     report.why = shards.why;

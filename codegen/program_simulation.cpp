@@ -57,7 +57,9 @@ class Builder {
     std::vector<std::pair<int, size_t>> members;  // (rank, step index)
   };
 
-  const Step& step(int rank, size_t i) const { return p_.ranks[static_cast<size_t>(rank)].steps[i]; }
+  const Step& step(int rank, size_t i) const {
+    return p_.ranks[static_cast<size_t>(rank)].steps[i];
+  }
   const Buffer& buffer(int id) const { return p_.buffers[static_cast<size_t>(id)]; }
   double kernel_time(int rank, const Step& s);
   Expected<void> add_tasks();
@@ -78,7 +80,7 @@ class Builder {
   std::map<std::pair<StepKind, std::vector<int>>, std::vector<Collective>> collectives_;
   // (from, to) -> sends and recvs in sequence order.
   std::map<std::pair<int, int>, std::vector<size_t>> sends_, recvs_;
-  std::vector<TaskId> producer_;  // per buffer
+  std::vector<TaskId> producer_;     // per buffer
   analysis::CommSchedule schedule_;  // every collective's and transfer's traffic
   analysis::CommStep transfers_;
 };
@@ -122,8 +124,8 @@ Expected<void> Builder::add_tasks() {
   const int n = p_.num_ranks;
   for (int r = 0; r < n; ++r) {
     int node = topology_.device(r).node;
-    out_.compute.push_back(out_.graph.add_resource(
-        {fmt::format("gpu{}", r), analysis::ResourceKind::kDevice, node}));
+    out_.compute.push_back(
+        out_.graph.add_resource({fmt::format("gpu{}", r), analysis::ResourceKind::kDevice, node}));
     out_.channel.push_back(out_.graph.add_resource(
         {fmt::format("gpu{}:comm", r), analysis::ResourceKind::kLink, node}));
   }
@@ -165,10 +167,10 @@ Expected<void> Builder::add_tasks() {
     const auto& [kind, group] = key;
     for (Collective& c : list) {
       if (c.members.size() != group.size())
-        return make_error("the compiled programs do not pair up: a {} over ranks {} is called by {} "
-                          "of its {} members",
-                          step_kind_name(kind), fmt::join(group, ","), c.members.size(),
-                          group.size());
+        return make_error(
+            "the compiled programs do not pair up: a {} over ranks {} is called by {} "
+            "of its {} members",
+            step_kind_name(kind), fmt::join(group, ","), c.members.size(), group.size());
       double bytes = 0;
       for (const auto& [r, i] : c.members) {
         const Step& s = step(r, i);
@@ -222,8 +224,8 @@ Expected<void> Builder::pair_transfers() {
       tr.name = fmt::format("{} (gpu{} to gpu{})", buffer(s.inputs.at(0)).tensor_name, from, to);
       tr.resource = out_.channel[static_cast<size_t>(from)];
       tr.kind = TaskKind::kComm;
-      tr.duration = topology_.latency(from, to) +
-                    static_cast<double>(bytes) / topology_.bandwidth(from, to);
+      tr.duration =
+          topology_.latency(from, to) + static_cast<double>(bytes) / topology_.bandwidth(from, to);
       tr.bytes = bytes;
       tr.op = s.op;
       tr.order = order_++;
@@ -388,7 +390,8 @@ Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Grap
     end = std::max(end, t.end[static_cast<size_t>(id)]);
   }
   for (int r = 0; r < n; ++r) {
-    int64_t peak = t.resources[static_cast<size_t>(built.compute[static_cast<size_t>(r)])].peak_memory;
+    int64_t peak =
+        t.resources[static_cast<size_t>(built.compute[static_cast<size_t>(r)])].peak_memory;
     cost.rank_peak_memory_bytes.push_back(peak);
     cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, peak);
   }

@@ -41,7 +41,7 @@ struct ProgramTasks {
   /// Per rank, per step: the task that runs it (for a collective, the member's task on its
   /// channel; for a recv, the sender's transfer task).
   std::vector<std::vector<analysis::TaskId>> step_task;
-  double comm_bytes = 0;  ///< bytes sent by all ranks in one step
+  double comm_bytes = 0;           ///< bytes sent by all ranks in one step
   std::vector<double> link_bytes;  ///< per topology link, both directions
   /// Steps that became tasks, by kind (StepKind's order): a collective or a send/recv pair
   /// counts once per rank that calls it.
@@ -70,12 +70,12 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
 
 /// What the compiled step costs under the simulator.
 struct ProgramCost {
-  double step_time_s = 0;           ///< when the last rank ends
-  int64_t peak_memory_bytes = 0;    ///< the most loaded rank's peak
-  double comm_bytes = 0;            ///< bytes sent by all ranks
-  std::vector<double> rank_time_s;  ///< per rank: when its last step ends
+  double step_time_s = 0;                       ///< when the last rank ends
+  int64_t peak_memory_bytes = 0;                ///< the most loaded rank's peak
+  double comm_bytes = 0;                        ///< bytes sent by all ranks
+  std::vector<double> rank_time_s;              ///< per rank: when its last step ends
   std::vector<int64_t> rank_peak_memory_bytes;  ///< per rank: its peak
-  int kernels = 0;        ///< kernel calls of all ranks
+  int kernels = 0;                              ///< kernel calls of all ranks
   int kernels_whole = 0;  ///< of which run a whole operator on gathered inputs
 };
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analysis/comm_model.h"
+#include "analysis/tensor_fetch.h"
 #include "support/parallel.h"
 
 namespace planner::search {
@@ -80,9 +81,9 @@ class Pricer {
 
   // Asks for the time (or bytes) to bring `need` (of elements of `element_size` bytes) from
   // `held`; price_requests() works out every new one.
-  void request(int held, int need, int64_t element_size) {
+  void request(int held, int need, int64_t element_size, const std::vector<int64_t>* shape) {
     auto [it, fresh] = cache_.try_emplace(pair_key(held, need), 0.0);
-    if (fresh) requests_.push_back({held, need, element_size, &it->second});
+    if (fresh) requests_.push_back({held, need, element_size, shape, &it->second});
   }
 
   // Prices the pending requests on the workers (each writes only its own entry).
@@ -92,7 +93,7 @@ class Pricer {
       if (deadline.passed()) return;
       const Request& r = requests_[static_cast<size_t>(i)];
       *r.out = compute(placements_[static_cast<size_t>(r.held)],
-                       placements_[static_cast<size_t>(r.need)], r.element_size);
+                       placements_[static_cast<size_t>(r.need)], r.element_size, *r.shape);
     });
     requests_.clear();
   }
@@ -103,7 +104,13 @@ class Pricer {
   size_t priced() const { return cache_.size(); }
 
  private:
-  double compute(const Placement& held, const Placement& need, int64_t element_size) const {
+  // The fetch of `need` from `held` by the compiled step's rules (analysis/tensor_fetch.h): an
+  // all-gather or all-to-all where one serves it, at its collective cost; else every device's
+  // missing parts sent from their nearest holders, as one round of concurrent transfers. The
+  // local slices and concatenations the step adds are kernels, which the tables leave out.
+  double compute(const Placement& held, const Placement& need, int64_t element_size,
+                 const std::vector<int64_t>& shape) const {
+    if (double c = 0; collective(held, need, element_size, shape, c)) return c;
     // The held placement's distinct boxes, each with its holders (first-seen order).
     thread_local std::vector<std::pair<const Box*, std::vector<int>>> distinct;
     thread_local std::vector<analysis::Transfer> transfers;
@@ -130,7 +137,7 @@ class Pricer {
           break;
         }
       if (local) continue;
-      // Distinct held boxes, each fetched from its nearest holder (the lowering's rule).
+      // Distinct held boxes, each fetched from its nearest holder (the fetch rules' choice).
       for (size_t k = 0; k < used; ++k) {
         Box part = analysis::intersect(want, *distinct[k].first);
         int64_t n = analysis::box_elements(part);
@@ -163,12 +170,52 @@ class Pricer {
     return analysis::step_time(topology_, transfers);
   }
 
+  // Whether an all-gather or all-to-all serves the fetch; `cost` its time (or bytes).
+  bool collective(const Placement& held, const Placement& need, int64_t element_size,
+                  const std::vector<int64_t>& shape, double& cost) const {
+    std::vector<int> devices;
+    std::vector<Box> wants;
+    for (const auto& [want, d] : need) {
+      if (analysis::box_elements(want) == 0) continue;
+      devices.push_back(d);
+      wants.push_back(want);
+    }
+    if (devices.size() < 2) return false;
+    ir::Tensor tensor;
+    tensor.shape = shape;
+    analysis::TensorFetch parts(tensor, topology_);
+    for (const auto& [box, d] : held) {
+      const int h = parts.hold(d, box);
+      parts.add_local(h);
+      parts.add_piece(h);
+    }
+    std::vector<int> result;
+    std::vector<analysis::TensorFetch::Action> actions;
+    if (!parts.fetch_collective(devices, wants, result, actions)) return false;
+    using Kind = analysis::TensorFetch::Action::Kind;
+    const auto& a = actions.front();
+    double b = 0;
+    for (size_t m = 0; m < a.group.size(); ++m) {
+      const int h = a.kind == Kind::kAllGather ? a.outputs[m] : a.inputs[m];
+      b = std::max(
+          b, static_cast<double>(analysis::box_elements(parts.holding(h).box) * element_size));
+    }
+    const auto c =
+        analysis::collective_cost(topology_,
+                                  a.kind == Kind::kAllGather ? analysis::Collective::kAllGather
+                                                             : analysis::Collective::kAllToAll,
+                                  a.group, b);
+    cost = bytes_objective ? c.bytes_sent : c.time;
+    return true;
+  }
+
   const importers::Topology& topology_;
   std::unordered_map<std::string, int> ids_;
   std::vector<Placement> placements_;
   struct Request {
     int held, need;
     int64_t element_size;
+    const std::vector<int64_t>* shape;  // the tensor's (the graph outlives the tables)
     double* out;
   };
   static uint64_t pair_key(int held, int need) {
@@ -188,6 +235,7 @@ struct Flow {
   ir::OpId consumer;
   int input;
   int64_t element_size;
+  const std::vector<int64_t>* shape;  // the tensor's shape
 };
 
 }  // namespace
@@ -229,11 +277,11 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
         const ir::Op& p = g.op(tensor.producer);
         int slot =
             static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
-        flows.push_back({tensor.producer, slot, false, q, static_cast<int>(i), es});
+        flows.push_back({tensor.producer, slot, false, q, static_cast<int>(i), es, &tensor.shape});
       } else {
         auto [own, slot] = owner[static_cast<size_t>(t)];
         if (own == ir::kNoOp || own == q) continue;
-        flows.push_back({own, slot, true, q, static_cast<int>(i), es});
+        flows.push_back({own, slot, true, q, static_cast<int>(i), es, &tensor.shape});
       }
     }
   }
@@ -392,11 +440,13 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
       int held = f.resident ? pfacts[cp].need[static_cast<size_t>(f.slot)]
                             : pfacts[cp].held[static_cast<size_t>(f.slot)];
       if (gp == gc) {
-        pricer.request(held, cfacts[cp].need[static_cast<size_t>(f.input)], f.element_size);
+        pricer.request(held, cfacts[cp].need[static_cast<size_t>(f.input)], f.element_size,
+                       f.shape);
         continue;
       }
       for (size_t cc = 0; cc < cfacts.size(); ++cc)
-        pricer.request(held, cfacts[cc].need[static_cast<size_t>(f.input)], f.element_size);
+        pricer.request(held, cfacts[cc].need[static_cast<size_t>(f.input)], f.element_size,
+                       f.shape);
     }
   }
   pricer.price_requests(pool, deadline);

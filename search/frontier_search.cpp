@@ -51,8 +51,7 @@ Expected<std::vector<FrontierPoint>> judged(const SearchContext& context,
 
 Expected<std::vector<FrontierPoint>> compute_frontier(const SearchContext& context,
                                                       const SearchOptions& options,
-                                                      const std::vector<int>& devices,
-                                                      bool judge) {
+                                                      const std::vector<int>& devices, bool judge) {
   const GroupSpace& space = context.space;
   const Deadline deadline = Deadline::after(options.budget_s);
   std::vector<std::vector<CutList>> candidates(static_cast<size_t>(space.num_groups()));

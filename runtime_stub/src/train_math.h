@@ -94,8 +94,8 @@ PLANNER_RT_HD inline float sgd_element(float p, float g, float lr, float gs) {
 }
 
 /// Momentum: v' = mu v + g gs; p' = p - lr v'. Writes v' to *v_out and returns p'.
-PLANNER_RT_HD inline float momentum_element(float p, float g, float v, float lr, float mu,
-                                            float gs, float* v_out) {
+PLANNER_RT_HD inline float momentum_element(float p, float g, float v, float lr, float mu, float gs,
+                                            float* v_out) {
   const float nv = mu * v + g * gs;
   *v_out = nv;
   return p - lr * nv;
@@ -103,9 +103,9 @@ PLANNER_RT_HD inline float momentum_element(float p, float g, float v, float lr,
 
 /// Adam with bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t, in double: writes m' and v' and
 /// returns p'.
-PLANNER_RT_HD inline float adam_element(float p, float g, float m, float v, double lr,
-                                        double b1, double b2, double eps, double c1, double c2,
-                                        double gs, float* m_out, float* v_out) {
+PLANNER_RT_HD inline float adam_element(float p, float g, float m, float v, double lr, double b1,
+                                        double b2, double eps, double c1, double c2, double gs,
+                                        float* m_out, float* v_out) {
   const double gi = static_cast<double>(g) * gs;
   const double nm = b1 * m + (1 - b1) * gi;
   const double nv = b2 * v + (1 - b2) * gi * gi;

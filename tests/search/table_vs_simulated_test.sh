@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The searches' cost tables against the simulator (issue 18): the frontier points of a shared
-# model (../shared/models) at each GPU count named, simulated / table time within [0.85, 1.30]
-# for every point up to 16 GPUs (two nodes) and for the chosen point beyond; beyond 16 GPUs the
-# other points within [0.85, 2.6] (docs/search.md, "Tables against the simulator", says why).
+# model (../shared/models) at each GPU count named: simulated (the compiled step) / table time
+# within [0.85, 1.30] for the chosen point, and for the other points within [0.85, 1.6] up to
+# 16 GPUs (two nodes), [0.85, 2.6] beyond (docs/search.md, "Tables against the simulator",
+# says why).
 #   table_vs_simulated_test.sh PLANNER MODELS_DIR MODEL GPUS...
 # Skips (77) without the model.
 set -uo pipefail
@@ -22,7 +23,7 @@ m, g, path = sys.argv[1:4]
 rows = [r for r in csv.DictReader(open(path)) if r["point"] != "data_parallel" and r["table_time_s"]]
 ratios = [float(r["step_time_s"]) / float(r["table_time_s"]) for r in rows]
 chosen = [float(r["step_time_s"]) / float(r["table_time_s"]) for r in rows if r["chosen"] == "1"]
-hi = 1.30 if int(g) <= 16 else 2.6
+hi = 1.6 if int(g) <= 16 else 2.6
 bad = [x for x in ratios if not 0.85 <= x <= hi] + [x for x in chosen if not 0.85 <= x <= 1.30]
 print(f"{m} {g} GPUs: simulated/table {' '.join(f'{x:.3f}' for x in ratios)}"
       + (f", chosen {chosen[0]:.3f}" if chosen else "")

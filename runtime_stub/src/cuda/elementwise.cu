@@ -254,8 +254,8 @@ __global__ void adam_kernel(const float* p, const float* g, const float* m, cons
                             float* po, float* mo, float* vo, int64_t n, double lr, double b1,
                             double b2, double eps, double c1, double c2, double gs) {
   GRID_STRIDE(i, n) {
-    po[i] = kernels::adam_element(p[i], g[i], m[i], v[i], lr, b1, b2, eps, c1, c2, gs, &mo[i],
-                                  &vo[i]);
+    po[i] =
+        kernels::adam_element(p[i], g[i], m[i], v[i], lr, b1, b2, eps, c1, c2, gs, &mo[i], &vo[i]);
   }
 }
 

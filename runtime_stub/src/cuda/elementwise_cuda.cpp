@@ -246,8 +246,7 @@ void c_loss_grad(const KernelContext& ctx) {
   if (y.dtype == DType::kFloat32)
     cuda::launch_scale(ctx.out(0).as<float>(), y.numel(), scale, stream());
   else
-    cuda::launch_scale_half(static_cast<int>(y.dtype), ctx.out(0).data, y.numel(), scale,
-                            stream());
+    cuda::launch_scale_half(static_cast<int>(y.dtype), ctx.out(0).data, y.numel(), scale, stream());
 }
 
 void c_unary_grad(const KernelContext& ctx) {
