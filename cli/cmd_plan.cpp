@@ -118,6 +118,16 @@ int run_plan(const PlanFlags& flags) {
   const search::Plan& plan = outcome->plan;
   const search::PlanMetrics& dp = plan.baselines.at("data_parallel");
 
+  if (flags.pipeline.dump_after == "plan") {
+    std::fputs(search::plan_to_json(plan).c_str(), stdout);
+    return 0;
+  }
+  if (flags.pipeline.dump_after == "program") {
+    auto programs = compile_programs(m, outcome->configs, topology.num_devices());
+    if (!programs) return report(programs.error());
+    std::fputs(programs->to_text().c_str(), stdout);
+    return 0;
+  }
   if (!outcome->fits) {
     int64_t smallest = std::min(plan.predicted.peak_memory_bytes, dp.peak_memory_bytes);
     std::fprintf(
@@ -207,6 +217,7 @@ int run_plan(const PlanFlags& flags) {
 void configure_plan(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<PlanFlags>();
   flags->pipeline.add_to(app);
+  flags->pipeline.plans = true;
   flags->search.add_to(app);
   app.add_option("-o,--output", flags->output,
                  "where to write the plan (default plan.json; - prints it)");

@@ -14,6 +14,7 @@
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
 #include "support/output_file.h"
+#include "support/text.h"
 #include "support/units.h"
 
 namespace planner::cli {
@@ -44,8 +45,18 @@ int run_simulate(const SimulateFlags& flags) {
                                                      : analysis::Baseline::kDataParallel;
   auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());
   if (!configs) return report(configs.error().with_context(m.source));
+  if (flags.pipeline.dump_after == "plan") {
+    for (ir::OpId id : m.graph.topo_order())
+      std::printf("%s %s\n", terminal_safe(m.graph.op(id).name).c_str(),
+                  (*configs)[static_cast<size_t>(id)].to_string().c_str());
+    return 0;
+  }
   // The compiled step of the strategy, simulated: what plan and compile report for it.
   auto simulated = simulate_plan(m, *configs);
+  if (simulated && flags.pipeline.dump_after == "program") {
+    std::fputs(simulated->programs.to_text().c_str(), stdout);
+    return 0;
+  }
   if (!simulated) return report(simulated.error());
   const codegen::ProgramTasks& tasks = simulated->tasks;
   const analysis::Timeline* timeline = &simulated->timeline;
@@ -140,6 +151,7 @@ int run_simulate(const SimulateFlags& flags) {
 void configure_simulate(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<SimulateFlags>();
   flags->pipeline.add_to(app);
+  flags->pipeline.plans = true;
   app.add_option("--strategy", flags->strategy, "baseline strategy to simulate")
       ->check(CLI::IsMember({"data-parallel", "model-parallel"}));
   app.add_option("--trace", flags->trace,

@@ -32,8 +32,9 @@ void PipelineFlags::add_to(CLI::App& app) {
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
   app.add_option("--dump-after", dump_after,
                  "print a stage's result and stop: import, train (the graph), strategies (each "
-                 "operator's splits), groups (what the searches cut)")
-      ->check(CLI::IsMember({"import", "train", "strategies", "groups"}));
+                 "operator's splits), groups (what the searches cut); plan and simulate also "
+                 "plan (the plan file) and program (the compiled step, rank by rank)")
+      ->check(CLI::IsMember({"import", "train", "strategies", "groups", "plan", "program"}));
 }
 
 std::vector<InputPath> PipelineFlags::inputs() const {
@@ -97,6 +98,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   out->source = flags.model.model_path;
   PLANNER_TRY_ASSIGN(importers::ImportOptions options, flags.model.import_options());
   PLANNER_TRY_ASSIGN(ir::Graph forward, importers::import_model(flags.model.model_path, options));
+  if ((flags.dump_after == "plan" || flags.dump_after == "program") && !flags.plans)
+    return make_error("--dump-after {}: this command makes no plan (plan and simulate do)",
+                      flags.dump_after);
   if (flags.dump_after == "import") {
     std::fputs(ir::to_text(forward).c_str(), stdout);
     dumped = true;

@@ -39,6 +39,9 @@ struct PipelineFlags {
   std::string costs;               ///< --costs FILE: measured kernel times
   std::string calibration;         ///< --calibration FILE: the kernel model's parameters
   std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
+  /// The command goes on to a plan and its compiled step (plan, simulate): --dump-after plan
+  /// and program are its stages; other commands refuse them.
+  bool plans = false;
 
   void add_to(CLI::App& app);
   /// The files these flags read (model, topology file, TDL files, costs, calibration), for the
