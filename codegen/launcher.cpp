@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "codegen/launcher_templates.inc"
+#include "codegen/memory_plan.h"
 
 namespace planner::codegen {
 
@@ -139,13 +140,11 @@ const char* kProgramHeader =
 std::string launcher_program_source(const Programs& p) {
   Encoder e;
   e.i(0x504c4e52);
-  // Format 1: an fp32 program; format 2 adds the precision (ir::Precision's value) after it.
-  if (p.precision == ir::Precision::kFp32) {
-    e.i(1);
-  } else {
-    e.i(2);
-    e.i(static_cast<int64_t>(p.precision));
-  }
+  // Format 3: the precision (ir::Precision's value), then buffers with their arena offsets and
+  // each rank's arena bytes (memory_plan.h).
+  e.i(3);
+  e.i(static_cast<int64_t>(p.precision));
+  const MemoryPlan memory = plan_memory(p);
   e.i(p.num_ranks);
   e.i(static_cast<int64_t>(p.buffers.size()));
   for (const Buffer& b : p.buffers) {
@@ -162,6 +161,7 @@ std::string launcher_program_source(const Programs& p) {
     e.d(b.hi);
     e.i(b.init == BufferInit::kConstant ? e.bytes(b.data) : 0);
     e.i(b.init == BufferInit::kConstant ? static_cast<int64_t>(b.data.size()) : 0);
+    e.i(memory.offset[static_cast<size_t>(b.id)]);
   }
   e.ints(p.outputs);
   e.i(static_cast<int64_t>(p.carries.size()));
@@ -169,6 +169,7 @@ std::string launcher_program_source(const Programs& p) {
     e.i(a);
     e.i(b);
   }
+  for (int64_t bytes : memory.rank_bytes) e.i(bytes);
   for (const RankProgram& r : p.ranks) {
     e.i(static_cast<int64_t>(r.steps.size()));
     for (const Step& s : r.steps) {

@@ -11,6 +11,8 @@
 #include <onnx/onnx_pb.h>
 #include <nlohmann/json.hpp>
 
+#include "codegen/memory_plan.h"
+
 namespace planner::codegen {
 
 namespace {
@@ -356,6 +358,7 @@ std::string manifest_json(const Programs& p, const std::string& model_name,
                       {"peak_memory_bytes", predicted->peak_memory_bytes},
                       {"comm_bytes", static_cast<int64_t>(predicted->comm_bytes)}};
   j["ranks"] = nlohmann::ordered_json::array();
+  const MemoryPlan memory = plan_memory(p);
   for (int r = 0; r < p.num_ranks; ++r) {
     nlohmann::ordered_json rj = {{"rank", r},
                                  {"device", r},
@@ -365,6 +368,12 @@ std::string manifest_json(const Programs& p, const std::string& model_name,
       rj["predicted"] = {
           {"step_time_s", predicted->rank_time_s[static_cast<size_t>(r)]},
           {"peak_memory_bytes", predicted->rank_peak_memory_bytes[static_cast<size_t>(r)]}};
+    // The rank's arena (memory_plan.h): what the launcher allocates, its persistent part, and
+    // the most bytes live at once (the bound the placement is measured against).
+    const size_t ri = static_cast<size_t>(r);
+    rj["memory"] = {{"arena_bytes", memory.rank_bytes[ri]},
+                    {"persistent_bytes", memory.rank_persistent_bytes[ri]},
+                    {"live_peak_bytes", memory.rank_live_peak_bytes[ri]}};
     j["ranks"].push_back(std::move(rj));
   }
   // Tensors in first-appearance order of their buffers.

@@ -278,19 +278,12 @@ void Builder::add_edges_and_buffers() {
       }
     }
   }
-  // Buffers written in place hold no memory of their own: updated parameters and state (the
-  // update kernels write the resident buffer), and an all-reduce's result (NCCL reduces in
-  // place), whose readers keep its input alive instead.
-  std::vector<int> alias(p_.buffers.size(), -1);
-  for (const auto& [updated, home] : p_.carries) alias[static_cast<size_t>(updated)] = home;
-  for (const RankProgram& prog : p_.ranks)
-    for (const Step& s : prog.steps)
-      if (s.kind == StepKind::kAllReduce && s.outputs.at(0) >= 0 && s.inputs.at(0) >= 0)
-        alias[static_cast<size_t>(s.outputs[0])] = s.inputs[0];
-  auto root = [&](int b) {
-    while (alias[static_cast<size_t>(b)] >= 0) b = alias[static_cast<size_t>(b)];
-    return b;
-  };
+  // Buffers written in place hold no memory of their own (memory_plan.h decides which): their
+  // readers keep the buffer they are written into alive instead.
+  out_.memory = plan_memory(p_);
+  const MemoryPlan& memory = out_.memory;
+  const std::vector<int>& alias = memory.alias;
+  auto root = [&](int b) { return memory.root(b); };
   for (size_t b = p_.buffers.size(); b-- > 0;) {
     if (alias[b] < 0) continue;
     std::vector<TaskId>& to = readers[static_cast<size_t>(root(static_cast<int>(b)))];
@@ -344,6 +337,63 @@ Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& 
   return b.run();
 }
 
+namespace {
+
+// An update kernel writes its parameter in place only when nothing on the rank reads the
+// parameter after it (memory_plan.h); otherwise the updated copy holds its own memory to the
+// end of the step. Nothing in the step waits for an update, so each update whose parameter is
+// still read later moves to just after the last such read: the compute stream runs the same
+// kernels, and the copy is not needed.
+void defer_updates(const Programs& programs, RankProgram& prog) {
+  const size_t n = prog.steps.size();
+  std::vector<int> last_read(programs.buffers.size(), -1), writer(programs.buffers.size(), -1);
+  std::vector<bool> read(programs.buffers.size(), false);
+  for (size_t i = 0; i < n; ++i) {
+    for (int b : prog.steps[i].inputs)
+      if (b >= 0) {
+        last_read[static_cast<size_t>(b)] = static_cast<int>(i);
+        read[static_cast<size_t>(b)] = true;
+      }
+    for (int b : prog.steps[i].outputs)
+      if (b >= 0 && writer[static_cast<size_t>(b)] < 0)
+        writer[static_cast<size_t>(b)] = static_cast<int>(i);
+  }
+  std::vector<int> anchor(n, -1);  // per step: the step it follows, where it moves
+  bool moved = false;
+  for (auto [updated, home] : programs.carries) {
+    if (programs.buffers[static_cast<size_t>(updated)].rank != prog.rank) continue;
+    const int w = writer[static_cast<size_t>(updated)];
+    if (w < 0 || prog.steps[static_cast<size_t>(w)].kind != StepKind::kKernel) continue;
+    bool outputs_read = false;
+    for (int b : prog.steps[static_cast<size_t>(w)].outputs)
+      if (b >= 0 && read[static_cast<size_t>(b)]) outputs_read = true;
+    const int after = last_read[static_cast<size_t>(home)];
+    if (outputs_read || after <= w) continue;
+    anchor[static_cast<size_t>(w)] = std::max(anchor[static_cast<size_t>(w)], after);
+    moved = true;
+  }
+  if (!moved) return;
+  std::vector<std::vector<size_t>> follows(n);
+  for (size_t i = 0; i < n; ++i)
+    if (anchor[i] >= 0) follows[static_cast<size_t>(anchor[i])].push_back(i);
+  std::vector<Step> steps;
+  steps.reserve(n);
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < n; ++i) {
+    if (anchor[i] < 0) pending.push_back(i);
+    // A deferred update may itself be an anchor: emit in order, anchors first.
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const size_t at = pending[k];
+      steps.push_back(std::move(prog.steps[at]));
+      for (size_t f : follows[at]) pending.push_back(f);
+    }
+    pending.clear();
+  }
+  prog.steps = std::move(steps);
+}
+
+}  // namespace
+
 Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
                                  const importers::Topology& topology,
                                  const analysis::ComputeCostModel& compute) {
@@ -362,6 +412,7 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
     steps.reserve(prog.steps.size());
     for (size_t i : order) steps.push_back(std::move(prog.steps[i]));
     prog.steps = std::move(steps);
+    defer_updates(programs, prog);
   }
   return ok();
 }
@@ -389,9 +440,9 @@ Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Grap
     double& end = cost.rank_time_s[static_cast<size_t>(r)];
     end = std::max(end, t.end[static_cast<size_t>(id)]);
   }
+  // A rank's peak is its arena: the memory the launcher allocates (memory_plan.h).
   for (int r = 0; r < n; ++r) {
-    int64_t peak =
-        t.resources[static_cast<size_t>(built.compute[static_cast<size_t>(r)])].peak_memory;
+    const int64_t peak = built.memory.rank_bytes[static_cast<size_t>(r)];
     cost.rank_peak_memory_bytes.push_back(peak);
     cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, peak);
   }

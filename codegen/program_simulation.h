@@ -14,10 +14,11 @@
 //   and then occupies each member's channel for the collective model's time
 //   (analysis::collective_cost over its group); a send occupies the sender's channel for the
 //   route's latency plus bytes over bandwidth, and its recv is ready when it ends.
-// - Memory: each buffer lives on its rank from the start of the step that writes it to the end
-//   of the last step that reads it; persistent buffers (parameters, optimizer state, inputs,
-//   constants) all step long; an updated parameter or state (a carried buffer) is written in
-//   place, as the launcher's update kernels do, and adds nothing.
+// - Memory: a rank's peak is its arena (memory_plan.h): every buffer at an offset fixed from
+//   its lifetime in program order, persistent buffers (parameters, optimizer state, inputs,
+//   constants) all step long, updated parameters and state written over their resident
+//   buffers and all-reduces in place where nothing reads the old value later. The launcher
+//   allocates exactly that arena. (The timeline's own per-stream memory is for traces only.)
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "analysis/cost_model.h"
 #include "analysis/simulator.h"
 #include "analysis/task_graph.h"
+#include "codegen/memory_plan.h"
 #include "codegen/program.h"
 #include "importers/topology.h"
 #include "ir/graph.h"
@@ -46,6 +48,8 @@ struct ProgramTasks {
   /// Steps that became tasks, by kind (StepKind's order): a collective or a send/recv pair
   /// counts once per rank that calls it.
   std::vector<int64_t> steps_simulated;
+  /// Where every buffer lives (memory_plan.h): the ranks' peaks and the buffers written in place.
+  MemoryPlan memory;
 };
 
 /// Builds the task graph of `programs`, compiled from `graph` for `topology` (rank r runs device

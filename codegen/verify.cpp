@@ -427,8 +427,8 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
                      build_launchers(dirs, (fs::path(work) / "build").string(), o.verbose));
   auto run = [&](size_t i, std::string& out) -> Expected<std::vector<DumpedSlice>> {
     std::string dump = (fs::path(work) / fmt::format("run{}.dump", i)).string();
-    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --timeout 60", quote(exes[i]),
-                                  o.steps, o.seed, quote(dump));
+    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --poison --timeout 60",
+                                  quote(exes[i]), o.steps, o.seed, quote(dump));
     if (o.verbose) std::fprintf(stderr, "running %s\n", cmd.c_str());
     if (run_command(cmd, out) != 0)
       return make_error("{} launcher failed:\n{}", i == 0 ? "the reference" : "the partitioned",

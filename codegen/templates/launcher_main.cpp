@@ -8,8 +8,8 @@
 // --costs samples) to rank 0 by point-to-point messages, so the same code gathers it from
 // threads or from other processes, and rank 0's process prints the summary and writes files.
 //
-//   launcher [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--timeout SECONDS]
-//            [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
+//   launcher [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--report FILE] [--poison]
+//            [--timeout SECONDS] [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +28,7 @@
 
 #include "launcher.h"
 #include "planner_rt/collectives.h"
+#include "planner_rt/executor.h"
 #include "planner_rt/kernels.h"
 #include "planner_rt/precision.h"
 #include "planner_rt/profiler.h"
@@ -37,39 +38,6 @@
 namespace rt = planner::rt;
 
 namespace {
-
-enum StepKind {
-  kKernel = 0,
-  kAllReduce = 1,
-  kAllGather = 2,
-  kAllToAll = 3,
-  kReduceScatter = 4,
-  kSend = 5,
-  kRecv = 6
-};
-enum Init { kComputed = 0, kUniform = 1, kZeros = 2, kConstant = 3 };
-
-struct BufferSpec {
-  int rank = 0;
-  rt::DType dtype = rt::DType::kFloat32;
-  rt::Shape shape, global_shape, offset;
-  int init = kComputed;
-  const char* name = "";
-  double lo = 0, hi = 0;
-  int64_t data_offset = 0, data_bytes = 0;
-};
-
-struct StepSpec {
-  int kind = kKernel;
-  const char* op_type = "";
-  const char* domain = "";
-  const char* node = "";
-  rt::Attributes attrs;
-  std::vector<int> inputs, outputs, group;
-  int peer = -1;
-  int64_t axis = 0, axis2 = 0;
-  rt::ReduceOp reduce = rt::ReduceOp::kSum;
-};
 
 // The step's precision, as the planner's ir::Precision numbers it.
 enum class Precision { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3 };
@@ -87,13 +55,10 @@ const char* precision_name(Precision p) {
   }
 }
 
-struct Program {
+// The tables of program.cpp, read.
+struct Loaded {
   Precision precision = Precision::kFp32;
-  int num_ranks = 0;
-  std::vector<BufferSpec> buffers;
-  std::vector<int> outputs;
-  std::vector<std::pair<int, int>> carries;
-  std::vector<std::vector<StepSpec>> steps;  // per rank
+  rt::Program program;
 };
 
 // Reads the integer stream of program.cpp.
@@ -123,27 +88,30 @@ class Reader {
   int64_t pos_ = 0;
 };
 
-Program load(const launcher::ProgramTable& t) {
+// Format 3: magic, 3, precision, ranks, buffers (with arena offsets), outputs, carries, each
+// rank's arena bytes, then each rank's steps.
+Loaded load(const launcher::ProgramTable& t) {
   Reader r(t);
-  if (r.i() != 0x504c4e52) throw rt::Error("program table has the wrong format");
-  const int64_t format = r.i();
-  if (format != 1 && format != 2) throw rt::Error("program table has the wrong format");
-  Program p;
-  if (format == 2) p.precision = static_cast<Precision>(r.i());
+  if (r.i() != 0x504c4e52 || r.i() != 3) throw rt::Error("program table has the wrong format");
+  Loaded loaded;
+  loaded.precision = static_cast<Precision>(r.i());
+  rt::Program& p = loaded.program;
   p.num_ranks = r.n();
   p.buffers.resize(static_cast<size_t>(r.i()));
-  for (BufferSpec& b : p.buffers) {
+  for (rt::BufferSpec& b : p.buffers) {
     b.rank = r.n();
     b.dtype = static_cast<rt::DType>(r.i());
     b.shape = r.shape();
     b.global_shape = r.shape();
     b.offset = r.shape();
-    b.init = r.n();
+    b.init = static_cast<rt::BufferInit>(r.n());
     b.name = r.s();
     b.lo = r.d();
     b.hi = r.d();
-    b.data_offset = r.i();
+    const int64_t data_offset = r.i();
     b.data_bytes = r.i();
+    b.data = launcher::kProgram.bytes + data_offset;
+    b.arena_offset = r.i();
   }
   p.outputs = r.ints();
   int64_t carries = r.i();
@@ -151,11 +119,13 @@ Program load(const launcher::ProgramTable& t) {
     int a = r.n();
     p.carries.push_back({a, r.n()});
   }
+  p.arena_bytes.resize(static_cast<size_t>(p.num_ranks));
+  for (int64_t& bytes : p.arena_bytes) bytes = r.i();
   p.steps.resize(static_cast<size_t>(p.num_ranks));
   for (auto& steps : p.steps) {
     steps.resize(static_cast<size_t>(r.i()));
-    for (StepSpec& s : steps) {
-      s.kind = r.n();
+    for (rt::StepSpec& s : steps) {
+      s.kind = static_cast<rt::StepKind>(r.n());
       s.op_type = r.s();
       s.domain = r.s();
       s.node = r.s();
@@ -192,13 +162,15 @@ Program load(const launcher::ProgramTable& t) {
       s.reduce = static_cast<rt::ReduceOp>(r.i());
     }
   }
-  return p;
+  p.validate();
+  return loaded;
 }
 
 struct Options {
   int steps = 1;
   uint64_t seed = 1;
-  std::string costs, dump;
+  std::string costs, dump, report;
+  bool poison = false;
   int timeout_s =
       0;  // 0: the world's deadline (--collective-timeout-ms, PLANNER_RT_TIMEOUT_MS, 120 s)
 };
@@ -215,6 +187,7 @@ struct DumpRecord {
 struct Report {
   int rank = 0;
   std::vector<double> seconds;             // per step
+  std::vector<rt::StepCounters> counters;  // per step
   int64_t peak = 0;                        // the largest step's peak bytes
   std::vector<DumpRecord> dump;            // with --dump
   std::vector<rt::Profiler::Entry> costs;  // with --costs
@@ -288,6 +261,12 @@ std::vector<unsigned char> encode(const Report& r) {
   w.u64(static_cast<uint64_t>(r.rank));
   w.u64(r.seconds.size());
   for (double s : r.seconds) w.f64(s);
+  w.u64(r.counters.size());
+  for (const rt::StepCounters& c : r.counters) {
+    w.u64(static_cast<uint64_t>(c.allocations));
+    w.u64(static_cast<uint64_t>(c.host_syncs));
+    w.u64(static_cast<uint64_t>(c.host_fallback_kernels));
+  }
   w.u64(static_cast<uint64_t>(r.peak));
   w.u64(r.dump.size());
   for (const DumpRecord& d : r.dump) {
@@ -318,6 +297,12 @@ Report decode(const std::vector<unsigned char>& bytes) {
   out.rank = static_cast<int>(r.u64());
   out.seconds.resize(r.count());
   for (double& s : out.seconds) s = r.f64();
+  out.counters.resize(r.count());
+  for (rt::StepCounters& c : out.counters) {
+    c.allocations = static_cast<int64_t>(r.u64());
+    c.host_syncs = static_cast<int64_t>(r.u64());
+    c.host_fallback_kernels = static_cast<int64_t>(r.u64());
+  }
   out.peak = static_cast<int64_t>(r.u64());
   out.dump.resize(r.count());
   for (DumpRecord& d : out.dump) {
@@ -345,78 +330,18 @@ Report decode(const std::vector<unsigned char>& bytes) {
 // Reports travel under their own tag: the programs' messages use tag 0.
 constexpr int kReportTag = 1;
 
-// One rank's run: buffers allocated when first written and freed after their last use;
-// persistent ones (parameters, inputs, state, constants) live for the whole run.
+// One rank's run: the shared executor (planner_rt/executor.h) and what the launcher adds
+// around it (dumps, the report to rank 0).
 class Rank {
  public:
-  // Constructs the communicator first: on cuda it makes the rank's GPU current in this thread.
-  Rank(const Program& p, int rank, rt::World& world, const Options& o)
-      : p_(p),
-        rank_(rank),
-        comm_(world, rank),
-        o_(o),
-        buffers_(p.buffers.size()),
-        last_use_(p.buffers.size(), -1) {
-    const auto& steps = p_.steps[static_cast<size_t>(rank_)];
-    for (size_t i = 0; i < steps.size(); ++i) {
-      for (int b : steps[i].inputs)
-        if (b >= 0) last_use_[static_cast<size_t>(b)] = static_cast<int>(i);
-      for (int b : steps[i].outputs)
-        if (b >= 0) last_use_[static_cast<size_t>(b)] = static_cast<int>(i);
-    }
-    keep_.assign(p.buffers.size(), false);
-    for (int b : p_.outputs) keep_[static_cast<size_t>(b)] = true;
-    for (auto [a, b] : p_.carries)
-      keep_[static_cast<size_t>(a)] = keep_[static_cast<size_t>(b)] = true;
-  }
+  Rank(const rt::Program& p, int rank, rt::World& world, const Options& o)
+      : p_(p), o_(o), exec_(p, rank, world, executor_options(o)) {}
 
-  void init() {
-    for (size_t b = 0; b < p_.buffers.size(); ++b) {
-      const BufferSpec& spec = p_.buffers[b];
-      if (spec.rank != rank_ || spec.init == kComputed) continue;
-      buffers_[b] = rt::TensorBuffer(allocator_, spec.dtype, spec.shape);
-      const rt::Tensor& t = buffers_[b].view();
-      if (spec.init == kUniform) {
-        std::vector<unsigned char> host(t.bytes() + 1);
-        rt::Tensor h(spec.dtype, spec.shape, host.data());
-        rt::fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
-        rt::copy_from_host(t, host.data());
-      } else if (spec.init == kConstant && spec.data_bytes > 0) {
-        rt::copy_from_host(t, launcher::kProgram.bytes + spec.data_offset);
-      }
-    }
-  }
-
-  double step() {
-    allocator_.reset_peak();
-    rt::StepTimer timer;
-    const auto& steps = p_.steps[static_cast<size_t>(rank_)];
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const StepSpec& s = steps[i];
-      for (int b : s.outputs)
-        if (b >= 0 && !buffers_[static_cast<size_t>(b)].view().present()) {
-          const BufferSpec& spec = p_.buffers[static_cast<size_t>(b)];
-          buffers_[static_cast<size_t>(b)] = rt::TensorBuffer(allocator_, spec.dtype, spec.shape);
-        }
-      run(s);
-      for (int b : s.inputs) release(b, static_cast<int>(i));
-      for (int b : s.outputs) release(b, static_cast<int>(i));
-    }
-    for (auto [updated, home] : p_.carries) {
-      if (p_.buffers[static_cast<size_t>(home)].rank != rank_) continue;
-      rt::Tensor in[] = {view(updated)};
-      rt::Tensor out[] = {view(home)};
-      rt::run_kernel("", "Identity", {}, in, out, "carry");
-    }
-    return timer.stop();
-  }
-
-  // Frees the step's computed buffers (outputs are kept until dumped).
-  void end_step() {
-    for (size_t b = 0; b < p_.buffers.size(); ++b)
-      if (p_.buffers[b].rank == rank_ && p_.buffers[b].init == kComputed)
-        buffers_[b] = rt::TensorBuffer();
-  }
+  void init() { exec_.init(); }
+  double step() { return exec_.step(); }
+  const rt::StepCounters& counters() const { return exec_.last_step(); }
+  const rt::Profiler& profiler() const { return exec_.profiler(); }
+  int64_t peak() const { return exec_.peak_bytes(); }
 
   // The outputs' slices on this rank. An updated parameter or state is written as its change
   // over the run (updated minus initial value): that is what the step computed, and a
@@ -426,11 +351,12 @@ class Rank {
     for (auto [updated, home] : p_.carries) home_of[updated] = home;
     std::vector<DumpRecord> out;
     for (int b : p_.outputs) {
-      if (p_.buffers[static_cast<size_t>(b)].rank != rank_) continue;
+      if (p_.buffers[static_cast<size_t>(b)].rank != exec_.rank()) continue;
       DumpRecord r;
       r.buffer = b;
-      r.bytes.resize(view(b).bytes() + 1);
-      rt::copy_to_host(view(b), r.bytes.data());
+      const rt::Tensor t = exec_.view(b);
+      r.bytes.resize(t.bytes() + 1);
+      rt::copy_to_host(t, r.bytes.data());
       r.bytes.pop_back();
       auto home = home_of.find(b);
       if (home != home_of.end()) subtract_initial(p_.buffers[static_cast<size_t>(home->second)], r);
@@ -439,9 +365,52 @@ class Rank {
     return out;
   }
 
+  // Every rank but 0 sends its report to rank 0 (a size, then the bytes); rank 0 receives them
+  // in rank order into `all`. Sends are buffered, so no rank waits for another's report.
+  void gather(Report mine, std::vector<Report>& all) {
+    rt::Communicator& comm = exec_.communicator();
+    rt::Allocator& allocator = exec_.allocator();
+    if (exec_.rank() != 0) {
+      std::vector<unsigned char> bytes = encode(mine);
+      const int64_t n = static_cast<int64_t>(bytes.size());
+      rt::TensorBuffer size(allocator, rt::DType::kInt64, {1});
+      rt::copy_from_host(size.view(), &n);
+      comm.send(size.view(), 0, kReportTag);
+      rt::TensorBuffer data(allocator, rt::DType::kUInt8, {n});
+      rt::copy_from_host(data.view(), bytes.data());
+      comm.send(data.view(), 0, kReportTag);
+      return;
+    }
+    all[0] = std::move(mine);
+    for (int r = 1; r < p_.num_ranks; ++r) {
+      int64_t n = 0;
+      rt::TensorBuffer size(allocator, rt::DType::kInt64, {1});
+      comm.recv(size.view(), r, kReportTag);
+      rt::copy_to_host(size.view(), &n);
+      if (n < 0) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
+      std::vector<unsigned char> bytes(static_cast<size_t>(n) + 1);
+      rt::TensorBuffer data(allocator, rt::DType::kUInt8, {n});
+      comm.recv(data.view(), r, kReportTag);
+      rt::copy_to_host(data.view(), bytes.data());
+      bytes.pop_back();
+      Report got = decode(bytes);
+      if (got.rank != r) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
+      all[static_cast<size_t>(r)] = std::move(got);
+    }
+  }
+
+ private:
+  static rt::ExecutorOptions executor_options(const Options& o) {
+    rt::ExecutorOptions e;
+    e.seed = o.seed;
+    e.profile = !o.costs.empty();
+    e.poison = o.poison;
+    return e;
+  }
+
   // r -= the initial value of `spec` (f32 data initialised uniform; zeros need nothing).
-  void subtract_initial(const BufferSpec& spec, DumpRecord& r) const {
-    if (spec.init != kUniform || spec.dtype != rt::DType::kFloat32) return;
+  void subtract_initial(const rt::BufferSpec& spec, DumpRecord& r) const {
+    if (spec.init != rt::BufferInit::kUniform || spec.dtype != rt::DType::kFloat32) return;
     std::vector<float> initial(r.bytes.size() / sizeof(float) + 1);
     rt::Tensor h(spec.dtype, spec.shape, initial.data());
     rt::fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
@@ -459,90 +428,9 @@ class Rank {
     r.floor = largest > 0 ? std::ldexp(1.0, exponent - 24) : 0.0;
   }
 
-  const rt::Profiler& profiler() const { return profiler_; }
-  int64_t peak() const { return allocator_.peak_bytes(); }
-
-  // Every rank but 0 sends its report to rank 0 (a size, then the bytes); rank 0 receives them
-  // in rank order into `all`. Sends are buffered, so no rank waits for another's report.
-  void gather(Report mine, std::vector<Report>& all) {
-    if (rank_ != 0) {
-      std::vector<unsigned char> bytes = encode(mine);
-      const int64_t n = static_cast<int64_t>(bytes.size());
-      rt::TensorBuffer size(allocator_, rt::DType::kInt64, {1});
-      rt::copy_from_host(size.view(), &n);
-      comm_.send(size.view(), 0, kReportTag);
-      rt::TensorBuffer data(allocator_, rt::DType::kUInt8, {n});
-      rt::copy_from_host(data.view(), bytes.data());
-      comm_.send(data.view(), 0, kReportTag);
-      return;
-    }
-    all[0] = std::move(mine);
-    for (int r = 1; r < p_.num_ranks; ++r) {
-      int64_t n = 0;
-      rt::TensorBuffer size(allocator_, rt::DType::kInt64, {1});
-      comm_.recv(size.view(), r, kReportTag);
-      rt::copy_to_host(size.view(), &n);
-      if (n < 0) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
-      std::vector<unsigned char> bytes(static_cast<size_t>(n) + 1);
-      rt::TensorBuffer data(allocator_, rt::DType::kUInt8, {n});
-      comm_.recv(data.view(), r, kReportTag);
-      rt::copy_to_host(data.view(), bytes.data());
-      bytes.pop_back();
-      Report got = decode(bytes);
-      if (got.rank != r) throw rt::Error("rank " + std::to_string(r) + " sent a malformed report");
-      all[static_cast<size_t>(r)] = std::move(got);
-    }
-  }
-
- private:
-  const rt::Tensor& view(int b) const { return buffers_[static_cast<size_t>(b)].view(); }
-
-  void release(int b, int i) {
-    if (b < 0 || keep_[static_cast<size_t>(b)] || last_use_[static_cast<size_t>(b)] != i) return;
-    if (p_.buffers[static_cast<size_t>(b)].init != kComputed) return;
-    buffers_[static_cast<size_t>(b)] = rt::TensorBuffer();
-  }
-
-  void run(const StepSpec& s) {
-    std::vector<rt::Tensor> in, out;
-    for (int b : s.inputs) in.push_back(b >= 0 ? view(b) : rt::Tensor());
-    for (int b : s.outputs) out.push_back(b >= 0 ? view(b) : rt::Tensor());
-    switch (s.kind) {
-      case kKernel:
-        profiler_.run(s.domain, s.op_type, s.attrs, in, out, s.node);
-        break;
-      case kAllReduce:
-        comm_.all_reduce(in[0], out[0], s.reduce, s.group);
-        break;
-      case kAllGather:
-        comm_.all_gather(in[0], out[0], s.axis, s.group);
-        break;
-      case kAllToAll:
-        comm_.all_to_all(in[0], out[0], s.axis, s.axis2, s.group);
-        break;
-      case kReduceScatter:
-        comm_.reduce_scatter(in[0], out[0], s.axis, s.reduce, s.group);
-        break;
-      case kSend:
-        comm_.send(in[0], s.peer, 0);
-        break;
-      case kRecv:
-        comm_.recv(out[0], s.peer, 0);
-        break;
-      default:
-        throw rt::Error("unknown step kind");
-    }
-  }
-
-  const Program& p_;
-  int rank_;
-  rt::Communicator comm_;
-  rt::Allocator allocator_;
+  const rt::Program& p_;
   const Options& o_;
-  rt::Profiler profiler_;
-  std::vector<rt::TensorBuffer> buffers_;
-  std::vector<int> last_use_;
-  std::vector<bool> keep_;
+  rt::Executor exec_;
 };
 
 void write_u64(std::ofstream& f, uint64_t v) {
@@ -552,7 +440,7 @@ void write_u64(std::ofstream& f, uint64_t v) {
 // The dump file: "PLNRDUMP2\n", then per buffer: name, dtype, rank, global shape, offset,
 // shape, the raw bytes (lengths and integers as little-endian u64/i64) and the record's
 // rounding floor (f64, DumpRecord::floor).
-void write_dump(const std::string& path, const Program& p, const std::vector<Report>& reports) {
+void write_dump(const std::string& path, const rt::Program& p, const std::vector<Report>& reports) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw rt::Error("cannot write " + path);
   f << "PLNRDUMP2\n";
@@ -560,7 +448,7 @@ void write_dump(const std::string& path, const Program& p, const std::vector<Rep
     for (const DumpRecord& r : rank.dump) {
       if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= p.buffers.size())
         throw rt::Error("rank " + std::to_string(rank.rank) + " reported an unknown buffer");
-      const BufferSpec& b = p.buffers[static_cast<size_t>(r.buffer)];
+      const rt::BufferSpec& b = p.buffers[static_cast<size_t>(r.buffer)];
       std::string name = b.name;
       write_u64(f, name.size());
       f.write(name.data(), static_cast<std::streamsize>(name.size()));
@@ -578,16 +466,58 @@ void write_dump(const std::string& path, const Program& p, const std::vector<Rep
   if (!f.flush()) throw rt::Error("cannot write " + path);
 }
 
+// The most of a counter over the steps after the first (the first step's when there is one):
+// what a steady step costs.
+int64_t steady(const Report& r, int64_t rt::StepCounters::*counter) {
+  int64_t most = 0;
+  const size_t from = r.counters.size() > 1 ? 1 : 0;
+  for (size_t s = from; s < r.counters.size(); ++s) most = std::max(most, r.counters[s].*counter);
+  return most;
+}
+
+// The --report file (docs/runtime.md, "The launcher's report").
+void write_report(const std::string& path, const std::vector<Report>& reports) {
+  std::string out = "{\n  \"schema\": \"planner-launcher-report/1\",\n";
+  out += "  \"backend\": \"" + std::string(rt::backend_name()) + "\",\n  \"ranks\": [";
+  char number[64];
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const Report& r = reports[i];
+    out += i ? ",\n    {" : "\n    {";
+    out += "\"rank\": " + std::to_string(r.rank) + ", \"step_seconds\": [";
+    for (size_t s = 0; s < r.seconds.size(); ++s) {
+      std::snprintf(number, sizeof number, "%.9g", r.seconds[s]);
+      out += (s ? ", " : "") + std::string(number);
+    }
+    out += "], \"peak_memory_bytes\": " + std::to_string(r.peak);
+    out +=
+        ", \"allocations_per_step\": " + std::to_string(steady(r, &rt::StepCounters::allocations));
+    out += ", \"host_syncs_per_step\": " + std::to_string(steady(r, &rt::StepCounters::host_syncs));
+    out += ", \"host_fallback_kernels\": " +
+           std::to_string(steady(r, &rt::StepCounters::host_fallback_kernels)) + "}";
+  }
+  out += "\n  ]\n}\n";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << out;
+  if (!f.flush()) throw rt::Error("cannot write " + path);
+}
+
 void print_usage(const char* argv0, int num_ranks) {
   std::printf(
-      "usage: %s [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--timeout SECONDS]\n"
-      "          [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]\n"
+      "usage: %s [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--report FILE]\n"
+      "          [--poison] [--timeout SECONDS] [--ranks-per-gpu N] [--mpi]\n"
+      "          [--collective-timeout-ms N]\n"
       "Runs the %d-rank program of `planner compile` on the %s backend.\n"
       "  --steps N                  steps to run (default 1)\n"
       "  --seed S                   initialisation seed (default 1)\n"
       "  --costs FILE               write the measured kernel times (planner ... --costs FILE)\n"
       "  --dump FILE                write every output and updated parameter slice after the last "
       "step\n"
+      "  --report FILE              write per rank: step seconds, peak memory, allocations, host "
+      "syncs\n"
+      "                             and host-fallback kernels per step (JSON)\n"
+      "  --poison                   fill each step's memory with NaN first (finds reads of "
+      "unwritten\n"
+      "                             memory)\n"
       "  --timeout SECONDS          how long a collective or receive waits for its peers (default "
       "120)\n"
       "  --collective-timeout-ms N  the same in milliseconds\n"
@@ -619,7 +549,8 @@ int parse_count(const std::string& flag, const std::string& text, int min) {
 }
 
 int run_main(int argc, char** argv) {
-  const Program p = load(launcher::kProgram);
+  const Loaded loaded = load(launcher::kProgram);
+  const rt::Program& p = loaded.program;
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -643,6 +574,10 @@ int run_main(int argc, char** argv) {
       o.costs = value();
     } else if (a == "--dump") {
       o.dump = value();
+    } else if (a == "--report") {
+      o.report = value();
+    } else if (a == "--poison") {
+      o.poison = true;
     } else if (a == "--timeout") {
       o.timeout_s = parse_count(a, value(), 1);
     } else if (a == "--ranks-per-gpu" || a == "--collective-timeout-ms") {
@@ -662,8 +597,9 @@ int run_main(int argc, char** argv) {
   rt::World world(world_options);
   std::printf("%s\n", world.description().c_str());
   // 16-bit tensors say so by their dtype; TF32 matmuls and convolutions are a switch.
-  rt::set_tf32(p.precision == Precision::kTf32);
-  if (p.precision != Precision::kFp32) std::printf("precision: %s\n", precision_name(p.precision));
+  rt::set_tf32(loaded.precision == Precision::kTf32);
+  if (loaded.precision != Precision::kFp32)
+    std::printf("precision: %s\n", precision_name(loaded.precision));
   const std::vector<int>& local = world.local_ranks();
   const bool reports_here = std::find(local.begin(), local.end(), 0) != local.end();
 
@@ -682,13 +618,13 @@ int run_main(int argc, char** argv) {
         for (int s = 0; s < o.steps; ++s) {
           double t = rank.step();
           mine.seconds.push_back(t);
+          mine.counters.push_back(rank.counters());
           mine.peak = std::max(mine.peak, rank.peak());
           {
             std::lock_guard<std::mutex> lock(m);
             std::printf("%s\n", rt::step_report(r, s + 1, t, rank.peak()).c_str());
           }
           if (s + 1 == o.steps && !o.dump.empty()) mine.dump = rank.dump();
-          rank.end_step();
         }
         if (!o.costs.empty()) mine.costs = rank.profiler().entries();
         if (r == 0 && !o.costs.empty()) device = rt::device_name();
@@ -726,6 +662,7 @@ int run_main(int argc, char** argv) {
     if (!f.flush()) throw rt::Error("cannot write " + o.costs);
   }
   if (!o.dump.empty()) write_dump(o.dump, p, reports);
+  if (!o.report.empty()) write_report(o.report, reports);
   return 0;
 }
 

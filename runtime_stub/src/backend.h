@@ -12,6 +12,10 @@ namespace planner::rt::backend {
 void* allocate(size_t bytes);
 /// Returns a block from allocate().
 void deallocate(void* data, size_t bytes);
+/// Sets `bytes` bytes at `data` (memory from allocate()) to `value`, queued on the rank's stream.
+void fill_bytes(void* data, int value, size_t bytes);
+/// Waits until the calling thread's queued work is done (one host sync; counted).
+void synchronize();
 /// Runs `kernel` and returns the seconds it took, measured as the backend's device sees it
 /// (steady_clock on cpu, cudaEvents on the rank's stream on cuda).
 double time_kernel(const std::function<void()>& kernel);

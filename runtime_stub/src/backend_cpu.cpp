@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "collectives_internal.h"
 #include "planner_rt/collectives.h"
+#include "planner_rt/counters.h"
 #include "planner_rt/profiler.h"
 #include "planner_rt/tensor.h"
 
@@ -26,6 +27,15 @@ void* allocate(size_t bytes) {
 
 void deallocate(void* data, size_t) {
   std::free(data);
+}
+
+void fill_bytes(void* data, int value, size_t bytes) {
+  std::memset(data, value, bytes);
+}
+
+void synchronize() {
+  // Kernels ran as they were issued; the step's end is still the one point the host waits.
+  detail::count_host_sync();
 }
 
 double time_kernel(const std::function<void()>& kernel) {

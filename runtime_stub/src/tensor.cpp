@@ -86,6 +86,7 @@ void* Allocator::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   current_ += static_cast<int64_t>(bytes);
   if (current_ > peak_) peak_ = current_;
+  ++allocations_;
   return p;
 }
 
@@ -104,6 +105,11 @@ int64_t Allocator::current_bytes() const {
 int64_t Allocator::peak_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return peak_;
+}
+
+int64_t Allocator::allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return allocations_;
 }
 
 void Allocator::reset_peak() {

@@ -102,11 +102,14 @@ class Allocator {
   int64_t peak_bytes() const;
   /// Sets the peak to the current value (to measure one step).
   void reset_peak();
+  /// Blocks allocated since construction (the launcher reports those of each step).
+  int64_t allocations() const;
 
  private:
   mutable std::mutex mutex_;
   int64_t current_ = 0;
   int64_t peak_ = 0;
+  int64_t allocations_ = 0;
 };
 
 /// An owning tensor: its block comes from (and returns to) an Allocator. Move-only.

@@ -5,6 +5,7 @@
 #include "../backend.h"
 #include "cuda_util.h"
 #include "device_kernels.h"
+#include "planner_rt/counters.h"
 #include "planner_rt/profiler.h"
 
 namespace planner::rt {
@@ -93,6 +94,7 @@ void bind_device(int device) {
 }
 
 void sync() {
+  detail::count_host_sync();
   PLANNER_CUDA_CHECK(cudaStreamSynchronize(context().stream));
 }
 
@@ -123,6 +125,7 @@ void* allocate(size_t bytes) {
                 ")");
   }
   PLANNER_CUDA_CHECK(cudaMemsetAsync(p, 0, rounded, ctx.stream));
+  detail::count_host_sync();
   PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   return p;
 }
@@ -130,6 +133,14 @@ void* allocate(size_t bytes) {
 void deallocate(void* data, size_t) {
   // cudaFree waits for work still using the block.
   PLANNER_CUDA_CHECK(cudaFree(data));
+}
+
+void fill_bytes(void* data, int value, size_t bytes) {
+  PLANNER_CUDA_CHECK(cudaMemsetAsync(data, value, bytes, cuda::context().stream));
+}
+
+void synchronize() {
+  cuda::sync();
 }
 
 double time_kernel(const std::function<void()>& kernel) {
@@ -142,6 +153,7 @@ double time_kernel(const std::function<void()>& kernel) {
     PLANNER_CUDA_CHECK(cudaEventRecord(begin, ctx.stream));
     kernel();
     PLANNER_CUDA_CHECK(cudaEventRecord(end, cuda::context().stream));
+    detail::count_host_sync();
     PLANNER_CUDA_CHECK(cudaEventSynchronize(end));
     PLANNER_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
   } catch (...) {
@@ -173,6 +185,7 @@ void copy_from_host(const Tensor& dst, const void* src) {
   cuda::Context& ctx = cuda::context();
   PLANNER_CUDA_CHECK(
       cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, ctx.stream));
+  detail::count_host_sync();
   PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
 }
 
@@ -181,6 +194,7 @@ void copy_to_host(const Tensor& src, void* dst) {
   cuda::Context& ctx = cuda::context();
   PLANNER_CUDA_CHECK(
       cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, ctx.stream));
+  detail::count_host_sync();
   PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
 }
 

@@ -4,10 +4,12 @@
 #include "../precision_boundary.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
+#include "planner_rt/counters.h"
 
 namespace planner::rt::kernels {
 
 void host_fallback(const KernelContext& ctx, KernelFn fn, bool copy_inputs) {
+  detail::count_host_fallback();
   // One host buffer per distinct device pointer, so in-place calls (output = input) stay so.
   std::map<const void*, std::vector<uint8_t>> host;
   auto stage = [&](const Tensor& t, bool copy) -> Tensor {

@@ -1,0 +1,165 @@
+// The executor shared by both backends: one arena per rank, steps issued in program order, one
+// host wait per step.
+#include "planner_rt/executor.h"
+
+#include <algorithm>
+
+#include "backend.h"
+#include "planner_rt/counters.h"
+#include "planner_rt/random.h"
+
+namespace planner::rt {
+
+namespace {
+
+std::string where(size_t rank, size_t step) {
+  return "rank " + std::to_string(rank) + " step " + std::to_string(step);
+}
+
+}  // namespace
+
+void Program::validate() const {
+  if (num_ranks < 1) throw Error("program: no ranks");
+  if (steps.size() != static_cast<size_t>(num_ranks) ||
+      arena_bytes.size() != static_cast<size_t>(num_ranks))
+    throw Error("program: " + std::to_string(num_ranks) + " ranks but " +
+                std::to_string(steps.size()) + " step lists and " +
+                std::to_string(arena_bytes.size()) + " arenas");
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    const BufferSpec& spec = buffers[b];
+    if (spec.rank < 0 || spec.rank >= num_ranks)
+      throw Error("program: buffer " + std::to_string(b) + " is on rank " +
+                  std::to_string(spec.rank) + " of " + std::to_string(num_ranks));
+    const int64_t bytes = Tensor(spec.dtype, spec.shape, nullptr).bytes();
+    if (spec.arena_offset < 0 || bytes < 0 ||
+        spec.arena_offset + bytes > arena_bytes[static_cast<size_t>(spec.rank)])
+      throw Error("program: buffer " + std::to_string(b) + " (" + spec.name +
+                  ") lies outside its rank's arena");
+  }
+  auto check = [&](int b, size_t rank, size_t step) {
+    if (b < -1 || b >= static_cast<int>(buffers.size()))
+      throw Error("program: " + where(rank, step) + " names buffer " + std::to_string(b));
+    if (b >= 0 && buffers[static_cast<size_t>(b)].rank != static_cast<int>(rank))
+      throw Error("program: " + where(rank, step) + " uses buffer " + std::to_string(b) +
+                  " of rank " + std::to_string(buffers[static_cast<size_t>(b)].rank));
+  };
+  for (size_t r = 0; r < steps.size(); ++r)
+    for (size_t i = 0; i < steps[r].size(); ++i) {
+      const StepSpec& s = steps[r][i];
+      for (int b : s.inputs) check(b, r, i);
+      for (int b : s.outputs) check(b, r, i);
+      if (s.kind != StepKind::kKernel && s.kind != StepKind::kRecv &&
+          (s.inputs.empty() || s.inputs[0] < 0))
+        throw Error("program: " + where(r, i) + " has no input");
+      if (s.kind != StepKind::kKernel && s.kind != StepKind::kSend &&
+          (s.outputs.empty() || s.outputs[0] < 0))
+        throw Error("program: " + where(r, i) + " has no output");
+    }
+  for (int b : outputs) check(b, static_cast<size_t>(buffers.at(static_cast<size_t>(b)).rank), 0);
+  for (auto [a, b] : carries)
+    if (a < 0 || b < 0 || a >= static_cast<int>(buffers.size()) ||
+        b >= static_cast<int>(buffers.size()) ||
+        buffers[static_cast<size_t>(a)].rank != buffers[static_cast<size_t>(b)].rank)
+      throw Error("program: a carry names buffers " + std::to_string(a) + " and " +
+                  std::to_string(b));
+}
+
+Executor::Executor(const Program& program, int rank, World& world, ExecutorOptions options)
+    : p_(program), rank_(rank), comm_(world, rank), o_(options) {}
+
+void Executor::init() {
+  const size_t r = static_cast<size_t>(rank_);
+  arena_ = TensorBuffer(allocator_, DType::kUInt8, {p_.arena_bytes.at(r)});
+  transient_begin_ = 0;
+  for (size_t b = 0; b < p_.buffers.size(); ++b) {
+    const BufferSpec& spec = p_.buffers[b];
+    if (spec.rank != rank_ || spec.init == BufferInit::kComputed) continue;
+    const Tensor t = view(static_cast<int>(b));
+    transient_begin_ =
+        std::max(transient_begin_, spec.arena_offset + static_cast<int64_t>(t.bytes()));
+    if (spec.init == BufferInit::kUniform) {
+      std::vector<unsigned char> host(t.bytes() + 1);
+      Tensor h(spec.dtype, spec.shape, host.data());
+      fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
+      copy_from_host(t, host.data());
+    } else if (spec.init == BufferInit::kConstant && spec.data_bytes > 0) {
+      copy_from_host(t, spec.data);
+    }
+  }
+  copies_.clear();
+  for (auto [updated, home] : p_.carries)
+    if (p_.buffers[static_cast<size_t>(home)].rank == rank_ &&
+        view(updated).data != view(home).data)
+      copies_.push_back({updated, home});
+  backend::synchronize();
+}
+
+Tensor Executor::view(int b) const {
+  const BufferSpec& spec = p_.buffers.at(static_cast<size_t>(b));
+  auto* base = static_cast<unsigned char*>(arena_.view().data);
+  return Tensor(spec.dtype, spec.shape, base + spec.arena_offset);
+}
+
+double Executor::step() {
+  const HostCounters before = host_counters();
+  const int64_t allocations = allocator_.allocations();
+  allocator_.reset_peak();
+  StepTimer timer;
+  const int64_t arena = p_.arena_bytes[static_cast<size_t>(rank_)];
+  if (o_.poison && arena > transient_begin_)
+    backend::fill_bytes(static_cast<unsigned char*>(arena_.view().data) + transient_begin_, 0xFF,
+                        static_cast<size_t>(arena - transient_begin_));
+  for (const StepSpec& s : p_.steps[static_cast<size_t>(rank_)]) run(s);
+  // Updated parameters and state that could not be written in place go home.
+  for (auto [updated, home] : copies_) {
+    Tensor in[] = {view(updated)};
+    Tensor out[] = {view(home)};
+    run_kernel("", "Identity", {}, in, out, "carry");
+  }
+  backend::synchronize();
+  const double seconds = timer.stop();
+  const HostCounters after = host_counters();
+  last_.allocations = allocator_.allocations() - allocations;
+  last_.host_syncs = after.host_syncs - before.host_syncs;
+  last_.host_fallback_kernels = after.host_fallback_kernels - before.host_fallback_kernels;
+  step_peak_ = allocator_.peak_bytes();
+  return seconds;
+}
+
+void Executor::run(const StepSpec& s) {
+  std::vector<Tensor> in, out;
+  in.reserve(s.inputs.size());
+  out.reserve(s.outputs.size());
+  for (int b : s.inputs) in.push_back(b >= 0 ? view(b) : Tensor());
+  for (int b : s.outputs) out.push_back(b >= 0 ? view(b) : Tensor());
+  switch (s.kind) {
+    case StepKind::kKernel:
+      if (o_.profile)
+        profiler_.run(s.domain, s.op_type, s.attrs, in, out, s.node);
+      else
+        run_kernel(s.domain, s.op_type, s.attrs, in, out, s.node);
+      break;
+    case StepKind::kAllReduce:
+      comm_.all_reduce(in[0], out[0], s.reduce, s.group);
+      break;
+    case StepKind::kAllGather:
+      comm_.all_gather(in[0], out[0], s.axis, s.group);
+      break;
+    case StepKind::kAllToAll:
+      comm_.all_to_all(in[0], out[0], s.axis, s.axis2, s.group);
+      break;
+    case StepKind::kReduceScatter:
+      comm_.reduce_scatter(in[0], out[0], s.axis, s.reduce, s.group);
+      break;
+    case StepKind::kSend:
+      comm_.send(in[0], s.peer, 0);
+      break;
+    case StepKind::kRecv:
+      comm_.recv(out[0], s.peer, 0);
+      break;
+    default:
+      throw Error("unknown step kind " + std::to_string(static_cast<int>(s.kind)));
+  }
+}
+
+}  // namespace planner::rt
