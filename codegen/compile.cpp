@@ -26,7 +26,8 @@ Expected<void> write_all(const Programs& p, const CompileOptions& o, const fs::p
     PLANNER_TRY_ASSIGN(std::string bytes, rank_onnx(p, r, o.opset, o.model_name));
     PLANNER_TRY(write_new_file(dir / fmt::format("rank_{}.onnx", r), bytes));
   }
-  PLANNER_TRY(write_new_file(dir / "manifest.json", manifest_json(p, o.model_name, o.predicted)));
+  PLANNER_TRY(write_new_file(dir / "manifest.json",
+                             manifest_json(p, o.model_name, o.predicted, o.backend)));
   PLANNER_TRY(write_new_file(dir / "programs.txt", p.to_text()));
   LauncherOptions lo;
   lo.backend = o.backend;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/memory_plan.h"
+#include "runtime_stub/include/planner_rt/cuda_host_ops.h"
 
 namespace planner::codegen {
 
@@ -345,7 +346,7 @@ Expected<std::string> rank_onnx(const Programs& p, int rank, int64_t opset,
 }
 
 std::string manifest_json(const Programs& p, const std::string& model_name,
-                          const ProgramCost* predicted) {
+                          const ProgramCost* predicted, const std::string& backend) {
   const std::vector<std::string> names = value_names(p);
   nlohmann::ordered_json j;
   j["schema"] = "planner-manifest/1";
@@ -374,6 +375,11 @@ std::string manifest_json(const Programs& p, const std::string& model_name,
     rj["memory"] = {{"arena_bytes", memory.rank_bytes[ri]},
                     {"persistent_bytes", memory.rank_persistent_bytes[ri]},
                     {"live_peak_bytes", memory.rank_live_peak_bytes[ri]}};
+    int64_t host = 0;
+    if (backend == "cuda")
+      for (const Step& s : p.ranks[ri].steps)
+        host += s.kind == StepKind::kKernel && rt::cuda_runs_on_host(s.domain, s.op_type) ? 1 : 0;
+    rj["host_fallback_kernels"] = host;
     j["ranks"].push_back(std::move(rj));
   }
   // Tensors in first-appearance order of their buffers.

@@ -22,9 +22,11 @@ Expected<std::string> rank_onnx(const Programs& programs, int rank, int64_t opse
 /// The manifest (JSON text): ranks and their devices and files, and for every tensor of the
 /// original graph its slices: rank, ONNX value name and region. With `predicted` (the compiled
 /// step simulated, program_simulation.h), the step's and each rank's predicted time and peak
-/// memory.
+/// memory. Per rank, `host_fallback_kernels`: the kernel calls the launcher's `backend` ("cpu"
+/// or "cuda") runs on the host through copies, by operator (planner_rt/cuda_host_ops.h).
 std::string manifest_json(const Programs& programs, const std::string& model_name,
-                          const ProgramCost* predicted = nullptr);
+                          const ProgramCost* predicted = nullptr,
+                          const std::string& backend = "cpu");
 
 /// The ONNX value name of every buffer ("tensor[0:32,0:64]", "#<id>" appended where two
 /// buffers of one rank would share it), unique within its rank's model.

@@ -21,3 +21,15 @@ void synchronize();
 double time_kernel(const std::function<void()>& kernel);
 
 }  // namespace planner::rt::backend
+
+namespace planner::rt::detail {
+
+/// Host copies of device tensors that never change (a program's constants), per thread: kernels
+/// that read small parameter inputs on the host (cuda::host_view) use them instead of waiting
+/// for a copy. The executor registers its constants; clear_host_mirrors forgets them.
+void register_host_mirror(const void* device, const void* host);
+/// The host copy of the tensor at `device`, or nullptr.
+const void* host_mirror(const void* device);
+void clear_host_mirrors();
+
+}  // namespace planner::rt::detail

@@ -71,6 +71,7 @@ void Executor::init() {
   const size_t r = static_cast<size_t>(rank_);
   arena_ = TensorBuffer(allocator_, DType::kUInt8, {p_.arena_bytes.at(r)});
   transient_begin_ = 0;
+  detail::clear_host_mirrors();
   for (size_t b = 0; b < p_.buffers.size(); ++b) {
     const BufferSpec& spec = p_.buffers[b];
     if (spec.rank != rank_ || spec.init == BufferInit::kComputed) continue;
@@ -84,6 +85,9 @@ void Executor::init() {
       copy_from_host(t, host.data());
     } else if (spec.init == BufferInit::kConstant && spec.data_bytes > 0) {
       copy_from_host(t, spec.data);
+      // Constants are never written: kernels may read their parameters from the host copy.
+      if (spec.data_bytes >= static_cast<int64_t>(t.bytes()))
+        detail::register_host_mirror(t.data, spec.data);
     }
   }
   copies_.clear();

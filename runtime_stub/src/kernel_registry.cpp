@@ -68,7 +68,7 @@ constexpr Entry kKernels[] = {
     {"", "Floor", k_unary, kCuda, CUDA(c_unary)},
     {"", "Clip", k_clip, kCuda, CUDA(c_clip)},
     {"", "Not", k_not, kCuda, CUDA(c_not)},
-    {"", "Cast", k_cast, kHost, nullptr},
+    {"", "Cast", k_cast, kCuda, CUDA(c_cast)},
     {"", "Identity", k_identity, kCuda, CUDA(c_copy)},
     {"", "Dropout", k_dropout, kCuda, CUDA(c_dropout)},
     // element-wise binary and variadic
@@ -113,17 +113,17 @@ constexpr Entry kKernels[] = {
     {"", "Flatten", k_flatten, kCuda, CUDA(c_copy)},
     {"", "Squeeze", k_squeeze, kCuda, CUDA(c_copy)},
     {"", "Unsqueeze", k_unsqueeze, kCuda, CUDA(c_copy)},
-    {"", "Concat", k_concat, kHost, nullptr},
-    {"", "Split", k_split, kHost, nullptr},
-    {"", "Slice", k_slice, kHost, nullptr},
-    {"", "Pad", k_pad, kHost, nullptr},
-    {"", "Expand", k_expand, kHost, nullptr},
-    {"", "Tile", k_tile, kHost, nullptr},
+    {"", "Concat", k_concat, kCuda, CUDA(c_concat)},
+    {"", "Split", k_split, kCuda, CUDA(c_split)},
+    {"", "Slice", k_slice, kCuda, CUDA(c_slice)},
+    {"", "Pad", k_pad, kCuda, CUDA(c_pad)},
+    {"", "Expand", k_expand, kCuda, CUDA(c_expand)},
+    {"", "Tile", k_tile, kCuda, CUDA(c_tile)},
     {"", "Range", k_range, kHost, nullptr},
     {"", "ConstantOfShape", k_constant_of_shape, kHost, nullptr},
     {"", "Constant", k_constant, kHost, nullptr},
     {"", "Shape", k_shape, kCuda, CUDA(c_shape)},
-    {"", "Gather", k_gather, kHost, nullptr},
+    {"", "Gather", k_gather, kCuda, CUDA(c_gather)},
     // recurrent
     {"", "LSTM", k_lstm, kHost, nullptr},
     {"", "GRU", k_gru, kHost, nullptr},
@@ -136,8 +136,8 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "DivGradB", k_div_grad_b, kCuda, CUDA(c_div_grad_b)},
     {"ai.planner", "WhereGrad", k_where_grad, kCuda, CUDA(c_where_grad)},
     {"ai.planner", "ReduceGrad", k_reduce_grad, kCuda, CUDA(c_reduce_grad)},
-    {"ai.planner", "GlobalPoolGrad", k_global_pool_grad, kHost, nullptr},
-    {"ai.planner", "PoolGrad", k_pool_grad, kHost, nullptr},
+    {"ai.planner", "GlobalPoolGrad", k_global_pool_grad, kCuda, CUDA(c_global_pool_grad)},
+    {"ai.planner", "PoolGrad", k_pool_grad, kCuda, CUDA(c_pool_grad)},
     {"ai.planner", "SoftmaxGrad", k_softmax_grad, kCuda, CUDA(c_softmax_grad)},
     {"ai.planner", "LayerNormGrad", k_layer_norm_grad, kCuda, CUDA(c_layer_norm_grad)},
     {"ai.planner", "LayerNormParamGrad", k_layer_norm_param_grad, kCuda,
@@ -157,9 +157,9 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "DropoutGrad", k_dropout_grad, kCuda, CUDA(c_dropout_grad)},
     {"ai.planner", "MatMulGradWeight", k_matmul_grad_weight, kCublas, CUDA(c_matmul_grad_weight)},
     {"ai.planner", "MatMulTransB", k_matmul_trans_b, kCublas, CUDA(c_matmul_trans_b)},
-    {"ai.planner", "SliceGrad", k_slice_grad, kHost, nullptr},
-    {"ai.planner", "PadGrad", k_pad_grad, kHost, nullptr},
-    {"ai.planner", "GatherGrad", k_gather_grad, kHost, nullptr},
+    {"ai.planner", "SliceGrad", k_slice_grad, kCuda, CUDA(c_slice_grad)},
+    {"ai.planner", "PadGrad", k_pad_grad, kCuda, CUDA(c_pad_grad)},
+    {"ai.planner", "GatherGrad", k_gather_grad, kCuda, CUDA(c_gather_grad)},
     {"ai.planner", "LSTMGradData", k_lstm_grad_data, kHost, nullptr},
     {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights, kHost, nullptr},
     {"ai.planner", "GRUGrad", k_gru_grad, kHost, nullptr},
@@ -224,6 +224,22 @@ std::string_view kernel_implementation(std::string_view domain, std::string_view
 #else
   return "cpu";
 #endif
+}
+
+std::string_view cuda_implementation(std::string_view domain, std::string_view op_type) {
+  const Entry* e = find(domain, op_type);
+  if (!e) return "";
+  switch (e->impl) {
+    case kCuda:
+      return "cuda";
+    case kCublas:
+      return "cublas";
+    case kCudnn:
+      return "cudnn";
+    case kHost:
+      return "host";
+  }
+  return "";
 }
 
 bool has_kernel(std::string_view domain, std::string_view op_type) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernel_util.h"
+#include "shape_ops.h"
 
 namespace planner::rt::kernels {
 
@@ -201,6 +202,41 @@ void k_pool_grad(const KernelContext& ctx) {
         if (off >= 0) dx[pl * in_p + off] += g;
       }
     }
+}
+
+bool pool_grad_geometry(const KernelContext& ctx, PoolGeom* g, int64_t* planes) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  std::string op = ctx.attr_string("op", "");
+  if (op != "MaxPool" && op != "AveragePool")
+    ctx.fail("attribute op must be MaxPool or AveragePool");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(x, DType::kFloat32, "X");
+  PoolShapes s = pool_shapes(ctx, x.shape);
+  *planes = s.planes;
+  *g = PoolGeom();
+  const size_t nd = s.w.in.size();
+  if (nd > static_cast<size_t>(kPoolMaxDims)) return false;
+  g->nd = static_cast<int>(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    g->in[d] = s.w.in[d];
+    g->kernel[d] = s.w.kernel[d];
+    g->strides[d] = s.w.strides[d];
+    g->dilations[d] = s.w.dilations[d];
+    g->pad_begin[d] = s.w.pad_begin[d];
+    g->pad_end[d] = s.w.pad_end[d];
+    g->out[d] = s.w.out[d];
+  }
+  g->in_p = num_elements(s.w.in);
+  g->out_p = num_elements(s.w.out);
+  g->kernel_n = num_elements(s.w.kernel);
+  g->max = op == "MaxPool";
+  g->include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+  // Checked after the geometry is filled in, so a caller can learn dY's shape from it.
+  if (dy.shape != s.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  return true;
 }
 
 void k_global_pool_grad(const KernelContext& ctx) {

@@ -3,7 +3,9 @@
 // ConstantOfShape, Shape; and the gradients SliceGrad, PadGrad, GatherGrad, ZerosLike.
 #include <algorithm>
 
+#include "copy_plan.h"
 #include "kernel_util.h"
+#include "shape_ops.h"
 
 namespace planner::rt::kernels {
 
@@ -165,7 +167,7 @@ void k_unsqueeze(const KernelContext& ctx) {
   copy_same(ctx, out);
 }
 
-void k_concat(const KernelContext& ctx) {
+Shape concat_shape(const KernelContext& ctx, int64_t* axis_out) {
   if (ctx.inputs.empty()) ctx.fail("needs at least one input");
   const Tensor& first = ctx.in(0);
   const int64_t axis = ctx.norm_axis(ctx.attr_int("axis", 0), first.rank());
@@ -182,6 +184,14 @@ void k_concat(const KernelContext& ctx) {
                ", incompatible with " + shape_to_string(first.shape));
     out[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
   }
+  *axis_out = axis;
+  return out;
+}
+
+void k_concat(const KernelContext& ctx) {
+  int64_t axis = 0;
+  const Shape out = concat_shape(ctx, &axis);
+  const Tensor& first = ctx.in(0);
   ctx.expect_out(0, first.dtype, out);
   const size_t es = dtype_size(first.dtype);
   int64_t outer = 1, inner = 1;
@@ -201,8 +211,7 @@ void k_concat(const KernelContext& ctx) {
   }
 }
 
-void k_split(const KernelContext& ctx) {
-  const Tensor& x = ctx.in(0);
+std::vector<int64_t> split_sizes(const KernelContext& ctx, const Tensor& x, int64_t* axis_out) {
   const int64_t axis = ctx.norm_axis(ctx.attr_int("axis", 0), x.rank());
   const int64_t dim = x.shape[static_cast<size_t>(axis)];
   const int64_t n = static_cast<int64_t>(ctx.outputs.size());
@@ -226,6 +235,21 @@ void k_split(const KernelContext& ctx) {
   if (total != dim)
     ctx.fail("split sizes sum to " + std::to_string(total) + ", not the axis extent " +
              std::to_string(dim));
+  for (int64_t k = 0; k < n; ++k) {
+    Shape s = x.shape;
+    s[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(k)];
+    ctx.expect_out(static_cast<size_t>(k), x.dtype, s);
+  }
+  *axis_out = axis;
+  return sizes;
+}
+
+void k_split(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  int64_t axis = 0;
+  const std::vector<int64_t> sizes = split_sizes(ctx, x, &axis);
+  const int64_t dim = x.shape[static_cast<size_t>(axis)];
+  const int64_t n = static_cast<int64_t>(sizes.size());
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.shape.size(); ++i) inner *= x.shape[i];
@@ -233,9 +257,6 @@ void k_split(const KernelContext& ctx) {
   const auto* src = static_cast<const uint8_t*>(x.data);
   int64_t at = 0;
   for (int64_t k = 0; k < n; ++k) {
-    Shape s = x.shape;
-    s[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(k)];
-    ctx.expect_out(static_cast<size_t>(k), x.dtype, s);
     auto* dst = static_cast<uint8_t*>(ctx.out(static_cast<size_t>(k)).data);
     const int64_t piece = sizes[static_cast<size_t>(k)] * inner;
     for (int64_t o = 0; o < outer; ++o)
@@ -245,13 +266,6 @@ void k_split(const KernelContext& ctx) {
     at += piece;
   }
 }
-
-namespace {
-
-// The region a Slice reads: per axis a start, a step and an extent (ONNX clamping rules).
-struct SliceRegion {
-  Shape start, step, extent;
-};
 
 SliceRegion slice_region(const KernelContext& ctx, const Shape& x, size_t first_input) {
   std::vector<int64_t> starts, ends, axes, steps;
@@ -314,12 +328,23 @@ void slice_strides(const SliceRegion& r, const Shape& x, int64_t* base, std::vec
   }
 }
 
+// Slice, SliceGrad, constant Pad and PadGrad, Expand and Tile run their copy plans
+// (copy_plan.h) here as on the cuda backend, so every cpu run checks the device's index logic.
+namespace {
+
+void run_plan(const KernelContext& ctx, const CopyPlan& plan, const Tensor& x, const Tensor& y,
+              const void* fill = nullptr) {
+  run_copy_plan_on_host(plan, {x.data}, {y.data}, {y.numel()}, dtype_size(x.dtype), fill);
+}
+
 }  // namespace
 
 void k_slice(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   SliceRegion r = slice_region(ctx, x.shape, 1);
   ctx.expect_out(0, x.dtype, r.extent);
+  CopyPlan plan;
+  if (slice_plan(x.shape, r, &plan)) return run_plan(ctx, plan, x, ctx.out(0));
   int64_t base;
   std::vector<int64_t> st;
   slice_strides(r, x.shape, &base, &st);
@@ -340,6 +365,8 @@ void k_slice_grad(const KernelContext& ctx) {
   if (dy.shape != r.extent)
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " +
              shape_to_string(r.extent));
+  CopyPlan plan;
+  if (slice_grad_plan(dx.shape, r, &plan)) return run_plan(ctx, plan, dy, dx);
   int64_t base;
   std::vector<int64_t> st;
   slice_strides(r, dx.shape, &base, &st);
@@ -348,16 +375,6 @@ void k_slice_grad(const KernelContext& ctx) {
   const float* g = dy.as<float>();
   strided_loop(r.extent, base, st, [&](int64_t o, int64_t i) { d[i] += g[o]; });
 }
-
-namespace {
-
-enum class PadMode { kConstant, kReflect, kEdge, kWrap };
-
-struct PadSpec {
-  PadMode mode = PadMode::kConstant;
-  std::vector<int64_t> begin, end;  // per axis of X, may be negative (cropping)
-  Shape out;
-};
 
 PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in,
                  const Tensor* axes_in) {
@@ -402,6 +419,8 @@ PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in
   }
   return p;
 }
+
+namespace {
 
 // The X index an output index of Pad reads along one axis, or -1 for the constant.
 int64_t pad_source(PadMode mode, int64_t o, int64_t begin, int64_t dim) {
@@ -459,6 +478,8 @@ void k_pad(const KernelContext& ctx) {
   std::vector<uint8_t> fill(es, 0);
   Tensor fill_view(x.dtype, {}, fill.data());
   if (x.dtype != DType::kFloat16) store_from_double(fill_view, 0, value);
+  CopyPlan plan;
+  if (pad_plan(x.shape, p, &plan)) return run_plan(ctx, plan, x, y, fill.data());
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y.data);
   pad_loop(p, x.shape, [&](int64_t o, int64_t i) {
@@ -477,6 +498,8 @@ void k_pad_grad(const KernelContext& ctx) {
                        ctx.has_in(3) ? &ctx.in(3) : nullptr);
   if (dy.shape != p.out)
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(p.out));
+  CopyPlan plan;
+  if (pad_grad_plan(dx.shape, p, &plan)) return run_plan(ctx, plan, dy, dx);
   float* d = dx.as<float>();
   std::fill(d, d + dx.numel(), 0.0f);
   const float* g = dy.as<float>();
@@ -490,6 +513,8 @@ void k_expand(const KernelContext& ctx) {
   Shape target = ctx.ints_of(ctx.in(1), "shape");
   Shape out = ctx.broadcast({x.shape, target});
   ctx.expect_out(0, x.dtype, out);
+  CopyPlan plan;
+  if (expand_plan(x.shape, out, &plan)) return run_plan(ctx, plan, x, ctx.out(0));
   const size_t es = dtype_size(x.dtype);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(ctx.out(0).data);
@@ -509,6 +534,8 @@ void k_tile(const KernelContext& ctx) {
     out.push_back(x.shape[i] * reps[i]);
   }
   ctx.expect_out(0, x.dtype, out);
+  CopyPlan plan;
+  if (tile_plan(x.shape, reps, &plan)) return run_plan(ctx, plan, x, ctx.out(0));
   const size_t es = dtype_size(x.dtype);
   std::vector<int64_t> xs = strides_of(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
@@ -621,13 +648,6 @@ void k_shape(const KernelContext& ctx) {
   for (int64_t i = 0; i < n; ++i) y[i] = x.shape[static_cast<size_t>(start + i)];
 }
 
-namespace {
-
-struct GatherShapes {
-  int64_t axis, outer, dim, inner, count;  // data as [outer, dim, inner]; count indices
-  Shape out;
-};
-
 GatherShapes gather_shapes(const KernelContext& ctx, const Shape& data, const Tensor& indices) {
   GatherShapes g;
   if (data.empty()) ctx.fail("data must have rank >= 1");
@@ -653,8 +673,6 @@ std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& ind
   }
   return idx;
 }
-
-}  // namespace
 
 void k_gather(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);

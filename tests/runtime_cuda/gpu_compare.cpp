@@ -283,12 +283,42 @@ void kernel_cases() {
   check("", "Transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}}, {F({3, 4, 5})}, {O({5, 3, 4})});
   check("", "Transpose", {}, {In{DType::kInt64, {3, 4}}}, {O({4, 3}, DType::kInt64)});
   check("", "Shape", {}, {F({3, 4, 5})}, {O({3}, DType::kInt64)});
-  // host fallback samples
+  // data movement (copy plans, Gather) and a host fallback sample (Cast to a saturated int)
   check("", "Cast", {{"to", int64_t{7}}}, {F({3, 4})}, {O({3, 4}, DType::kInt64)});
+  check("", "Cast", {{"to", int64_t{1}}}, {I64({4, -3, 0, 9})}, {O({4})});
+  check("", "Cast", {{"to", int64_t{10}}}, {F({3, 4})}, {O({3, 4}, DType::kFloat16)});
   check("", "Concat", {{"axis", int64_t{1}}}, {F({2, 3}), F({2, 4})}, {O({2, 7})});
+  check("", "Concat", {{"axis", int64_t{0}}}, {In{DType::kInt64, {2, 3}}, In{DType::kInt64, {1, 3}}},
+        {O({3, 3}, DType::kInt64)});
+  check("", "Split", {{"axis", int64_t{1}}}, {F({2, 7}), I64({3, 4})}, {O({2, 3}), O({2, 4})});
   check("", "Gather", {{"axis", int64_t{0}}}, {F({5, 3}), I64({4, 0, 2})}, {O({3, 3})});
+  check("", "Gather", {{"axis", int64_t{1}}}, {F({2, 5, 3}), I64({-1, 0, 2, 2})}, {O({2, 4, 3})});
   check("", "Slice", {}, {F({6, 4}), I64({1}), I64({5}), I64({0})}, {O({4, 4})});
+  check("", "Slice", {}, {F({6, 4, 5}), I64({5, 4}), I64({0, 0}), I64({0, 2}), I64({-2, -3})},
+        {O({3, 4, 2})});
+  check("", "Pad", {}, {F({2, 3, 4}), I64({0, 1, -1, 1, 0, 2}), F({})}, {O({3, 4, 5})});
   check("", "Expand", {}, {F({3, 1}), I64({2, 3, 4})}, {O({2, 3, 4})});
+  check("", "Tile", {}, {F({2, 3}), I64({3, 2})}, {O({6, 6})});
+  check("ai.planner", "SliceGrad", {}, {F({4, 4}), I64({1}), I64({5}), I64({0})}, {O({6, 4})});
+  check("ai.planner", "PadGrad", {}, {F({3, 4, 5}), I64({0, 1, -1, 1, 0, 2})}, {O({2, 3, 4})});
+  check("ai.planner", "GatherGrad", {{"axis", int64_t{0}}}, {F({4, 3}), I64({1, 4, 1, 0})},
+        {O({5, 3})});
+  check("ai.planner", "PoolGrad",
+        {{"op", std::string("MaxPool")},
+         {"kernel_shape", std::vector<int64_t>{3, 3}},
+         {"strides", std::vector<int64_t>{2, 2}},
+         {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+        {F({2, 3, 4, 4}), F({2, 3, 8, 8})}, {O({2, 3, 8, 8})});
+  check("ai.planner", "PoolGrad",
+        {{"op", std::string("AveragePool")},
+         {"kernel_shape", std::vector<int64_t>{3, 3}},
+         {"strides", std::vector<int64_t>{2, 2}},
+         {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+         {"count_include_pad", int64_t{1}}},
+        {F({2, 3, 4, 4}), F({2, 3, 8, 8})}, {O({2, 3, 8, 8})});
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
+    check("ai.planner", "GlobalPoolGrad", {{"op", std::string(op)}},
+          {F({2, 3, 1, 1}), F({2, 3, 5, 5})}, {O({2, 3, 5, 5})});
   // ai.planner
   check("ai.planner", "LossGrad", {}, {F({3, 4})}, {O({3, 4})});
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Erf", "Softplus", "Mish", "HardSwish"})

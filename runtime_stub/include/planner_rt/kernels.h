@@ -56,6 +56,10 @@ std::vector<std::string> kernel_names();
 /// "" when there is no kernel.
 std::string_view kernel_implementation(std::string_view domain, std::string_view op_type);
 
+/// How the cuda backend runs (domain, op_type), whichever backend this build is: "cuda",
+/// "cublas", "cudnn" or "host" (the kernel table's column; "" when there is no kernel).
+std::string_view cuda_implementation(std::string_view domain, std::string_view op_type);
+
 /// Sets the number of threads BLAS may use inside one rank (default 1, which keeps results
 /// independent of scheduling and avoids oversubscribing when ranks are threads).
 void set_blas_threads(int threads);

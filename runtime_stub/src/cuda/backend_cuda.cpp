@@ -53,6 +53,7 @@ void* DeviceScratch::get(size_t bytes) {
 
 Context::~Context() {
   // Best effort at thread exit; errors cannot be reported from here.
+  if (error) cudaFree(error);
   if (cudnn) cudnnDestroy(cudnn);
   if (cublas) cublasDestroy(cublas);
   if (stream) cudaStreamDestroy(stream);
@@ -71,6 +72,8 @@ std::unique_ptr<Context> make_context(int device) {
   PLANNER_CUDA_CHECK(cublasSetMathMode(c->cublas, CUBLAS_PEDANTIC_MATH));
   PLANNER_CUDA_CHECK(cudnnCreate(&c->cudnn));
   PLANNER_CUDA_CHECK(cudnnSetStream(c->cudnn, c->stream));
+  PLANNER_CUDA_CHECK(cudaMalloc(&c->error, sizeof(int)));
+  PLANNER_CUDA_CHECK(cudaMemsetAsync(c->error, 0, sizeof(int), c->stream));
   return c;
 }
 
@@ -95,7 +98,15 @@ void bind_device(int device) {
 
 void sync() {
   detail::count_host_sync();
-  PLANNER_CUDA_CHECK(cudaStreamSynchronize(context().stream));
+  Context& ctx = context();
+  int error = 0;
+  PLANNER_CUDA_CHECK(
+      cudaMemcpyAsync(&error, ctx.error, sizeof(int), cudaMemcpyDeviceToHost, ctx.stream));
+  PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  if (error) {
+    PLANNER_CUDA_CHECK(cudaMemsetAsync(ctx.error, 0, sizeof(int), ctx.stream));
+    throw Error("a Gather or GatherGrad index was out of range on the device");
+  }
 }
 
 std::vector<uint8_t> to_host_bytes(const Tensor& t) {
@@ -105,6 +116,9 @@ std::vector<uint8_t> to_host_bytes(const Tensor& t) {
 }
 
 Tensor host_view(const Tensor& t, std::vector<uint8_t>& storage) {
+  // A program constant: its host copy, without waiting for the device.
+  if (const void* host = detail::host_mirror(t.data))
+    return Tensor(t.dtype, t.shape, const_cast<void*>(host));
   storage = to_host_bytes(t);
   return Tensor(t.dtype, t.shape, storage.data());
 }

@@ -35,6 +35,20 @@ void c_momentum(const KernelContext&);
 void c_adam(const KernelContext&);
 void c_dropout_train(const KernelContext&);
 void c_dropout_grad(const KernelContext&);
+// shape_ops_cuda.cpp
+void c_slice(const KernelContext&);
+void c_slice_grad(const KernelContext&);
+void c_concat(const KernelContext&);
+void c_split(const KernelContext&);
+void c_pad(const KernelContext&);
+void c_pad_grad(const KernelContext&);
+void c_expand(const KernelContext&);
+void c_tile(const KernelContext&);
+void c_gather(const KernelContext&);
+void c_gather_grad(const KernelContext&);
+void c_cast(const KernelContext&);
+void c_pool_grad(const KernelContext&);
+void c_global_pool_grad(const KernelContext&);
 // norm_cuda.cpp
 void c_reduce(const KernelContext&);
 void c_reduce_grad(const KernelContext&);

@@ -55,6 +55,9 @@ struct Context {
   cudnnHandle_t cudnn = nullptr;
   DeviceScratch workspace;  ///< cuDNN workspaces
   DeviceScratch temp[2];    ///< kernels' temporaries (reduction statistics, packed pieces)
+  /// A device word kernels set when they meet bad data they cannot report themselves (a
+  /// Gather index out of range); sync() reads it, throws, and clears it.
+  int* error = nullptr;
   ~Context();
 };
 
@@ -67,7 +70,8 @@ void bind_device(int device);
 /// Waits for the calling thread's queued work.
 void sync();
 
-/// Copies n values of a small device tensor (axes, scalars) to the host, waiting for it.
+/// Copies n values of a small device tensor (axes, scalars) to the host, waiting for it (no
+/// wait where the tensor is a program constant with a host copy, planner_rt's host mirror).
 std::vector<uint8_t> to_host_bytes(const Tensor& t);
 /// A host view (data in `storage`) of device tensor `t`, for cpu helpers that read values.
 Tensor host_view(const Tensor& t, std::vector<uint8_t>& storage);

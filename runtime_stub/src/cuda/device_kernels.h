@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "../copy_math.h"
+#include "../pool_math.h"
 #include "../train_math.h"
 #include "../unary_math.h"
 
@@ -96,6 +98,35 @@ void launch_momentum(const float* p, const float* g, const float* v, float* po, 
 void launch_adam(const float* p, const float* g, const float* m, const float* v, float* po,
                  float* mo, float* vo, int64_t n, double lr, double b1, double b2, double eps,
                  double c1, double c2, double gs, cudaStream_t stream);
+
+// ---- shape_ops.cu (data movement; copy_plan.h plans the copies) ---------------------------
+/// One strided copy of `elem`-byte elements (1, 2, 4 or 8) from x to y.
+void launch_copy_plan(const kernels::StridedCopy& c, const void* x, void* y, int elem,
+                      cudaStream_t stream);
+/// y[i] = *value for n elements of `elem` bytes.
+void launch_fill(void* y, int64_t n, const void* value, int elem, cudaStream_t stream);
+/// Gather of data [outer, dim, inner] with `count` indices (i64 or i32) into y; an index out
+/// of range writes zeros and sets *error (checked when the host next waits, cuda::sync).
+void launch_gather(const void* x, const void* indices, bool i64, void* y, int64_t outer,
+                   int64_t count, int64_t inner, int64_t dim, int elem, int* error,
+                   cudaStream_t stream);
+/// GatherGrad into a zero-filled dx: each (outer, inner) element adds its dY values in index
+/// order (bit-identical to the cpu kernel).
+void launch_gather_grad(const float* dy, const void* indices, bool i64, float* dx, int64_t outer,
+                        int64_t count, int64_t inner, int64_t dim, int* error, cudaStream_t stream);
+/// Cast between ONNX type codes the device converts exactly as the cpu kernel (integers and
+/// bools to f32, i32 to i64, bools to integers); false for other pairs.
+bool launch_cast(int from, int to, const void* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- pool.cu ---------------------------------------------------------------------------------
+/// PoolGrad over `planes` planes (pool_math.h); every dX element is written. The caller has
+/// checked that pool_grad_element fits the geometry (kPoolMaxCandidates).
+void launch_pool_grad(const kernels::PoolGeom& g, int64_t planes, const float* x, const float* dy,
+                      float* dx, cudaStream_t stream);
+/// GlobalPoolGrad: average writes every element; max writes each plane's first maximum into a
+/// zero-filled dx.
+void launch_global_pool_grad(bool max, const float* x, const float* dy, float* dx, int64_t planes,
+                             int64_t in_p, cudaStream_t stream);
 
 // ---- norm.cu ---------------------------------------------------------------------------------
 /// A reduction: every output element folds the elements of a sub-box of x. `kept` maps the

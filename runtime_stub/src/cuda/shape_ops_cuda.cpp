@@ -1,0 +1,262 @@
+// The cuda backend's data movement: the cpu kernels' checks and copy plans (shape_ops.h,
+// copy_plan.h) on the host, the copies on the device. Small parameter inputs (starts, pads,
+// shapes, repeats, split sizes) are read on the host: from the launcher's host copy where they
+// are constants of the program (no wait), else copied back (one counted host sync).
+#include <optional>
+
+#include "../copy_plan.h"
+#include "../shape_ops.h"
+#include "cuda_kernels.h"
+#include "cuda_util.h"
+#include "device_kernels.h"
+#include "precision_kernels.h"
+
+namespace planner::rt::kernels {
+
+namespace {
+
+cudaStream_t stream() {
+  return cuda::context().stream;
+}
+
+// `ctx` with the inputs at `small` readable on the host.
+class HostParams {
+ public:
+  HostParams(const KernelContext& ctx, std::initializer_list<size_t> small)
+      : inputs_(ctx.inputs.begin(), ctx.inputs.end()), storage_(inputs_.size()) {
+    for (size_t i : small)
+      if (ctx.has_in(i)) inputs_[i] = cuda::host_view(ctx.in(i), storage_[i]);
+    ctx_.emplace(KernelContext{ctx.op_type, ctx.node, ctx.attrs, inputs_, ctx.outputs});
+  }
+  const KernelContext& ctx() const { return *ctx_; }
+
+ private:
+  std::vector<Tensor> inputs_;
+  std::vector<std::vector<uint8_t>> storage_;
+  std::optional<KernelContext> ctx_;
+};
+
+// Runs `plan` on device tensors: the fill of output 0, then each copy.
+void run_plan(const CopyPlan& plan, const std::vector<const void*>& inputs,
+              const std::vector<const Tensor*>& outputs, size_t elem,
+              const void* fill_value = nullptr) {
+  if (plan.fill == CopyFill::kZero && outputs[0]->bytes())
+    PLANNER_CUDA_CHECK(cudaMemsetAsync(outputs[0]->data, 0, outputs[0]->bytes(), stream()));
+  if (plan.fill == CopyFill::kValue)
+    cuda::launch_fill(outputs[0]->data, outputs[0]->numel(), fill_value, static_cast<int>(elem),
+                      stream());
+  for (const StridedCopy& c : plan.copies)
+    cuda::launch_copy_plan(c, inputs[static_cast<size_t>(c.input)],
+                           outputs[static_cast<size_t>(c.output)]->data, static_cast<int>(elem),
+                           stream());
+}
+
+bool is_index_type(DType d) {
+  return d == DType::kInt64 || d == DType::kInt32;
+}
+
+}  // namespace
+
+void c_slice(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  HostParams hp(ctx, {1, 2, 3, 4});
+  const SliceRegion r = slice_region(hp.ctx(), x.shape, 1);
+  ctx.expect_out(0, x.dtype, r.extent);
+  CopyPlan plan;
+  if (!slice_plan(x.shape, r, &plan)) return host_fallback(ctx, k_slice);
+  run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype));
+}
+
+void c_slice_grad(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& dx = ctx.out(0);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(dx, DType::kFloat32, "dX");
+  HostParams hp(ctx, {1, 2, 3, 4});
+  const SliceRegion r = slice_region(hp.ctx(), dx.shape, 1);
+  if (dy.shape != r.extent)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " +
+             shape_to_string(r.extent));
+  CopyPlan plan;
+  if (!slice_grad_plan(dx.shape, r, &plan)) return host_fallback(ctx, k_slice_grad);
+  run_plan(plan, {dy.data}, {&dx}, sizeof(float));
+}
+
+void c_concat(const KernelContext& ctx) {
+  int64_t axis = 0;
+  const Shape out = concat_shape(ctx, &axis);
+  ctx.expect_out(0, ctx.in(0).dtype, out);
+  std::vector<Shape> shapes;
+  std::vector<const void*> data;
+  for (const Tensor& t : ctx.inputs) {
+    shapes.push_back(t.shape);
+    data.push_back(t.data);
+  }
+  CopyPlan plan;
+  if (!concat_plan(shapes, axis, &plan)) return host_fallback(ctx, k_concat);
+  run_plan(plan, data, {&ctx.out(0)}, dtype_size(ctx.in(0).dtype));
+}
+
+void c_split(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  HostParams hp(ctx, {1});
+  int64_t axis = 0;
+  const std::vector<int64_t> sizes = split_sizes(hp.ctx(), x, &axis);
+  CopyPlan plan;
+  if (!split_plan(x.shape, axis, sizes, &plan)) return host_fallback(ctx, k_split);
+  std::vector<const Tensor*> outs;
+  for (const Tensor& t : ctx.outputs) outs.push_back(&t);
+  run_plan(plan, {x.data}, outs, dtype_size(x.dtype));
+}
+
+void c_pad(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  HostParams hp(ctx, {1, 2, 3});
+  const KernelContext& h = hp.ctx();
+  const PadSpec p =
+      pad_spec(h, x.shape, h.has_in(1) ? &h.in(1) : nullptr, h.has_in(3) ? &h.in(3) : nullptr);
+  ctx.expect_out(0, x.dtype, p.out);
+  double value = ctx.attr_float("value", 0.0);
+  if (h.has_in(2)) {
+    if (h.in(2).numel() != 1) ctx.fail("constant_value must be a scalar");
+    value = load_as_double(h.in(2), 0);
+  }
+  CopyPlan plan;
+  if (x.dtype == DType::kFloat16 || !pad_plan(x.shape, p, &plan)) return host_fallback(ctx, k_pad);
+  uint64_t fill = 0;
+  store_from_double(Tensor(x.dtype, {}, &fill), 0, value);
+  run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype), &fill);
+}
+
+void c_pad_grad(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& dx = ctx.out(0);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(dx, DType::kFloat32, "dX");
+  HostParams hp(ctx, {1, 2, 3});
+  const KernelContext& h = hp.ctx();
+  const PadSpec p =
+      pad_spec(h, dx.shape, h.has_in(1) ? &h.in(1) : nullptr, h.has_in(3) ? &h.in(3) : nullptr);
+  if (dy.shape != p.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(p.out));
+  CopyPlan plan;
+  if (!pad_grad_plan(dx.shape, p, &plan)) return host_fallback(ctx, k_pad_grad);
+  run_plan(plan, {dy.data}, {&dx}, sizeof(float));
+}
+
+void c_expand(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  HostParams hp(ctx, {1});
+  const Shape target = hp.ctx().ints_of(hp.ctx().in(1), "shape");
+  const Shape out = ctx.broadcast({x.shape, target});
+  ctx.expect_out(0, x.dtype, out);
+  CopyPlan plan;
+  if (!expand_plan(x.shape, out, &plan)) return host_fallback(ctx, k_expand);
+  run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype));
+}
+
+void c_tile(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  HostParams hp(ctx, {1});
+  const std::vector<int64_t> reps = hp.ctx().ints_of(hp.ctx().in(1), "repeats");
+  if (reps.size() != x.shape.size())
+    ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
+             std::to_string(x.rank()));
+  Shape out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) ctx.fail("repeats must be non-negative");
+    out.push_back(x.shape[i] * reps[i]);
+  }
+  ctx.expect_out(0, x.dtype, out);
+  CopyPlan plan;
+  if (!tile_plan(x.shape, reps, &plan)) return host_fallback(ctx, k_tile);
+  run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype));
+}
+
+void c_gather(const KernelContext& ctx) {
+  // The indices are data: read on the device, where one out of range is reported at the
+  // step's end (cuda::sync) rather than here.
+  const Tensor& x = ctx.in(0);
+  const Tensor& ind = ctx.in(1);
+  if (!is_index_type(ind.dtype)) ctx.fail("indices must be i64 or i32");
+  const GatherShapes g = gather_shapes(ctx, x.shape, ind);
+  ctx.expect_out(0, x.dtype, g.out);
+  cuda::launch_gather(x.data, ind.data, ind.dtype == DType::kInt64, ctx.out(0).data, g.outer,
+                      g.count, g.inner, g.dim, static_cast<int>(dtype_size(x.dtype)),
+                      cuda::context().error, stream());
+}
+
+void c_gather_grad(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& ind = ctx.in(1);
+  const Tensor& dx = ctx.out(0);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(dx, DType::kFloat32, "dX");
+  if (!is_index_type(ind.dtype)) ctx.fail("indices must be i64 or i32");
+  const GatherShapes g = gather_shapes(ctx, dx.shape, ind);
+  if (dy.shape != g.out)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(g.out));
+  if (dx.bytes()) PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), stream()));
+  cuda::launch_gather_grad(dy.as<float>(), ind.data, ind.dtype == DType::kInt64, dx.as<float>(),
+                           g.outer, g.count, g.inner, g.dim, cuda::context().error, stream());
+}
+
+void c_cast(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  const Tensor& y = ctx.out(0);
+  const int64_t to = ctx.attr_int("to", -1);
+  if (to != static_cast<int64_t>(y.dtype))
+    ctx.fail("attribute to=" + std::to_string(to) + " does not match the output type " +
+             std::string(dtype_name(y.dtype)));
+  ctx.expect_out_shape(0, x.shape);
+  if (x.dtype == y.dtype) {
+    if (x.bytes() && x.data != y.data)
+      PLANNER_CUDA_CHECK(
+          cudaMemcpyAsync(y.data, x.data, x.bytes(), cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  const int from = static_cast<int>(x.dtype), into = static_cast<int>(y.dtype);
+  if (x.dtype == DType::kFloat32 && y.dtype == DType::kFloat16)
+    return cuda::launch_narrow(into, x.as<float>(), y.data, x.numel(), stream());
+  if ((x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16) && y.dtype == DType::kFloat32)
+    return cuda::launch_widen(from, x.data, y.as<float>(), x.numel(), stream());
+  if (!cuda::launch_cast(from, into, x.data, y.data, x.numel(), stream()))
+    host_fallback(ctx, k_cast);
+}
+
+// Pooling gradients: one dX element per thread (pool_math.h).
+void c_pool_grad(const KernelContext& ctx) {
+  PoolGeom g;
+  int64_t planes = 0;
+  if (!pool_grad_geometry(ctx, &g, &planes)) return host_fallback(ctx, k_pool_grad);
+  for (int d = 0; d < g.nd; ++d)
+    if (g.kernel[d] > kPoolMaxCandidates) return host_fallback(ctx, k_pool_grad);
+  cuda::launch_pool_grad(g, planes, ctx.in(1).as<float>(), ctx.in(0).as<float>(),
+                         ctx.out(0).as<float>(), stream());
+}
+
+void c_global_pool_grad(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const std::string op = ctx.attr_string("op", "");
+  if (op != "GlobalAveragePool" && op != "GlobalMaxPool")
+    ctx.fail("attribute op must be GlobalAveragePool or GlobalMaxPool");
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(x, DType::kFloat32, "X");
+  if (x.rank() < 3) ctx.fail("X must have rank >= 3");
+  Shape ys(x.shape.size(), 1);
+  ys[0] = x.shape[0];
+  ys[1] = x.shape[1];
+  if (dy.shape != ys)
+    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(ys));
+  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const Tensor& dx = ctx.out(0);
+  const int64_t planes = x.shape[0] * x.shape[1];
+  const int64_t in_p = x.numel() / std::max<int64_t>(planes, 1);
+  const bool max = op == "GlobalMaxPool";
+  if (max && dx.bytes()) PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), stream()));
+  cuda::launch_global_pool_grad(max, x.as<float>(), dy.as<float>(), dx.as<float>(), planes, in_p,
+                                stream());
+}
+
+}  // namespace planner::rt::kernels

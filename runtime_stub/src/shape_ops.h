@@ -1,0 +1,58 @@
+// What the data-movement kernels compute from shapes and their small parameter inputs (starts,
+// pads, indices' shape), shared by the cpu kernels and the cuda ones (cuda/shape_ops_cuda.cpp),
+// which read those inputs on the host and move the data on the device.
+#pragma once
+
+#include <vector>
+
+#include "kernel_util.h"
+#include "pool_math.h"
+
+namespace planner::rt::kernels {
+
+/// Concat's output shape (fails on mismatched inputs); *axis gets the normalised axis.
+Shape concat_shape(const KernelContext& ctx, int64_t* axis);
+
+/// Split's piece sizes along *axis (normalised), checked against the outputs' shapes.
+std::vector<int64_t> split_sizes(const KernelContext& ctx, const Tensor& x, int64_t* axis);
+
+/// The region a Slice reads: per axis a start, a step and an extent (ONNX clamping rules).
+struct SliceRegion {
+  Shape start, step, extent;
+};
+
+/// Slice's region of `x` from inputs starts, ends[, axes][, steps] at `first_input` (or the
+/// opset-1 attributes). Fails on inconsistent parameters.
+SliceRegion slice_region(const KernelContext& ctx, const Shape& x, size_t first_input);
+
+/// The base offset and per-axis strides with which element idx of the slice sits in `x`.
+void slice_strides(const SliceRegion& r, const Shape& x, int64_t* base, std::vector<int64_t>* st);
+
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+
+struct PadSpec {
+  PadMode mode = PadMode::kConstant;
+  std::vector<int64_t> begin, end;  ///< per axis of X, may be negative (cropping)
+  Shape out;
+};
+
+/// Pad's parameters for `x` (pads and axes from inputs when given, else attributes).
+PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in,
+                 const Tensor* axes_in);
+
+/// Gather's geometry: data as [outer, dim, inner], `count` indices, the output shape.
+struct GatherShapes {
+  int64_t axis, outer, dim, inner, count;
+  Shape out;
+};
+
+GatherShapes gather_shapes(const KernelContext& ctx, const Shape& data, const Tensor& indices);
+
+/// The indices, each in [-dim, dim) (fails otherwise), made non-negative.
+std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& indices, int64_t dim);
+
+/// PoolGrad's checks (dY, X and the attributes, as the cpu kernel makes them) and geometry;
+/// *planes gets N·C. False where the geometry exceeds PoolGeom's fixed sizes.
+bool pool_grad_geometry(const KernelContext& ctx, PoolGeom* g, int64_t* planes);
+
+}  // namespace planner::rt::kernels
