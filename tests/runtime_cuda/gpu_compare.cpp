@@ -288,8 +288,8 @@ void kernel_cases() {
   check("", "Cast", {{"to", int64_t{1}}}, {I64({4, -3, 0, 9})}, {O({4})});
   check("", "Cast", {{"to", int64_t{10}}}, {F({3, 4})}, {O({3, 4}, DType::kFloat16)});
   check("", "Concat", {{"axis", int64_t{1}}}, {F({2, 3}), F({2, 4})}, {O({2, 7})});
-  check("", "Concat", {{"axis", int64_t{0}}}, {In{DType::kInt64, {2, 3}}, In{DType::kInt64, {1, 3}}},
-        {O({3, 3}, DType::kInt64)});
+  check("", "Concat", {{"axis", int64_t{0}}},
+        {In{DType::kInt64, {2, 3}}, In{DType::kInt64, {1, 3}}}, {O({3, 3}, DType::kInt64)});
   check("", "Split", {{"axis", int64_t{1}}}, {F({2, 7}), I64({3, 4})}, {O({2, 3}), O({2, 4})});
   check("", "Gather", {{"axis", int64_t{0}}}, {F({5, 3}), I64({4, 0, 2})}, {O({3, 3})});
   check("", "Gather", {{"axis", int64_t{1}}}, {F({2, 5, 3}), I64({-1, 0, 2, 2})}, {O({2, 4, 3})});
