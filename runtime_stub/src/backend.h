@@ -16,6 +16,19 @@ void deallocate(void* data, size_t bytes);
 void fill_bytes(void* data, int value, size_t bytes);
 /// Waits until the calling thread's queued work is done (one host sync; counted).
 void synchronize();
+/// A rank's two streams (0 compute, 1 communication) and events between them. cuda: separate
+/// CUDA streams, so collectives overlap kernels; cpu: steps run as they are issued, which
+/// already satisfies every ordering, so these do nothing.
+/// Creates `n` events for the steps to come (before the first step: no creation in a step).
+void prepare_events(size_t n);
+/// Makes `stream` the calling thread's current stream (kernels, copies and collectives go there).
+void use_stream(int stream);
+/// Records event k on the current stream.
+void record_event(size_t k);
+/// Makes the current stream wait for event k.
+void wait_event(size_t k);
+/// Makes stream `waiter` wait for everything queued so far on stream `signaler`.
+void stream_wait(int waiter, int signaler);
 /// Runs `kernel` and returns the seconds it took, measured as the backend's device sees it
 /// (steady_clock on cpu, cudaEvents on the rank's stream on cuda).
 double time_kernel(const std::function<void()>& kernel);

@@ -3,6 +3,7 @@
 #include "planner_rt/executor.h"
 
 #include <algorithm>
+#include <map>
 
 #include "backend.h"
 #include "planner_rt/counters.h"
@@ -90,6 +91,13 @@ void Executor::init() {
         detail::register_host_mirror(t.data, spec.data);
     }
   }
+  // The two streams' order: an event after every step another stream waits for.
+  streams_ = plan_streams(p_, rank_);
+  event_of_.assign(streams_.signals.size(), 0);
+  size_t events = 0;
+  for (size_t i = 0; i < streams_.signals.size(); ++i)
+    if (streams_.signals[i]) event_of_[i] = events++;
+  backend::prepare_events(events);
   copies_.clear();
   for (auto [updated, home] : p_.carries)
     if (p_.buffers[static_cast<size_t>(home)].rank == rank_ &&
@@ -113,7 +121,18 @@ double Executor::step() {
   if (o_.poison && arena > transient_begin_)
     backend::fill_bytes(static_cast<unsigned char*>(arena_.view().data) + transient_begin_, 0xFF,
                         static_cast<size_t>(arena - transient_begin_));
-  for (const StepSpec& s : p_.steps[static_cast<size_t>(rank_)]) run(s);
+  // The communication stream starts after the compute stream's poison fill.
+  backend::stream_wait(1, 0);
+  const auto& steps = p_.steps[static_cast<size_t>(rank_)];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    backend::use_stream(static_cast<int>(streams_.stream[i]));
+    if (streams_.wait_for[i] >= 0)
+      backend::wait_event(event_of_[static_cast<size_t>(streams_.wait_for[i])]);
+    run(steps[i]);
+    if (streams_.signals[i]) backend::record_event(event_of_[i]);
+  }
+  backend::use_stream(0);
+  backend::stream_wait(0, 1);
   // Updated parameters and state that could not be written in place go home.
   for (auto [updated, home] : copies_) {
     Tensor in[] = {view(updated)};
@@ -164,6 +183,106 @@ void Executor::run(const StepSpec& s) {
     default:
       throw Error("unknown step kind " + std::to_string(static_cast<int>(s.kind)));
   }
+}
+
+}  // namespace planner::rt
+
+namespace planner::rt {
+
+namespace {
+
+// Per arena byte range, the latest step of each stream that read it and that wrote it.
+class AccessMap {
+ public:
+  struct Last {
+    int read[2] = {-1, -1};
+    int write[2] = {-1, -1};
+  };
+
+  // The latest step of `other` that conflicts with an access of [lo, hi): a write conflicts
+  // with reads and writes, a read with writes.
+  int conflict(int64_t lo, int64_t hi, bool write, int other) {
+    int latest = -1;
+    for (auto it = first(lo); it != segs_.end() && it->first < hi; ++it) {
+      const Last& l = it->second.last;
+      latest = std::max(latest, l.write[other]);
+      if (write) latest = std::max(latest, l.read[other]);
+    }
+    return latest;
+  }
+
+  void record(int64_t lo, int64_t hi, bool write, int stream, int step) {
+    split(lo);
+    split(hi);
+    for (auto it = segs_.find(lo); it != segs_.end() && it->first < hi; ++it)
+      (write ? it->second.last.write : it->second.last.read)[stream] = step;
+  }
+
+  // Starts with one untouched segment over the arena.
+  explicit AccessMap(int64_t bytes) { segs_[0] = {std::max<int64_t>(bytes, 1), Last()}; }
+
+ private:
+  struct Seg {
+    int64_t end = 0;
+    Last last;
+  };
+  std::map<int64_t, Seg>::iterator first(int64_t at) {
+    auto it = segs_.upper_bound(at);
+    return it == segs_.begin() ? it : std::prev(it);
+  }
+  void split(int64_t at) {
+    auto it = first(at);
+    if (it == segs_.end() || it->first == at || it->second.end <= at) return;
+    Seg right = it->second;
+    it->second.end = at;
+    segs_[at] = right;
+  }
+  std::map<int64_t, Seg> segs_;
+};
+
+}  // namespace
+
+StreamPlan plan_streams(const Program& p, int rank) {
+  const auto& steps = p.steps.at(static_cast<size_t>(rank));
+  StreamPlan plan;
+  plan.stream.resize(steps.size());
+  plan.wait_for.assign(steps.size(), -1);
+  plan.signals.assign(steps.size(), false);
+  AccessMap map(p.arena_bytes.at(static_cast<size_t>(rank)));
+  auto range = [&](int b) {
+    const BufferSpec& spec = p.buffers[static_cast<size_t>(b)];
+    const int64_t lo = spec.arena_offset;
+    return std::pair<int64_t, int64_t>{lo, lo + Tensor(spec.dtype, spec.shape, nullptr).bytes()};
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepSpec& s = steps[i];
+    const int mine = s.kind == StepKind::kKernel ? 0 : 1, other = 1 - mine;
+    plan.stream[i] = static_cast<StreamKind>(mine);
+    int wait = -1;
+    for (int b : s.inputs)
+      if (b >= 0) {
+        auto [lo, hi] = range(b);
+        wait = std::max(wait, map.conflict(lo, hi, false, other));
+      }
+    for (int b : s.outputs)
+      if (b >= 0) {
+        auto [lo, hi] = range(b);
+        wait = std::max(wait, map.conflict(lo, hi, true, other));
+      }
+    plan.wait_for[i] = wait;
+    if (wait >= 0) plan.signals[static_cast<size_t>(wait)] = true;
+    for (int b : s.inputs)
+      if (b >= 0) {
+        auto [lo, hi] = range(b);
+        map.record(lo, hi, false, mine, static_cast<int>(i));
+      }
+    for (int b : s.outputs)
+      if (b >= 0) {
+        auto [lo, hi] = range(b);
+        map.record(lo, hi, true, mine, static_cast<int>(i));
+      }
+  }
+  return plan;
 }
 
 }  // namespace planner::rt

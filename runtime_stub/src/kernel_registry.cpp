@@ -148,7 +148,8 @@ constexpr Entry kKernels[] = {
     // ai.planner: training-mode batch norm and dropout (importers/training_ops.h)
     {"ai.planner", "BatchNormStats", k_batch_norm_stats, kCuda, CUDA(c_batch_norm_stats)},
     {"ai.planner", "BatchNormTrain", k_batch_norm_train, kCuda, CUDA(c_batch_norm_train)},
-    {"ai.planner", "BatchNormRunningStats", k_batch_norm_running_stats, kHost, nullptr},
+    {"ai.planner", "BatchNormRunningStats", k_batch_norm_running_stats, kCuda,
+     CUDA(c_batch_norm_running_stats)},
     {"ai.planner", "BatchNormTrainParamGrad", k_batch_norm_train_param_grad, kCuda,
      CUDA(c_batch_norm_train_param_grad)},
     {"ai.planner", "BatchNormTrainGrad", k_batch_norm_train_grad, kCuda,

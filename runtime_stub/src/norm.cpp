@@ -451,12 +451,8 @@ void k_batch_norm_running_stats(const KernelContext& ctx) {
     if (!ctx.has_out(k)) continue;
     ctx.expect_out(k, DType::kFloat32, {c});
     float* out = ctx.out(k).as<float>();
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const double bm = s[ch], bv = std::max(0.0, static_cast<double>(s[c + ch]) - bm * bm);
-      const double batch = k % 2 == 0 ? bm : bv;
-      out[ch] =
-          static_cast<float>(k >= 2 ? batch : (k == 0 ? mean[ch] : var[ch]) * m + batch * (1 - m));
-    }
+    for (int64_t ch = 0; ch < c; ++ch)
+      out[ch] = running_stat(static_cast<int>(k), s[ch], s[c + ch], mean[ch], var[ch], m);
   }
 }
 

@@ -114,4 +114,18 @@ PLANNER_RT_HD inline float adam_element(float p, float g, float m, float v, doub
   return static_cast<float>(p - lr * (nm / c1) / (sqrt(nv / c2) + eps));
 }
 
+/// BatchNormRunningStats' output k (0 running mean, 1 running var, 2 saved mean, 3 saved var)
+/// of a channel from its batch statistics (mean, mean of squares), the running mean and
+/// variance it updates and the momentum (ONNX: running = input * momentum + batch * (1 -
+/// momentum); the batch variance is the population one, clamped at 0 as std::max(0.0, v)).
+PLANNER_RT_HD inline float running_stat(int k, float batch_mean, float batch_mean_sq, float mean,
+                                        float var, double momentum) {
+  const double bm = batch_mean;
+  const double v = static_cast<double>(batch_mean_sq) - bm * bm;
+  const double bv = 0.0 < v ? v : 0.0;
+  const double batch = k % 2 == 0 ? bm : bv;
+  return static_cast<float>(k >= 2 ? batch
+                                   : (k == 0 ? mean : var) * momentum + batch * (1 - momentum));
+}
+
 }  // namespace planner::rt::kernels

@@ -353,6 +353,8 @@ void kernel_cases() {
   check("ai.planner", "BatchNormStats", {{"count", int64_t{40}}}, {F({2, 3, 4, 5})}, {O({2, 3})});
   check("ai.planner", "BatchNormTrain", {}, {F({2, 3, 4, 5}), F({3}), F({3}), P({2, 3})},
         {O({2, 3, 4, 5})});
+  check("ai.planner", "BatchNormRunningStats", {{"momentum", 0.9}}, {P({2, 3}), F({3}), P({3})},
+        {O({3}), O({3}), O({3}), O({3})});
   check("ai.planner", "BatchNormTrainParamGrad", {}, {F({2, 3, 4}), F({2, 3, 4}), P({2, 3})},
         {O({3}), O({3})});
   check("ai.planner", "BatchNormTrainGrad", {{"count", int64_t{8}}},

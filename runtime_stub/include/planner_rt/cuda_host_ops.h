@@ -22,7 +22,6 @@ inline constexpr HostOp kCudaHostOps[] = {
     {"", "LSTM"},
     {"", "GRU"},
     {"", "RNN"},
-    {"ai.planner", "BatchNormRunningStats"},
     {"ai.planner", "LSTMGradData"},
     {"ai.planner", "LSTMGradWeights"},
     {"ai.planner", "GRUGrad"},

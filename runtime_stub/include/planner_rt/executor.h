@@ -72,6 +72,24 @@ struct Program {
   void validate() const;
 };
 
+/// The stream a step runs on: kernels on the compute stream, collectives and point-to-point
+/// messages on the communication stream (as the simulator models a rank).
+enum class StreamKind : int { kCompute = 0, kComm = 1 };
+
+/// How one rank's steps order across its two streams.
+struct StreamPlan {
+  std::vector<StreamKind> stream;  ///< per step
+  /// Per step: the latest step of the *other* stream it must wait for (-1: none). A step reads
+  /// what an earlier step wrote (read after write), or overwrites arena bytes an earlier step
+  /// read or wrote (the memory plan reuses them: write after read or write).
+  std::vector<int> wait_for;
+  /// Per step: whether a later step waits for it (record an event after it).
+  std::vector<bool> signals;
+};
+
+/// The stream plan of `rank`'s steps in `program` (ranges from the buffers' arena offsets).
+StreamPlan plan_streams(const Program& program, int rank);
+
 /// What one step cost the host, counted by the backend (docs/runtime.md, "Counters").
 struct StepCounters {
   int64_t allocations = 0;            ///< device or host blocks allocated during the step
@@ -87,7 +105,10 @@ struct ExecutorOptions {
   bool poison = false;
 };
 
-/// One rank's run of a Program.
+/// One rank's run of a Program. Steps are issued in program order; on cuda each goes to its
+/// stream (StreamPlan) after waiting on the events its plan names, and the host waits once, at
+/// the end of the step, for both streams. On cpu everything runs in issue order, which every
+/// stream plan allows.
 class Executor {
  public:
   /// Constructs the rank's communicator first (on cuda it makes the rank's GPU current).
@@ -120,6 +141,8 @@ class Executor {
   TensorBuffer arena_;
   int64_t transient_begin_ = 0;  ///< where the step's buffers start in the arena
   Profiler profiler_;
+  StreamPlan streams_;
+  std::vector<size_t> event_of_;  ///< per step that signals: its event
   StepCounters last_;
   int64_t step_peak_ = 0;
   std::vector<std::pair<int, int>> copies_;  ///< carries not written in place

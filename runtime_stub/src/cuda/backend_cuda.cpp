@@ -1,6 +1,8 @@
 // The cuda backend's memory, copies, kernel timing and per-thread device context.
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "../backend.h"
 #include "cuda_util.h"
@@ -54,9 +56,12 @@ void* DeviceScratch::get(size_t bytes) {
 Context::~Context() {
   // Best effort at thread exit; errors cannot be reported from here.
   if (error) cudaFree(error);
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  if (join) cudaEventDestroy(join);
   if (cudnn) cudnnDestroy(cudnn);
   if (cublas) cublasDestroy(cublas);
-  if (stream) cudaStreamDestroy(stream);
+  for (cudaStream_t s : streams)
+    if (s) cudaStreamDestroy(s);
 }
 
 namespace {
@@ -65,7 +70,10 @@ std::unique_ptr<Context> make_context(int device) {
   auto c = std::make_unique<Context>();
   c->device = device;
   // A blocking stream: it orders with the legacy default stream (cudaMemcpy, cudaMemset).
-  PLANNER_CUDA_CHECK(cudaStreamCreate(&c->stream));
+  PLANNER_CUDA_CHECK(cudaStreamCreate(&c->streams[0]));
+  PLANNER_CUDA_CHECK(cudaStreamCreate(&c->streams[1]));
+  PLANNER_CUDA_CHECK(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
+  c->stream = c->streams[0];
   PLANNER_CUDA_CHECK(cublasCreate(&c->cublas));
   PLANNER_CUDA_CHECK(cublasSetStream(c->cublas, c->stream));
   // Full fp32 (no TF32 tensor cores): results stay comparable with the cpu backend.
@@ -96,13 +104,41 @@ void bind_device(int device) {
   context();
 }
 
+namespace {
+thread_local SyncWatch tls_watch;
+}  // namespace
+
+void set_sync_watch(SyncWatch watch) {
+  tls_watch = std::move(watch);
+}
+
 void sync() {
   detail::count_host_sync();
   Context& ctx = context();
   int error = 0;
   PLANNER_CUDA_CHECK(
       cudaMemcpyAsync(&error, ctx.error, sizeof(int), cudaMemcpyDeviceToHost, ctx.stream));
-  PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  if (!tls_watch.poll) {
+    PLANNER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  } else {
+    // Poll, backing off to 1 ms, so an NCCL error or a silent peer ends the wait.
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(20);
+    while (true) {
+      const cudaError_t status = cudaStreamQuery(ctx.stream);
+      if (status == cudaSuccess) break;
+      if (status != cudaErrorNotReady) PLANNER_CUDA_CHECK(status);
+      tls_watch.poll();
+      if (std::chrono::steady_clock::now() - start > tls_watch.deadline) {
+        if (tls_watch.abort) tls_watch.abort();
+        throw Error("the device did not finish the queued work within " +
+                    std::to_string(tls_watch.deadline.count()) +
+                    " ms (a peer in a collective may have failed); communicators aborted");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+  }
   if (error) {
     PLANNER_CUDA_CHECK(cudaMemsetAsync(ctx.error, 0, sizeof(int), ctx.stream));
     throw Error("a Gather or GatherGrad index was out of range on the device");
@@ -147,6 +183,36 @@ void* allocate(size_t bytes) {
 void deallocate(void* data, size_t) {
   // cudaFree waits for work still using the block.
   PLANNER_CUDA_CHECK(cudaFree(data));
+}
+
+void prepare_events(size_t n) {
+  cuda::Context& ctx = cuda::context();
+  while (ctx.events.size() < n) {
+    cudaEvent_t e = nullptr;
+    PLANNER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ctx.events.push_back(e);
+  }
+}
+
+void use_stream(int stream) {
+  cuda::Context& ctx = cuda::context();
+  ctx.stream = ctx.streams[stream == 1 ? 1 : 0];
+}
+
+void record_event(size_t k) {
+  cuda::Context& ctx = cuda::context();
+  PLANNER_CUDA_CHECK(cudaEventRecord(ctx.events.at(k), ctx.stream));
+}
+
+void wait_event(size_t k) {
+  cuda::Context& ctx = cuda::context();
+  PLANNER_CUDA_CHECK(cudaStreamWaitEvent(ctx.stream, ctx.events.at(k), 0));
+}
+
+void stream_wait(int waiter, int signaler) {
+  cuda::Context& ctx = cuda::context();
+  PLANNER_CUDA_CHECK(cudaEventRecord(ctx.join, ctx.streams[signaler == 1 ? 1 : 0]));
+  PLANNER_CUDA_CHECK(cudaStreamWaitEvent(ctx.streams[waiter == 1 ? 1 : 0], ctx.join, 0));
 }
 
 void fill_bytes(void* data, int value, size_t bytes) {

@@ -7,11 +7,15 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #if PLANNER_RT_MPI
 #include <mpi.h>
@@ -249,16 +253,79 @@ int64_t prefix_of(const Shape& s, int64_t axis) {
 // mode) or NCCL collectives (thread and MPI modes).
 class CudaComm : public detail::DeviceComm {
  public:
-  CudaComm(World::Impl* world, int rank, int device)
-      : world_(world), rank_(rank), memory_(device) {}
+  CudaComm(World::Impl* world, int rank, int device) : world_(world), rank_(rank), memory_(device) {
+    if (!nccl()) return;
+    // The rank's host waits poll its communicators for asynchronous errors and give up at the
+    // world's deadline, aborting them, so the other ranks' NCCL calls fail rather than hang.
+    cuda::SyncWatch watch;
+    watch.poll = [this] { check_async_errors(); };
+    watch.abort = [this] { abort_all(); };
+    watch.deadline = world_->timeout;
+    cuda::set_sync_watch(std::move(watch));
+  }
   ~CudaComm() override {
+    if (nccl()) cuda::set_sync_watch({});
+#if PLANNER_RT_MPI
+    try {
+      drain_sends();
+    } catch (const std::exception& e) {  // nothing may leave a destructor
+      std::fprintf(stderr, "rank %d: %s\n", rank_, e.what());
+    }
+#endif
     for (auto& [key, c] : groups_)
       if (c) ncclCommDestroy(c);
   }
 
-  detail::Memory& memory() override { return memory_; }
-  bool nccl() const override { return world_ && world_->mode != Mode::kShared; }
-  bool mpi_p2p() const override { return world_ && world_->mode == Mode::kMpi; }
+  // Every communicator this rank uses: the world's and its groups'.
+  std::vector<ncclComm_t> comms() const {
+    std::vector<ncclComm_t> out;
+    if (world_->mode == Mode::kMpi && !world_->world_comms.empty())
+      out.push_back(world_->world_comms[0]);
+    else if (static_cast<size_t>(rank_) < world_->world_comms.size())
+      out.push_back(world_->world_comms[static_cast<size_t>(rank_)]);
+    for (const auto& [key, c] : groups_) out.push_back(c);
+    return out;
+  }
+
+  void check_async_errors() {
+    for (ncclComm_t c : comms()) {
+      if (!c) continue;
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(c, &async) != ncclSuccess || async == ncclSuccess) continue;
+      abort_all();
+      throw Error("rank " + std::to_string(rank_) + ": NCCL reported an asynchronous error (" +
+                  ncclGetErrorString(async) + "); communicators aborted");
+    }
+  }
+
+  // Aborts the rank's communicators (queued NCCL work ends, peers' calls fail).
+  void abort_all() {
+    for (auto& [key, c] : groups_)
+      if (c) {
+        ncclCommAbort(c);
+        c = nullptr;
+      }
+    if (world_->mode == Mode::kMpi) {
+      if (!world_->world_comms.empty() && world_->world_comms[0]) {
+        ncclCommAbort(world_->world_comms[0]);
+        world_->world_comms[0] = nullptr;
+      }
+    } else if (static_cast<size_t>(rank_) < world_->world_comms.size() &&
+               world_->world_comms[static_cast<size_t>(rank_)]) {
+      ncclCommAbort(world_->world_comms[static_cast<size_t>(rank_)]);
+      world_->world_comms[static_cast<size_t>(rank_)] = nullptr;
+    }
+  }
+
+  detail::Memory& memory() override {
+    return memory_;
+  }
+  bool nccl() const override {
+    return world_ && world_->mode != Mode::kShared;
+  }
+  bool mpi_p2p() const override {
+    return world_ && world_->mode == Mode::kMpi;
+  }
 
   void all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
                   const std::vector<int>& group) override {
@@ -429,6 +496,10 @@ class CudaComm : public detail::DeviceComm {
     std::memcpy(buf->data(), msg.data(), head);
     if (tensor.bytes()) copy_to_host(tensor, buf->data() + head);
     reap();
+    if (buf->size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      throw Error("rank " + std::to_string(rank_) + ": send of " + std::to_string(buf->size()) +
+                  " bytes to rank " + std::to_string(peer) +
+                  " exceeds one MPI message (2 GiB); split the tensor in the plan");
     pending_.push_back({MPI_REQUEST_NULL, buf});
     PLANNER_MPI_CHECK(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, peer, tag,
                                 MPI_COMM_WORLD, &pending_.back().request));
@@ -535,6 +606,27 @@ class CudaComm : public detail::DeviceComm {
     pending_.swap(still);
   }
   std::vector<Pending> pending_;
+
+  // Completes the sends still in flight before their buffers go and MPI is finalized: waits
+  // up to the world's deadline, then cancels what a peer never received (and says so).
+  void drain_sends() {
+    const auto start = std::chrono::steady_clock::now();
+    while (!pending_.empty()) {
+      reap();
+      if (pending_.empty()) break;
+      if (std::chrono::steady_clock::now() - start > world_->timeout) {
+        for (Pending& p : pending_) {
+          MPI_Cancel(&p.request);
+          MPI_Request_free(&p.request);
+        }
+        std::fprintf(stderr, "rank %d: %zu send(s) were never received; cancelled\n", rank_,
+                     pending_.size());
+        pending_.clear();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 #endif
 
   World::Impl* world_;

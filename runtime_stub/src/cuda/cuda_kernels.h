@@ -63,6 +63,7 @@ void c_batch_norm_grad(const KernelContext&);
 void c_batch_norm_param_grad(const KernelContext&);
 void c_batch_norm_stats(const KernelContext&);
 void c_batch_norm_train(const KernelContext&);
+void c_batch_norm_running_stats(const KernelContext&);
 void c_batch_norm_train_param_grad(const KernelContext&);
 void c_batch_norm_train_grad(const KernelContext&);
 // linalg_cuda.cpp (cuBLAS)

@@ -7,7 +7,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,10 @@ class DeviceScratch {
 /// work runs in order and ranks sharing a GPU run concurrently.
 struct Context {
   int device = 0;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;    ///< the current stream: one of `streams`
+  cudaStream_t streams[2] = {};     ///< compute (cuBLAS and cuDNN are bound to it), communication
+  std::vector<cudaEvent_t> events;  ///< the executor's step events (backend::prepare_events)
+  cudaEvent_t join = nullptr;       ///< backend::stream_wait's event
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   DeviceScratch workspace;  ///< cuDNN workspaces
@@ -67,8 +72,20 @@ Context& context();
 /// Makes `device` current in the calling thread (and its context that device's).
 void bind_device(int device);
 
-/// Waits for the calling thread's queued work.
+/// Waits for the calling thread's queued work. Where a watch is set (a rank with NCCL
+/// communicators), it waits by polling: every poll runs the watch (which throws on an NCCL
+/// asynchronous error, after aborting the rank's communicators), and past the deadline it aborts
+/// them and throws, so one failed rank ends every rank with a message instead of a hang.
 void sync();
+
+/// What sync() polls while it waits, and how long it waits at most (per thread).
+struct SyncWatch {
+  std::function<void()> poll;   ///< throws Error on a failure it detects
+  std::function<void()> abort;  ///< called once before sync() throws on the deadline
+  std::chrono::milliseconds deadline{120000};
+};
+/// Sets (or, with an empty poll, clears) the calling thread's watch.
+void set_sync_watch(SyncWatch watch);
 
 /// Copies n values of a small device tensor (axes, scalars) to the host, waiting for it (no
 /// wait where the tensor is a program constant with a host copy, planner_rt's host mirror).

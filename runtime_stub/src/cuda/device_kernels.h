@@ -191,6 +191,11 @@ void launch_batch_norm_train_grad(const float* dy, const float* x, const float* 
                                   const float* stats, const float* dscale, const float* dbias,
                                   float* dx, int64_t outer, int64_t c, int64_t inner, double eps,
                                   double count, cudaStream_t stream);
+/// BatchNormRunningStats: the present outputs of out[4] (nullptr for absent) per channel
+/// (train_math.h's running_stat).
+void launch_batch_norm_running_stats(const float* stats, const float* mean, const float* var,
+                                     float* const out[4], int64_t c, double momentum,
+                                     cudaStream_t stream);
 /// DropoutTrain: y and mask (may be null) for the shard `layout` of n elements.
 void launch_dropout_train(const kernels::DropoutLayout& layout, uint64_t seed, float ratio,
                           const float* x, float* y, bool* mask, int64_t n, cudaStream_t stream);

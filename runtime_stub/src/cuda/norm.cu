@@ -1,6 +1,7 @@
 // The cuda backend's reductions and normalisations: one block per output element (or row, or
 // channel); each thread folds a strided share of the elements in double, then a fixed shared-
 // memory tree combines the threads, so results do not depend on scheduling.
+#include <algorithm>
 #include <cstdint>
 
 #include "device_kernels.h"
@@ -440,6 +441,34 @@ void launch_batch_norm_train_grad(const float* dy, const float* x, const float* 
   batch_norm_train_grad_kernel<<<elementwise_grid(n), kThreads, 0, stream>>>(
       dy, x, scale, stats, dscale, dbias, dx, n, c, inner, eps, count);
   check_launch("batch_norm_train_grad");
+}
+
+namespace {
+
+__global__ void running_stats_kernel(const float* stats, const float* mean, const float* var,
+                                     float* o0, float* o1, float* o2, float* o3, int64_t c,
+                                     double momentum) {
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < 4 * c;
+       t += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int k = static_cast<int>(t / c);
+    const int64_t ch = t % c;
+    float* out = k == 0 ? o0 : k == 1 ? o1 : k == 2 ? o2 : o3;
+    if (out)
+      out[ch] = kernels::running_stat(k, stats[ch], stats[c + ch], mean[ch], var[ch], momentum);
+  }
+}
+
+}  // namespace
+
+void launch_batch_norm_running_stats(const float* stats, const float* mean, const float* var,
+                                     float* const out[4], int64_t c, double momentum,
+                                     cudaStream_t stream) {
+  if (c == 0) return;
+  const int64_t n = 4 * c;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65535));
+  running_stats_kernel<<<blocks, 256, 0, stream>>>(stats, mean, var, out[0], out[1], out[2], out[3],
+                                                   c, momentum);
+  check_launch("batch_norm_running_stats");
 }
 
 }  // namespace planner::rt::cuda

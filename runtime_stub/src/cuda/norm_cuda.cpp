@@ -367,6 +367,26 @@ void c_batch_norm_stats(const KernelContext& ctx) {
                                 positive_count(ctx), stream());
 }
 
+void c_batch_norm_running_stats(const KernelContext& ctx) {
+  ctx.expect_arity(3, 4,
+                   "(stats, mean, var) -> (running_mean, running_var, saved_mean, saved_var)");
+  const Tensor& stats = ctx.in(0);
+  ctx.expect_dtype(stats, DType::kFloat32, "stats");
+  if (stats.rank() != 2 || stats.shape[0] != 2) ctx.fail("stats must have shape [2, C]");
+  const int64_t c = stats.shape[1];
+  check_channel(ctx, ctx.in(1), c, "mean");
+  check_channel(ctx, ctx.in(2), c, "var");
+  float* out[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (size_t k = 0; k < 4; ++k) {
+    if (!ctx.has_out(k)) continue;
+    ctx.expect_out(k, DType::kFloat32, {c});
+    out[k] = ctx.out(k).as<float>();
+  }
+  cuda::launch_batch_norm_running_stats(stats.as<float>(), ctx.in(1).as<float>(),
+                                        ctx.in(2).as<float>(), out, c,
+                                        ctx.attr_float("momentum", 0.9), stream());
+}
+
 void c_batch_norm_train(const KernelContext& ctx) {
   ctx.expect_arity(4, 1, "(X, scale, B, stats) -> Y");
   const Tensor& x = ctx.in(0);
