@@ -189,6 +189,7 @@ std::string launcher_program_source(const Programs& p) {
       e.i(s.axis);
       e.i(s.axis2);
       e.i(static_cast<int64_t>(s.reducer));
+      e.shape(s.extents);
     }
   }
   return e.source(kProgramHeader);

@@ -353,6 +353,11 @@ void Partitioner::emit_actions(ir::TensorId t,
           st.axis = a.axis;
           st.axis2 = a.axis2;
           st.reducer = a.reducer;
+          if (kind == StepKind::kAllGather || kind == StepKind::kReduceScatter)
+            for (size_t k = 0; k < a.group.size(); ++k) {
+              const int piece = kind == StepKind::kAllGather ? a.inputs[k] : a.outputs[k];
+              st.extents.push_back(f.holding(piece).box[static_cast<size_t>(a.axis)].size());
+            }
           emit(a.group[m], std::move(st));
         }
         break;

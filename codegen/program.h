@@ -85,6 +85,9 @@ struct Step {
   int64_t axis = 0;        ///< gather / split / scatter axis
   int64_t axis2 = 0;       ///< all-to-all concat axis
   analysis::Reducer reducer = analysis::Reducer::kSum;
+  /// kAllGather / kReduceScatter: each member's extent along `axis`, in group order (its input
+  /// piece's, its output piece's), so the runtime need not exchange them.
+  std::vector<int64_t> extents;
 };
 
 /// One rank's step list.

@@ -89,7 +89,7 @@ class Reader {
 };
 
 // Format 3: magic, 3, precision, ranks, buffers (with arena offsets), outputs, carries, each
-// rank's arena bytes, then each rank's steps.
+// rank's arena bytes, then each rank's steps (with the members' extents of gathers/scatters).
 Loaded load(const launcher::ProgramTable& t) {
   Reader r(t);
   if (r.i() != 0x504c4e52 || r.i() != 3) throw rt::Error("program table has the wrong format");
@@ -160,6 +160,7 @@ Loaded load(const launcher::ProgramTable& t) {
       s.axis = r.i();
       s.axis2 = r.i();
       s.reduce = static_cast<rt::ReduceOp>(r.i());
+      s.extents = r.shape();
     }
   }
   p.validate();

@@ -431,13 +431,13 @@ void Communicator::all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
 }
 
 void Communicator::all_gather(const Tensor& in, const Tensor& out, int64_t axis,
-                              const std::vector<int>& group) {
+                              const std::vector<int>& group, const std::vector<int64_t>& extents) {
   if (axis < 0 || axis >= in.rank())
     throw Error("all_gather: axis " + std::to_string(axis) + " is out of range for " +
                 shape_to_string(in.shape));
   if (in.dtype != out.dtype) throw Error("all_gather: input and output types differ");
   if (device_ && device_->nccl())
-    return device_->all_gather(in, out, axis, members(group, "all_gather"));
+    return device_->all_gather(in, out, axis, members(group, "all_gather"), extents);
   Post p;
   p.kind = "all_gather";
   p.dtype = in.dtype;
@@ -479,13 +479,14 @@ void Communicator::all_gather(const Tensor& in, const Tensor& out, int64_t axis,
 }
 
 void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, int64_t axis, ReduceOp op,
-                                  const std::vector<int>& group) {
+                                  const std::vector<int>& group,
+                                  const std::vector<int64_t>& extents) {
   check_reducible(in, out, "reduce_scatter");
   if (axis < 0 || axis >= in.rank())
     throw Error("reduce_scatter: axis " + std::to_string(axis) + " is out of range for " +
                 shape_to_string(in.shape));
   if (device_ && device_->nccl())
-    return device_->reduce_scatter(in, out, axis, op, members(group, "reduce_scatter"));
+    return device_->reduce_scatter(in, out, axis, op, members(group, "reduce_scatter"), extents);
   Post p;
   p.kind = "reduce_scatter";
   p.dtype = in.dtype;

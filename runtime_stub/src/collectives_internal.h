@@ -61,10 +61,12 @@ class DeviceComm {
   // The NCCL collectives; `group` is the resolved member list (never empty), this rank in it.
   virtual void all_reduce(const Tensor& in, const Tensor& out, ReduceOp op,
                           const std::vector<int>& group) = 0;
+  // `extents`: the members' extents along the axis when known, else empty (exchanged).
   virtual void all_gather(const Tensor& in, const Tensor& out, int64_t axis,
-                          const std::vector<int>& group) = 0;
+                          const std::vector<int>& group, const std::vector<int64_t>& extents) = 0;
   virtual void reduce_scatter(const Tensor& in, const Tensor& out, int64_t axis, ReduceOp op,
-                              const std::vector<int>& group) = 0;
+                              const std::vector<int>& group,
+                              const std::vector<int64_t>& extents) = 0;
   virtual void all_to_all(const Tensor& in, const Tensor& out, int64_t split_axis,
                           int64_t concat_axis, const std::vector<int>& group) = 0;
   virtual void broadcast(const Tensor& tensor, int root, const std::vector<int>& group) = 0;

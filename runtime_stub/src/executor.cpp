@@ -166,13 +166,13 @@ void Executor::run(const StepSpec& s) {
       comm_.all_reduce(in[0], out[0], s.reduce, s.group);
       break;
     case StepKind::kAllGather:
-      comm_.all_gather(in[0], out[0], s.axis, s.group);
+      comm_.all_gather(in[0], out[0], s.axis, s.group, s.extents);
       break;
     case StepKind::kAllToAll:
       comm_.all_to_all(in[0], out[0], s.axis, s.axis2, s.group);
       break;
     case StepKind::kReduceScatter:
-      comm_.reduce_scatter(in[0], out[0], s.axis, s.reduce, s.group);
+      comm_.reduce_scatter(in[0], out[0], s.axis, s.reduce, s.group, s.extents);
       break;
     case StepKind::kSend:
       comm_.send(in[0], s.peer, 0);

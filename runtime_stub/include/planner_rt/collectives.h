@@ -129,15 +129,18 @@ class Communicator {
                   const std::vector<int>& group = {});
 
   /// out = the members' inputs concatenated along `axis` in group order. Pieces may differ in
-  /// extent along `axis` (all other dimensions equal); out's extent is their sum.
+  /// extent along `axis` (all other dimensions equal); out's extent is their sum. `extents`,
+  /// when given, are the members' extents along `axis` in group order (a compiled program knows
+  /// them): the cuda backend then need not exchange them, which costs a host wait.
   void all_gather(const Tensor& in, const Tensor& out, int64_t axis,
-                  const std::vector<int>& group = {});
+                  const std::vector<int>& group = {}, const std::vector<int64_t>& extents = {});
 
   /// Reduces the members' inputs (same shape everywhere) and leaves member j the j-th piece
   /// along `axis`: pieces follow group order, each member's extent is its out's extent along
   /// `axis` (they may differ), and the extents sum to the input's.
+  /// `extents` as for all_gather (each member's out extent along `axis`).
   void reduce_scatter(const Tensor& in, const Tensor& out, int64_t axis, ReduceOp op,
-                      const std::vector<int>& group = {});
+                      const std::vector<int>& group = {}, const std::vector<int64_t>& extents = {});
 
   /// Splits in along `split_axis` into n equal pieces (n = group size), sends piece j to
   /// member j, and concatenates the received pieces along `concat_axis` in group order.

@@ -56,6 +56,8 @@ struct StepSpec {
   int peer = -1;
   int64_t axis = 0, axis2 = 0;
   ReduceOp reduce = ReduceOp::kSum;
+  /// all_gather / reduce_scatter: the members' extents along `axis` (may be empty).
+  std::vector<int64_t> extents;
 };
 
 /// Every rank's program and the buffers they use.

@@ -334,10 +334,13 @@ class CudaComm : public detail::DeviceComm {
                                      nccl_type(in.dtype), nccl_op(op), comm(group), stream()));
   }
 
-  void all_gather(const Tensor& in, const Tensor& out, int64_t axis,
-                  const std::vector<int>& group) override {
+  void all_gather(const Tensor& in, const Tensor& out, int64_t axis, const std::vector<int>& group,
+                  const std::vector<int64_t>& extents) override {
     ncclComm_t c = comm(group);
-    const std::vector<int64_t> ext = exchange(in.shape[static_cast<size_t>(axis)], c, group);
+    const std::vector<int64_t> ext =
+        known(extents, in.shape[static_cast<size_t>(axis)], group, "all_gather")
+            ? extents
+            : exchange(in.shape[static_cast<size_t>(axis)], c, group);
     const size_t n = group.size(), es = dtype_size(in.dtype);
     Shape expect = in.shape;
     expect[static_cast<size_t>(axis)] = 0;
@@ -377,9 +380,12 @@ class CudaComm : public detail::DeviceComm {
   }
 
   void reduce_scatter(const Tensor& in, const Tensor& out, int64_t axis, ReduceOp op,
-                      const std::vector<int>& group) override {
+                      const std::vector<int>& group, const std::vector<int64_t>& extents) override {
     ncclComm_t c = comm(group);
-    const std::vector<int64_t> ext = exchange(out.shape[static_cast<size_t>(axis)], c, group);
+    const std::vector<int64_t> ext =
+        known(extents, out.shape[static_cast<size_t>(axis)], group, "reduce_scatter")
+            ? extents
+            : exchange(out.shape[static_cast<size_t>(axis)], c, group);
     const size_t n = group.size(), es = dtype_size(in.dtype);
     int64_t total = 0;
     for (int64_t e : ext) total += e;
@@ -573,6 +579,16 @@ class CudaComm : public detail::DeviceComm {
     PLANNER_NCCL_CHECK(ncclCommInitRank(&c, static_cast<int>(group.size()), id, position(group)));
     groups_[key] = c;
     return c;
+  }
+
+  // Whether the caller gave the members' extents (checked against this member's own).
+  bool known(const std::vector<int64_t>& extents, int64_t mine, const std::vector<int>& group,
+             const char* what) const {
+    if (extents.empty()) return false;
+    if (extents.size() != group.size() || extents[static_cast<size_t>(position(group))] != mine)
+      throw Error(where(what, group) + ": the program's extents disagree with this member's (" +
+                  std::to_string(mine) + ")");
+    return true;
   }
 
   // Every member's value of `mine`, in group order (a small NCCL all-gather).
