@@ -12,7 +12,7 @@ if [ ! -f "$models/$m.onnx" ]; then
   [ -x "$py" ] || { echo "SKIPPED: $py is absent"; exit 77; }
   mkdir -p "$models" || exit 1
   log=$(mktemp); trap 'rm -f "$log"' EXIT
-  # One export at a time: tracing at PaSE's batch sizes takes up to ~15 GB (RNNLM).
+  # One export at a time (each traces small sizes and scales them up: under ~2 GB a model).
   lock=()
   command -v flock > /dev/null && lock=(flock "$models/.export.lock")
   start=$SECONDS
