@@ -4,9 +4,9 @@
 # and scripts/sanitize.sh, clang-format for the formatting check; the planner itself builds
 # with gcc.
 # Optional packages (chromium, for the test that screenshots a report; python3-torch,
-# -torchvision and -onnx, which export the accuracy benchmark's models) are tried after the
-# required ones; if they cannot be installed the script says so and still succeeds, and the
-# tests that need them skip.
+# -torchvision and -onnx, which export the accuracy benchmark's models and PaSE's workloads)
+# are tried after the required ones; if they cannot be installed the script says so and still
+# succeeds, and the tests that need them skip.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
