@@ -26,14 +26,19 @@ struct CompileFlags {
   bool list_fallbacks = false;
 };
 
-int run_compile(const CompileFlags& flags) {
+int run_compile(CompileFlags flags) {
+  auto plan = search::load_plan(flags.plan);
+  if (!plan) return report(plan.error());
+  if (flags.model.model_path.empty()) {
+    auto found = find_plan_model(*plan, flags.plan);
+    if (!found) return report(found.error());
+    flags.model.model_path = *found;
+  }
   // Before the work: the folder must not be (or hold) an input, the working folder or a user's
   // files.
   auto usable = check_outputs({{flags.out, &codegen::compile_folder_kind()}},
                               {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}});
   if (!usable) return report(usable.error());
-  auto plan = search::load_plan(flags.plan);
-  if (!plan) return report(plan.error());
   if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed)
     return report(agreed.error());
   auto model = prepare_for_plan(*plan, flags.model, flags.optimizer, "", "", flags.topology);
@@ -91,7 +96,9 @@ int run_compile(const CompileFlags& flags) {
 void configure_compile(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<CompileFlags>();
   app.add_option("plan", flags->plan, "plan file (JSON)")->required();
-  app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
+  app.add_option("--model", flags->model.model_path,
+                 "the model the plan was made for (default: the file the plan names, next to the "
+                 "plan or in the working folder)");
   app.add_option("--batch", flags->model.batch, "batch size (default: the plan's)");
   app.add_option("--dim", flags->model.dims, "bind a named dimension, NAME=VALUE (repeatable)");
   app.add_option("-o,--output", flags->out,

@@ -29,9 +29,14 @@ struct ExplainFlags {
   int top = 10;
 };
 
-int run_explain(const ExplainFlags& flags) {
+int run_explain(ExplainFlags flags) {
   auto plan = search::load_plan(flags.plan);
   if (!plan) return report(plan.error());
+  if (flags.model.model_path.empty()) {
+    auto found = find_plan_model(*plan, flags.plan);
+    if (!found) return report(found.error());
+    flags.model.model_path = *found;
+  }
   auto model =
       prepare_for_plan(*plan, flags.model, flags.optimizer, flags.costs, flags.calibration);
   if (!model) return report(model.error());
@@ -124,7 +129,9 @@ int run_explain(const ExplainFlags& flags) {
 void configure_explain(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<ExplainFlags>();
   app.add_option("plan", flags->plan, "plan file (JSON)")->required();
-  app.add_option("--model", flags->model.model_path, "the model the plan was made for")->required();
+  app.add_option("--model", flags->model.model_path,
+                 "the model the plan was made for (default: the file the plan names, next to the "
+                 "plan or in the working folder)");
   app.add_option("--op", flags->op,
                  "the operator to explain (any operator of the plan; default: a summary)");
   app.add_option("--top", flags->top, "operator groups in the summary (default 10)")

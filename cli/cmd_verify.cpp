@@ -8,6 +8,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
+#include "cli/search_session.h"
 #include "codegen/verify.h"
 #include "search/plan.h"
 #include "support/output_file.h"
@@ -16,10 +17,22 @@
 namespace planner::cli {
 namespace {
 
+// The plan command's search flags, with verify's defaults: data parallelism, a bounded
+// machine-independent mcmc, every GPU asked for used (a plan on a block of fewer would leave
+// the ranks verify means to exercise idle) and the search's own plan kept.
+SearchFlags verify_defaults() {
+  SearchFlags s;
+  s.search = "data-parallel";
+  s.max_proposals = 200;
+  s.all_gpus = true;
+  s.no_fallback = true;
+  return s;
+}
+
 struct VerifyFlags {
   PipelineFlags pipeline;
   std::string plan;
-  std::string search = "data-parallel";
+  SearchFlags search = verify_defaults();
   codegen::VerifyOptions options;
   bool precision_given = false;  ///< --precision was on the command line (checked against --plan)
 };
@@ -50,15 +63,17 @@ int run_verify(VerifyFlags flags) {
     if (!flags.pipeline.topology.gpus && flags.pipeline.topology.topology.empty())
       return report(Error("verify needs --plan PLAN or --gpus N"));
     bool dumped = false;
-    auto m = prepare_model(flags.pipeline, dumped);
-    if (!m) return report(m.error());
+    auto session = open_session(flags.pipeline, dumped);
+    if (!session) return report(session.error());
     if (dumped) return 0;
-    model = std::move(*m);
-    auto c = search_configs(flags.search, *model);
-    if (!c) return report(c.error().with_context(model->source));
-    configs = std::move(*c);
+    SearchFlags search = flags.search;
+    search.seed = flags.options.seed;
+    auto outcome = plan_model(*session, flags.pipeline, search);
+    if (!outcome) return report(outcome.error().with_context(session->model->source));
+    configs = std::move(outcome->configs);
+    model = std::move(session->model);
     ranks = model->topology->num_devices();
-    what = flags.search;
+    what = search.search;
   }
   if (auto still =
           check_outputs_after_import({{flags.options.work_dir, &codegen::verify_folder_kind()}},
@@ -106,10 +121,11 @@ void configure_verify(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<VerifyFlags>();
   flags->pipeline.add_to(app);
   app.add_option("--plan", flags->plan, "plan file to verify (else --gpus N and --search)");
-  app.add_option("--search", flags->search, "search producing the plan when no --plan is given")
-      ->check(CLI::IsMember(search_names()));
+  // The plan command's search flags (--search, --budget, --max-proposals, ...): the search
+  // producing the plan when no --plan is given.
+  flags->search.add_to(app, /*with_search=*/true, /*with_seed=*/false);
   app.add_option("--steps", flags->options.steps, "steps to run (parameters carried over)");
-  app.add_option("--seed", flags->options.seed, "initialisation seed");
+  app.add_option("--seed", flags->options.seed, "seed of the search and of the initialisation");
   app.add_option(
       "--tolerance", flags->options.atol,
       "error accepted relative to each tensor's largest magnitude (default: from --precision)");

@@ -1,6 +1,8 @@
 // The model behind a plan, and named searches.
 #include "cli/plan_model.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include <map>
@@ -43,6 +45,25 @@ Expected<TopologyFlags> plan_topology(const search::Plan& plan, const std::strin
 }
 
 }  // namespace
+
+Expected<std::string> find_plan_model(const search::Plan& plan, const std::string& plan_path) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> folders = {fs::path(plan_path).parent_path(), fs::path(".")};
+  if (folders[0].empty()) folders.erase(folders.begin());
+  for (const fs::path& dir : folders)
+    for (const char* ext : {".onnx", ".onnxtxt"}) {
+      const fs::path candidate = dir / (plan.model.name + ext);
+      std::error_code ec;
+      if (!fs::is_regular_file(candidate, ec)) continue;
+      auto sha = sha256_file(candidate.string());
+      if (sha && *sha == plan.model.sha256) return candidate.string();
+    }
+  return make_error(
+      "{}: the plan's model '{}' (sha256 {}) is neither next to the plan nor in the working "
+      "folder as {}.onnx or {}.onnxtxt; name it with --model",
+      plan_path, plan.model.name, plan.model.sha256.substr(0, 12), plan.model.name,
+      plan.model.name);
+}
 
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
     const search::Plan& plan, const ModelFlags& model, const std::string& optimizer,
@@ -133,30 +154,6 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
   std::vector<analysis::OpConfig> out;
   for (const search::PlanOp& op : plan.ops) out.push_back(op.config);
   return out;
-}
-
-std::vector<std::string> search_names() {
-  std::vector<std::string> names;
-  for (const auto& s : search::searches()) names.emplace_back(s.name);
-  return names;
-}
-
-Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
-                                                         const PreparedModel& m) {
-  const analysis::Lowering& lowering = *m.lowering;
-  PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(name));
-  PLANNER_TRY_ASSIGN(search::GroupSpace space,
-                     search::GroupSpace::create(lowering, m.train ? &m.training : nullptr));
-  search::SearchContext context{lowering, space, m.train ? &m.training : nullptr};
-  search::SearchOptions options;
-  options.memory_limit = search::default_memory_limit(*m.topology);
-  // A bounded, machine-independent search: verify checks correctness, not the best plan. It
-  // partitions over every GPU asked for (a plan on a block of fewer would leave the ranks it is
-  // meant to exercise idle on the small shrunk models verify runs).
-  options.max_proposals = 200;
-  options.fewer_devices = false;
-  PLANNER_TRY_ASSIGN(search::SearchResult result, info->run(context, options));
-  return std::move(result.configs);
 }
 
 Expected<codegen::Programs> compile_programs(const PreparedModel& m,

@@ -32,6 +32,11 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
                                                           const std::string& calibration = "",
                                                           const std::string& topology = "");
 
+/// The model file `plan` was made for, for commands given a plan without --model:
+/// `<name>.onnx` or `<name>.onnxtxt` (the name the plan records) next to the plan file or in
+/// the working folder, whose SHA-256 is the plan's. Error: none found, naming where it looked.
+Expected<std::string> find_plan_model(const search::Plan& plan, const std::string& plan_path);
+
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
 std::string plan_precision(const search::Plan& plan);
 
@@ -42,15 +47,6 @@ Expected<void> check_plan_precision(const search::Plan& plan, const std::string&
 
 /// The plan's configs, in graph order.
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
-
-/// The configs that search NAME (any of search::searches()) finds for the prepared model on its
-/// topology, for `verify --search NAME`: at most 200 proposals (machine-independent) and over
-/// every device (never a block of fewer, so verify exercises the ranks it asks for).
-Expected<std::vector<analysis::OpConfig>> search_configs(const std::string& name,
-                                                         const PreparedModel& model);
-
-/// The names search_configs knows.
-std::vector<std::string> search_names();
 
 /// Partitions `configs` over `num_ranks` ranks, errors prefixed with the model file.
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,

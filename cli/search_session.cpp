@@ -17,14 +17,14 @@
 
 namespace planner::cli {
 
-void SearchFlags::add_to(CLI::App& app, bool with_search) {
+void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
   if (with_search) {
     std::string names;
     for (const auto& s : search::searches())
       names += (names.empty() ? "" : "|") + std::string(s.name);
-    app.add_option("--search", search, "the search: " + names + " (default dp)");
+    app.add_option("--search", search, "the search: " + names + " (default " + search + ")");
   }
-  app.add_option("--seed", seed, "random seed (the same seed gives the same plan)");
+  if (with_seed) app.add_option("--seed", seed, "random seed (the same seed gives the same plan)");
   app.add_option("--budget", budget_s, "seconds a search may take (default 60; 0: no bound)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--memory-limit", memory_limit,

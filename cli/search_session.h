@@ -33,7 +33,8 @@ struct SearchFlags {
   int threads = 0;  ///< --threads: worker threads (0: one per hardware thread)
 
   /// Adds the flags (and --search unless `with_search` is false).
-  void add_to(CLI::App& app, bool with_search = true);
+  /// `with_seed` false leaves --seed to the command (verify's seeds the search and the data).
+  void add_to(CLI::App& app, bool with_search = true, bool with_seed = true);
   /// The search options for `topology`; a malformed --memory-limit is an error.
   Expected<search::SearchOptions> options(const importers::Topology& topology) const;
 };
