@@ -25,6 +25,9 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_only  # noqa: E402  (the shared helpers next to this script)
+
 try:
     import numpy as np
     import onnx
@@ -301,40 +304,18 @@ def strip_weights(proto, data_file):
         size = math.prod(init.dims) * numpy_helper.to_array(empty).itemsize
         if size < 64:  # an exporter keeps these inline, but there is no data here
             sys.exit(f"export_pase_models: initializer {init.name} has only {size} bytes")
-        init.data_location = onnx.TensorProto.EXTERNAL
-        for key, value in (("location", data_file), ("offset", str(offset)),
-                           ("length", str(size))):
-            entry = init.external_data.add()
-            entry.key, entry.value = key, value
+        graph_only.point_to_external(onnx, init, data_file, offset, size)
         offset += size
 
 
 def export(name, out_dir):
     proto = merge(name, MODELS[name][1])
     strip_weights(proto, name + ".onnx.data")
-    path = os.path.join(out_dir, name + ".onnx")
-    part = path + ".part"
-    onnx.save(proto, part)
-    os.replace(part, path)
-    print(f"{path}: {len(proto.graph.node)} nodes")
+    graph_only.save(onnx, proto, os.path.join(out_dir, name + ".onnx"))
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    out_dir = sys.argv[1]
-    names = sys.argv[2:] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS]
-    if unknown:
-        print(f"export_pase_models: unknown model '{unknown[0]}' (known: {', '.join(MODELS)})",
-              file=sys.stderr)
-        return 2
-    os.makedirs(out_dir, exist_ok=True)
-    for name in names:
-        if not os.path.exists(os.path.join(out_dir, name + ".onnx")):
-            export(name, out_dir)
-    return 0
+    return graph_only.main("export_pase_models", __doc__, MODELS, export, list(MODELS))
 
 
 if __name__ == "__main__":

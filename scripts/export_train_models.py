@@ -13,6 +13,9 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_only  # noqa: E402  (the shared helpers next to this script)
+
 try:
     import onnx
     import torch
@@ -90,35 +93,13 @@ def export(name, out_dir):
         size = len(init.raw_data)
         if size < 64:  # small constants stay inline, as exporters keep them
             continue
-        init.ClearField("raw_data")
-        init.data_location = onnx.TensorProto.EXTERNAL
-        for key, value in (("location", data_file), ("offset", str(offset)),
-                           ("length", str(size))):
-            entry = init.external_data.add()
-            entry.key, entry.value = key, value
+        graph_only.point_to_external(onnx, init, data_file, offset, size)
         offset += size
-    tmp_path = path + ".part"
-    onnx.save(proto, tmp_path)
-    os.replace(tmp_path, path)
-    print(f"{path}: {len(proto.graph.node)} nodes")
+    graph_only.save(onnx, proto, path)
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
-    names = sys.argv[2:] or sorted(MODELS)
-    for name in names:
-        if name not in MODELS:
-            print(f"export_train_models: unknown model '{name}' (known: {', '.join(sorted(MODELS))})",
-                  file=sys.stderr)
-            return 2
-        if os.path.exists(os.path.join(out_dir, name + ".onnx")):
-            continue
-        export(name, out_dir)
-    return 0
+    return graph_only.main("export_train_models", __doc__, MODELS, export, sorted(MODELS))
 
 
 if __name__ == "__main__":

@@ -208,22 +208,10 @@ void set_blas_threads(int threads) {
 }
 
 std::string_view kernel_implementation(std::string_view domain, std::string_view op_type) {
-  const Entry* e = find(domain, op_type);
-  if (!e) return "";
 #if PLANNER_RT_CUDA
-  switch (e->impl) {
-    case kCuda:
-      return "cuda";
-    case kCublas:
-      return "cublas";
-    case kCudnn:
-      return "cudnn";
-    case kHost:
-      return "host";
-  }
-  return "";
+  return cuda_implementation(domain, op_type);
 #else
-  return "cpu";
+  return find(domain, op_type) ? "cpu" : "";
 #endif
 }
 

@@ -167,17 +167,13 @@ void k_global_max_pool(const KernelContext& ctx) {
 
 void k_pool_grad(const KernelContext& ctx) {
   // Inputs (dY, X, Y) and the forward attributes plus op=MaxPool|AveragePool; output dX.
+  PoolGeom geom;
+  int64_t planes = 0;
+  pool_grad_geometry(ctx, &geom, &planes);  // the checks; the window table comes from s
   const Tensor& dy = ctx.in(0);
   const Tensor& x = ctx.in(1);
-  std::string op = ctx.attr_string("op", "");
-  if (op != "MaxPool" && op != "AveragePool")
-    ctx.fail("attribute op must be MaxPool or AveragePool");
-  ctx.expect_dtype(dy, DType::kFloat32, "dY");
-  ctx.expect_dtype(x, DType::kFloat32, "X");
+  const std::string op = ctx.attr_string("op", "");
   PoolShapes s = pool_shapes(ctx, x.shape);
-  if (dy.shape != s.out)
-    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
-  ctx.expect_out(0, DType::kFloat32, x.shape);
   const int64_t kn = num_elements(s.w.kernel), pn = num_elements(s.w.out),
                 in_p = num_elements(s.w.in);
   std::vector<int64_t> table = s.w.offsets();
@@ -216,31 +212,32 @@ bool pool_grad_geometry(const KernelContext& ctx, PoolGeom* g, int64_t* planes) 
   *planes = s.planes;
   *g = PoolGeom();
   const size_t nd = s.w.in.size();
-  if (nd > static_cast<size_t>(kPoolMaxDims)) return false;
-  g->nd = static_cast<int>(nd);
-  for (size_t d = 0; d < nd; ++d) {
-    g->in[d] = s.w.in[d];
-    g->kernel[d] = s.w.kernel[d];
-    g->strides[d] = s.w.strides[d];
-    g->dilations[d] = s.w.dilations[d];
-    g->pad_begin[d] = s.w.pad_begin[d];
-    g->pad_end[d] = s.w.pad_end[d];
-    g->out[d] = s.w.out[d];
+  const bool fits = nd <= static_cast<size_t>(kPoolMaxDims);
+  if (fits) {
+    g->nd = static_cast<int>(nd);
+    for (size_t d = 0; d < nd; ++d) {
+      g->in[d] = s.w.in[d];
+      g->kernel[d] = s.w.kernel[d];
+      g->strides[d] = s.w.strides[d];
+      g->dilations[d] = s.w.dilations[d];
+      g->pad_begin[d] = s.w.pad_begin[d];
+      g->pad_end[d] = s.w.pad_end[d];
+      g->out[d] = s.w.out[d];
+    }
+    g->in_p = num_elements(s.w.in);
+    g->out_p = num_elements(s.w.out);
+    g->kernel_n = num_elements(s.w.kernel);
+    g->max = op == "MaxPool";
+    g->include_pad = ctx.attr_int("count_include_pad", 0) != 0;
   }
-  g->in_p = num_elements(s.w.in);
-  g->out_p = num_elements(s.w.out);
-  g->kernel_n = num_elements(s.w.kernel);
-  g->max = op == "MaxPool";
-  g->include_pad = ctx.attr_int("count_include_pad", 0) != 0;
   // Checked after the geometry is filled in, so a caller can learn dY's shape from it.
   if (dy.shape != s.out)
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(s.out));
   ctx.expect_out(0, DType::kFloat32, x.shape);
-  return true;
+  return fits;
 }
 
-void k_global_pool_grad(const KernelContext& ctx) {
-  // Inputs (dY, X), op=GlobalAveragePool|GlobalMaxPool; output dX.
+GlobalPoolGrad global_pool_grad_shapes(const KernelContext& ctx) {
   const Tensor& dy = ctx.in(0);
   const Tensor& x = ctx.in(1);
   std::string op = ctx.attr_string("op", "");
@@ -255,7 +252,20 @@ void k_global_pool_grad(const KernelContext& ctx) {
   if (dy.shape != ys)
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(ys));
   ctx.expect_out(0, DType::kFloat32, x.shape);
-  const int64_t planes = x.shape[0] * x.shape[1], in_p = x.numel() / std::max<int64_t>(planes, 1);
+  GlobalPoolGrad g;
+  g.max = op == "GlobalMaxPool";
+  g.planes = x.shape[0] * x.shape[1];
+  g.in_p = x.numel() / std::max<int64_t>(g.planes, 1);
+  return g;
+}
+
+void k_global_pool_grad(const KernelContext& ctx) {
+  // Inputs (dY, X), op=GlobalAveragePool|GlobalMaxPool; output dX.
+  const Tensor& dy = ctx.in(0);
+  const Tensor& x = ctx.in(1);
+  const GlobalPoolGrad g = global_pool_grad_shapes(ctx);
+  const int64_t planes = g.planes, in_p = g.in_p;
+  const std::string op = g.max ? "GlobalMaxPool" : "GlobalAveragePool";
   const float* xp = x.as<float>();
   const float* dyp = dy.as<float>();
   float* dx = ctx.out(0).as<float>();

@@ -522,9 +522,7 @@ void k_expand(const KernelContext& ctx) {
                [&](int64_t o, int64_t i) { std::memcpy(dst + o * es, src + i * es, es); });
 }
 
-void k_tile(const KernelContext& ctx) {
-  const Tensor& x = ctx.in(0);
-  std::vector<int64_t> reps = ctx.ints_of(ctx.in(1), "repeats");
+Shape tile_shape(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& reps) {
   if (reps.size() != x.shape.size())
     ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
              std::to_string(x.rank()));
@@ -533,6 +531,13 @@ void k_tile(const KernelContext& ctx) {
     if (reps[i] < 0) ctx.fail("repeats must be non-negative");
     out.push_back(x.shape[i] * reps[i]);
   }
+  return out;
+}
+
+void k_tile(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  std::vector<int64_t> reps = ctx.ints_of(ctx.in(1), "repeats");
+  const Shape out = tile_shape(ctx, x, reps);
   ctx.expect_out(0, x.dtype, out);
   CopyPlan plan;
   if (tile_plan(x.shape, reps, &plan)) return run_plan(ctx, plan, x, ctx.out(0));

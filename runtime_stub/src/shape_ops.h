@@ -55,4 +55,14 @@ std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& ind
 /// *planes gets N·C. False where the geometry exceeds PoolGeom's fixed sizes.
 bool pool_grad_geometry(const KernelContext& ctx, PoolGeom* g, int64_t* planes);
 
+/// GlobalPoolGrad's checks (dY, X, op, dX) and shape: N·C planes of in_p elements.
+struct GlobalPoolGrad {
+  bool max = false;  ///< GlobalMaxPool (else GlobalAveragePool)
+  int64_t planes = 0, in_p = 0;
+};
+GlobalPoolGrad global_pool_grad_shapes(const KernelContext& ctx);
+
+/// Tile's output shape for `repeats` (checked: one per axis, non-negative).
+Shape tile_shape(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& repeats);
+
 }  // namespace planner::rt::kernels

@@ -20,6 +20,7 @@
 #include "importers/topology.h"
 #include "search/search.h"
 #include "tdl/library.h"
+#include "tests/codegen/prepared_model.h"
 #include "tests/test_util.h"
 
 namespace planner::codegen {
@@ -27,16 +28,7 @@ namespace {
 
 using analysis::OpConfig;
 
-// A model prepared as the pipeline does at a precision: import, training graph, storage types.
-struct Model {
-  ir::Graph graph;
-  std::unique_ptr<tdl::Library> library;
-  std::unique_ptr<analysis::StrategyCache> cache;
-  analysis::GraphStrategies strategies;
-  bool train = false;
-  analysis::TrainingGraph training;
-  ir::Precision precision = ir::Precision::kFp32;
-};
+using testing_model::Model;
 
 // The update's learning rate. The verify step's loss is 0.5·sum(y²) over the batch, and the
 // default rate (0.01) lets the first update grow the MLP's weights 20-fold, so that the second
@@ -45,31 +37,9 @@ struct Model {
 constexpr double kLearningRate = 1e-5;
 
 std::unique_ptr<Model> example(const std::string& name, bool train, ir::Precision precision) {
-  auto g =
-      importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
-  REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  auto m = std::make_unique<Model>();
-  m->train = train;
-  m->precision = precision;
-  if (train) {
-    analysis::TrainingOptions options;
-    options.learning_rate = kLearningRate;
-    auto t = analysis::build_training_graph(*g, options);
-    REQUIRE_MESSAGE(t.has_value(), t.error().message());
-    m->training = *t;
-    m->graph = std::move(t->graph);
-  } else {
-    m->graph = std::move(*g);
-  }
-  analysis::apply_precision(m->graph, train ? &m->training : nullptr, precision);
-  auto lib = tdl::Library::builtin();
-  REQUIRE(lib.has_value());
-  m->library = std::make_unique<tdl::Library>(std::move(*lib));
-  m->cache = std::make_unique<analysis::StrategyCache>(*m->library);
-  auto s = analysis::analyze_graph(*m->cache, m->graph, "test");
-  REQUIRE_MESSAGE(s.has_value(), s.error().message());
-  m->strategies = std::move(*s);
-  return m;
+  analysis::TrainingOptions options;
+  options.learning_rate = kLearningRate;
+  return testing_model::example(name, train, precision, options);
 }
 
 Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n) {

@@ -18,6 +18,7 @@
 #include "search/plan_builder.h"
 #include "search/search.h"
 #include "tdl/library.h"
+#include "tests/codegen/prepared_model.h"
 #include "tests/test_util.h"
 
 namespace planner::codegen {
@@ -25,38 +26,8 @@ namespace {
 
 using analysis::OpConfig;
 
-struct Model {
-  ir::Graph graph;
-  std::unique_ptr<tdl::Library> library;
-  std::unique_ptr<analysis::StrategyCache> cache;
-  analysis::GraphStrategies strategies;
-  bool train = false;
-  analysis::TrainingGraph training;
-};
-
-std::unique_ptr<Model> example(const std::string& name, bool train) {
-  auto g =
-      importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
-  REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  auto m = std::make_unique<Model>();
-  m->train = train;
-  if (train) {
-    auto t = analysis::build_training_graph(*g, {});
-    REQUIRE_MESSAGE(t.has_value(), t.error().message());
-    m->training = *t;
-    m->graph = std::move(t->graph);
-  } else {
-    m->graph = std::move(*g);
-  }
-  auto lib = tdl::Library::builtin();
-  REQUIRE(lib.has_value());
-  m->library = std::make_unique<tdl::Library>(std::move(*lib));
-  m->cache = std::make_unique<analysis::StrategyCache>(*m->library);
-  auto s = analysis::analyze_graph(*m->cache, m->graph, "test");
-  REQUIRE_MESSAGE(s.has_value(), s.error().message());
-  m->strategies = std::move(*s);
-  return m;
-}
+using testing_model::example;
+using testing_model::Model;
 
 // The configs of a search (or of the data-parallel baseline, "data-parallel") on n H100s.
 std::vector<OpConfig> plan_of(const Model& m, const analysis::Lowering& lowering,

@@ -21,6 +21,7 @@
 #include "importers/topology.h"
 #include "search/search.h"
 #include "tdl/library.h"
+#include "tests/codegen/prepared_model.h"
 #include "tests/test_util.h"
 
 namespace planner::codegen {
@@ -28,43 +29,9 @@ namespace {
 
 using analysis::OpConfig;
 
-// A model prepared as the pipeline does: import, training graph, strategies.
-struct Model {
-  ir::Graph graph;
-  std::unique_ptr<tdl::Library> library;
-  std::unique_ptr<analysis::StrategyCache> cache;
-  analysis::GraphStrategies strategies;
-  bool train = false;
-  analysis::TrainingGraph training;
-};
-
-std::unique_ptr<Model> prepare(ir::Graph forward, bool train) {
-  auto m = std::make_unique<Model>();
-  m->train = train;
-  if (train) {
-    auto t = analysis::build_training_graph(forward, {});
-    REQUIRE_MESSAGE(t.has_value(), t.error().message());
-    m->training = *t;
-    m->graph = std::move(t->graph);
-  } else {
-    m->graph = std::move(forward);
-  }
-  auto lib = tdl::Library::builtin();
-  REQUIRE(lib.has_value());
-  m->library = std::make_unique<tdl::Library>(std::move(*lib));
-  m->cache = std::make_unique<analysis::StrategyCache>(*m->library);
-  auto s = analysis::analyze_graph(*m->cache, m->graph, "test");
-  REQUIRE_MESSAGE(s.has_value(), s.error().message());
-  m->strategies = std::move(*s);
-  return m;
-}
-
-std::unique_ptr<Model> example(const std::string& name, bool train) {
-  auto g =
-      importers::import_model((testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
-  REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  return prepare(std::move(*g), train);
-}
+using testing_model::example;
+using testing_model::Model;
+using testing_model::prepare;
 
 std::vector<OpConfig> baseline(const Model& m, analysis::Baseline b, int n) {
   importers::Topology topo = importers::h100_cluster(n);

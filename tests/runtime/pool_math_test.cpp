@@ -19,7 +19,8 @@ void check_case(const Shape& xs, const Attributes& attrs) {
   // Ties: every fourth value repeats its neighbour, so the first maximum must win.
   for (int64_t i = 3; i < x.n(); i += 4) x.f()[i] = x.f()[i - 1];
   const std::string op = std::get<std::string>(attrs.at("op"));
-  // dY's shape from the geometry (the call may fail on the placeholder dY after filling it in).
+  // dY's shape from the geometry: with X standing in for dY the call may fail, but only after
+  // filling the geometry in.
   Buf dx(DType::kFloat32, xs);
   int64_t planes = 0;
   k::PoolGeom g;

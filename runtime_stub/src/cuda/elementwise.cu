@@ -3,29 +3,17 @@
 #include <cstdint>
 
 #include "device_kernels.h"
+#include "launch_util.cuh"
 
 namespace planner::rt::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b < 1) b = 1;
-  if (b > 65535 * 8) b = 65535 * 8;  // grid-stride loops cover the rest
-  return static_cast<unsigned>(b);
-}
 
 int64_t total_of(const Strided& s) {
   int64_t n = 1;
   for (int d = 0; d < s.rank; ++d) n *= s.shape[d];
   return n;
 }
-
-#define GRID_STRIDE(i, n)                                                                \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 // The offset of output element i in operand k: the row-major multi-index of i dotted with the
 // operand's broadcast strides.

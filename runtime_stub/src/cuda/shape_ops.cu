@@ -3,23 +3,11 @@
 #include <cstdint>
 
 #include "device_kernels.h"
+#include "launch_util.cuh"
 
 namespace planner::rt::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b < 1) b = 1;
-  if (b > 65535 * 8) b = 65535 * 8;
-  return static_cast<unsigned>(b);
-}
-
-#define GRID_STRIDE(i, n)                                                                \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 template <typename T>
 __global__ void plan_copy_kernel(kernels::StridedCopy c, int64_t n, const T* x, T* y) {

@@ -159,14 +159,7 @@ void c_tile(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   HostParams hp(ctx, {1});
   const std::vector<int64_t> reps = hp.ctx().ints_of(hp.ctx().in(1), "repeats");
-  if (reps.size() != x.shape.size())
-    ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " +
-             std::to_string(x.rank()));
-  Shape out;
-  for (size_t i = 0; i < reps.size(); ++i) {
-    if (reps[i] < 0) ctx.fail("repeats must be non-negative");
-    out.push_back(x.shape[i] * reps[i]);
-  }
+  const Shape out = tile_shape(ctx, x, reps);
   ctx.expect_out(0, x.dtype, out);
   CopyPlan plan;
   if (!tile_plan(x.shape, reps, &plan)) return host_fallback(ctx, k_tile);
@@ -236,27 +229,11 @@ void c_pool_grad(const KernelContext& ctx) {
 }
 
 void c_global_pool_grad(const KernelContext& ctx) {
-  const Tensor& dy = ctx.in(0);
-  const Tensor& x = ctx.in(1);
-  const std::string op = ctx.attr_string("op", "");
-  if (op != "GlobalAveragePool" && op != "GlobalMaxPool")
-    ctx.fail("attribute op must be GlobalAveragePool or GlobalMaxPool");
-  ctx.expect_dtype(dy, DType::kFloat32, "dY");
-  ctx.expect_dtype(x, DType::kFloat32, "X");
-  if (x.rank() < 3) ctx.fail("X must have rank >= 3");
-  Shape ys(x.shape.size(), 1);
-  ys[0] = x.shape[0];
-  ys[1] = x.shape[1];
-  if (dy.shape != ys)
-    ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(ys));
-  ctx.expect_out(0, DType::kFloat32, x.shape);
+  const GlobalPoolGrad g = global_pool_grad_shapes(ctx);
   const Tensor& dx = ctx.out(0);
-  const int64_t planes = x.shape[0] * x.shape[1];
-  const int64_t in_p = x.numel() / std::max<int64_t>(planes, 1);
-  const bool max = op == "GlobalMaxPool";
-  if (max && dx.bytes()) PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), stream()));
-  cuda::launch_global_pool_grad(max, x.as<float>(), dy.as<float>(), dx.as<float>(), planes, in_p,
-                                stream());
+  if (g.max && dx.bytes()) PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), stream()));
+  cuda::launch_global_pool_grad(g.max, ctx.in(1).as<float>(), ctx.in(0).as<float>(), dx.as<float>(),
+                                g.planes, g.in_p, stream());
 }
 
 }  // namespace planner::rt::kernels
