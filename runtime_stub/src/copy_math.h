@@ -57,4 +57,82 @@ PLANNER_RT_HD inline int64_t gather_index_of(int64_t i, int64_t count, int64_t i
   return (i / inner) % count;
 }
 
+/// Pad in any mode as a gather: the output shape, X's shape and each axis's begin pad
+/// (negative: cropping). mode: 0 constant, 1 reflect, 2 edge, 3 wrap (PadMode's order).
+struct PadGeom {
+  int rank = 0, mode = 0;
+  int64_t out[kCopyMaxDims] = {}, in[kCopyMaxDims] = {}, begin[kCopyMaxDims] = {};
+};
+
+/// The X index output index o of one axis reads, or -1 for the constant.
+PLANNER_RT_HD inline int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t dim) {
+  int64_t i = o - begin;
+  if (i >= 0 && i < dim) return i;
+  switch (mode) {
+    case 2:  // edge
+      return i < 0 ? 0 : dim - 1;
+    case 3:  // wrap
+      return ((i % dim) + dim) % dim;
+    case 1: {  // reflect
+      if (dim == 1) return 0;
+      const int64_t period = 2 * (dim - 1);
+      i = ((i % period) + period) % period;
+      return i < dim ? i : period - i;
+    }
+    default:
+      return -1;
+  }
+}
+
+/// The X offset output element o reads, or -1 for the constant.
+PLANNER_RT_HD inline int64_t pad_read_offset(const PadGeom& g, int64_t o) {
+  int64_t off = 0, stride = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    const int64_t s = pad_source(g.mode, o % g.out[d], g.begin[d], g.in[d]);
+    o /= g.out[d];
+    if (s < 0) return -1;
+    off += s * stride;
+    stride *= g.in[d];
+  }
+  return off;
+}
+
+// The first output index at or after `from` along axis d that reads X index `target`, or -1.
+PLANNER_RT_HD inline int64_t pad_next_reader(const PadGeom& g, int d, int64_t target,
+                                             int64_t from) {
+  for (int64_t o = from; o < g.out[d]; ++o)
+    if (pad_source(g.mode, o, g.begin[d], g.in[d]) == target) return o;
+  return -1;
+}
+
+/// PadGrad at X offset i: the sum of the dY elements that read i, in row-major output order
+/// (the order the cpu kernel scatters them in, so the sums are bit-identical).
+PLANNER_RT_HD inline float pad_grad_element(const PadGeom& g, const float* dy, int64_t i) {
+  int64_t target[kCopyMaxDims], cur[kCopyMaxDims];
+  for (int d = g.rank - 1; d >= 0; --d) {
+    target[d] = i % g.in[d];
+    i /= g.in[d];
+  }
+  for (int d = 0; d < g.rank; ++d) {
+    cur[d] = pad_next_reader(g, d, target[d], 0);
+    if (cur[d] < 0) return 0.0f;
+  }
+  float sum = 0.0f;
+  for (;;) {
+    int64_t o = 0;
+    for (int d = 0; d < g.rank; ++d) o = o * g.out[d] + cur[d];
+    sum += dy[o];
+    int d = g.rank - 1;
+    for (; d >= 0; --d) {
+      const int64_t next = pad_next_reader(g, d, target[d], cur[d] + 1);
+      if (next >= 0) {
+        cur[d] = next;
+        break;
+      }
+      cur[d] = pad_next_reader(g, d, target[d], 0);
+    }
+    if (d < 0) return sum;
+  }
+}
+
 }  // namespace planner::rt::kernels

@@ -4,49 +4,67 @@
 #include <cmath>
 #include <variant>
 
-#include "kernel_util.h"
+#include "shape_ops.h"
 
 namespace planner::rt::kernels {
 
-void k_range(const KernelContext& ctx) {
+RangeSpec range_spec(const KernelContext& ctx) {
   const Tensor& s = ctx.in(0);
   const Tensor& l = ctx.in(1);
   const Tensor& d = ctx.in(2);
   if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1)
     ctx.fail("start, limit and delta must be scalars");
   if (s.dtype != l.dtype || s.dtype != d.dtype) ctx.fail("start, limit and delta differ in type");
-  const Tensor& y = ctx.out(0);
+  RangeSpec r;
+  r.dtype = s.dtype;
   if (s.dtype == DType::kInt64 || s.dtype == DType::kInt32) {
     const int64_t a = static_cast<int64_t>(load_as_double(s, 0)),
                   b = static_cast<int64_t>(load_as_double(l, 0)),
                   st = static_cast<int64_t>(load_as_double(d, 0));
     if (st == 0) ctx.fail("delta must be non-zero");
-    int64_t n = st > 0 ? (b - a + st - 1) / st : (a - b + (-st) - 1) / (-st);
-    n = std::max<int64_t>(n, 0);
-    ctx.expect_out(0, s.dtype, {n});
-    for (int64_t i = 0; i < n; ++i) store_from_double(y, i, static_cast<double>(a + i * st));
-    return;
+    const int64_t n = st > 0 ? (b - a + st - 1) / st : (a - b + (-st) - 1) / (-st);
+    r.n = std::max<int64_t>(n, 0);
+    r.start = a;
+    r.delta = st;
+  } else {
+    ctx.expect_dtype(s, DType::kFloat32, "start");
+    const float a = s.as<float>()[0], b = l.as<float>()[0], st = d.as<float>()[0];
+    if (st == 0) ctx.fail("delta must be non-zero");
+    r.n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / st)));
+    r.fstart = a;
+    r.fdelta = st;
   }
-  ctx.expect_dtype(s, DType::kFloat32, "start");
-  const float a = s.as<float>()[0], b = l.as<float>()[0], st = d.as<float>()[0];
-  if (st == 0) ctx.fail("delta must be non-zero");
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / st)));
-  ctx.expect_out(0, DType::kFloat32, {n});
-  float* yp = y.as<float>();
-  // ONNX defines output[i] = start + i * delta (not a running sum).
-  for (int64_t i = 0; i < n; ++i) yp[i] = a + static_cast<float>(i) * st;
+  ctx.expect_out(0, r.dtype, {r.n});
+  return r;
 }
 
-void k_constant_of_shape(const KernelContext& ctx) {
+void k_range(const KernelContext& ctx) {
+  const RangeSpec r = range_spec(ctx);
+  const Tensor& y = ctx.out(0);
+  if (r.dtype != DType::kFloat32) {
+    for (int64_t i = 0; i < r.n; ++i)
+      store_from_double(y, i, static_cast<double>(r.start + i * r.delta));
+    return;
+  }
+  float* yp = y.as<float>();
+  // ONNX defines output[i] = start + i * delta (not a running sum).
+  for (int64_t i = 0; i < r.n; ++i) yp[i] = r.fstart + static_cast<float>(i) * r.fdelta;
+}
+
+double constant_of_shape_value(const KernelContext& ctx) {
   // The ONNX "value" tensor attribute arrives as a scalar attribute (int or float); its type
   // is the output's.
   Shape shape = ctx.ints_of(ctx.in(0), "input");
   for (int64_t d : shape)
     if (d < 0) ctx.fail("negative dimension in " + shape_to_string(shape));
-  const Tensor& y = ctx.out(0);
   ctx.expect_out_shape(0, shape);
-  if (y.dtype == DType::kFloat16) ctx.fail("f16 output is not supported");
-  const double v = ctx.attr_float("value", 0.0);
+  if (ctx.out(0).dtype == DType::kFloat16) ctx.fail("f16 output is not supported");
+  return ctx.attr_float("value", 0.0);
+}
+
+void k_constant_of_shape(const KernelContext& ctx) {
+  const double v = constant_of_shape_value(ctx);
+  const Tensor& y = ctx.out(0);
   for (int64_t i = 0; i < y.numel(); ++i) store_from_double(y, i, v);
 }
 

@@ -2,9 +2,11 @@
 // Squeeze, Unsqueeze, Concat, Split, Slice, Pad, Expand, Tile, Gather, and the gradients
 // SliceGrad, PadGrad, GatherGrad, ZerosLike. The generators are in generate.cpp.
 #include <algorithm>
+#include <cstring>
 
 #include "copy_plan.h"
 #include "kernel_util.h"
+#include "planner_rt/half.h"
 #include "shape_ops.h"
 
 namespace planner::rt::kernels {
@@ -420,45 +422,42 @@ PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in
   return p;
 }
 
-namespace {
-
-// The X index an output index of Pad reads along one axis, or -1 for the constant.
-int64_t pad_source(PadMode mode, int64_t o, int64_t begin, int64_t dim) {
-  int64_t i = o - begin;
-  if (i >= 0 && i < dim) return i;
-  switch (mode) {
-    case PadMode::kConstant:
-      return -1;
-    case PadMode::kEdge:
-      return std::clamp<int64_t>(i, 0, dim - 1);
-    case PadMode::kWrap:
-      return ((i % dim) + dim) % dim;
-    case PadMode::kReflect: {
-      if (dim == 1) return 0;
-      const int64_t period = 2 * (dim - 1);
-      i = ((i % period) + period) % period;
-      return i < dim ? i : period - i;
-    }
+PadGeom pad_geom(const KernelContext& ctx, const PadSpec& p, const Shape& x) {
+  PadGeom g;
+  g.rank = static_cast<int>(x.size());
+  g.mode = static_cast<int>(p.mode);
+  if (x.size() > static_cast<size_t>(kCopyMaxDims))
+    ctx.fail(std::to_string(x.size()) + " dimensions, at most " + std::to_string(kCopyMaxDims) +
+             " supported");
+  for (size_t d = 0; d < x.size(); ++d) {
+    g.out[d] = p.out[d];
+    g.in[d] = x[d];
+    g.begin[d] = p.begin[d];
   }
-  return -1;
+  return g;
 }
+
+uint64_t pad_fill_bits(DType dtype, double value) {
+  uint64_t bits = 0;
+  if (dtype == DType::kFloat16) {
+    const uint16_t h = f32_to_f16(static_cast<float>(value));
+    std::memcpy(&bits, &h, 2);
+  } else if (dtype == DType::kBFloat16) {
+    const uint16_t h = f32_to_bf16(static_cast<float>(value));
+    std::memcpy(&bits, &h, 2);
+  } else {
+    store_from_double(Tensor(dtype, {}, &bits), 0, value);
+  }
+  return bits;
+}
+
+namespace {
 
 // Calls f(out_index, x_offset or -1) for every element of the padded output.
 template <typename F>
-void pad_loop(const PadSpec& p, const Shape& x, F&& f) {
-  std::vector<int64_t> xs = strides_of(x);
-  index_loop(p.out, [&](int64_t o, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      int64_t s = pad_source(p.mode, idx[d], p.begin[d], x[d]);
-      if (s < 0) {
-        f(o, int64_t{-1});
-        return;
-      }
-      off += s * xs[d];
-    }
-    f(o, off);
-  });
+void pad_loop(const KernelContext& ctx, const PadSpec& p, const Shape& x, F&& f) {
+  const PadGeom g = pad_geom(ctx, p, x);
+  for (int64_t o = 0; o < num_elements(p.out); ++o) f(o, pad_read_offset(g, o));
 }
 
 }  // namespace
@@ -475,14 +474,14 @@ void k_pad(const KernelContext& ctx) {
     value = load_as_double(ctx.in(2), 0);
   }
   const size_t es = dtype_size(x.dtype);
-  std::vector<uint8_t> fill(es, 0);
-  Tensor fill_view(x.dtype, {}, fill.data());
-  if (x.dtype != DType::kFloat16) store_from_double(fill_view, 0, value);
+  const uint64_t fill_bits = pad_fill_bits(x.dtype, value);
+  std::vector<uint8_t> fill(reinterpret_cast<const uint8_t*>(&fill_bits),
+                            reinterpret_cast<const uint8_t*>(&fill_bits) + es);
   CopyPlan plan;
   if (pad_plan(x.shape, p, &plan)) return run_plan(ctx, plan, x, y, fill.data());
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y.data);
-  pad_loop(p, x.shape, [&](int64_t o, int64_t i) {
+  pad_loop(ctx, p, x.shape, [&](int64_t o, int64_t i) {
     std::memcpy(dst + o * es, i < 0 ? fill.data() : src + i * es, es);
   });
 }
@@ -503,7 +502,7 @@ void k_pad_grad(const KernelContext& ctx) {
   float* d = dx.as<float>();
   std::fill(d, d + dx.numel(), 0.0f);
   const float* g = dy.as<float>();
-  pad_loop(p, dx.shape, [&](int64_t o, int64_t i) {
+  pad_loop(ctx, p, dx.shape, [&](int64_t o, int64_t i) {
     if (i >= 0) d[i] += g[o];
   });
 }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "copy_math.h"
 #include "kernel_util.h"
 #include "pool_math.h"
 
@@ -40,6 +41,11 @@ struct PadSpec {
 PadSpec pad_spec(const KernelContext& ctx, const Shape& x, const Tensor* pads_in,
                  const Tensor* axes_in);
 
+/// Pad as a gather over `x` (at most kCopyMaxDims dimensions; Error beyond).
+PadGeom pad_geom(const KernelContext& ctx, const PadSpec& p, const Shape& x);
+/// The bits of one element of `dtype` holding `value` (f16 and bf16 rounded to nearest even).
+uint64_t pad_fill_bits(DType dtype, double value);
+
 /// Gather's geometry: data as [outer, dim, inner], `count` indices, the output shape.
 struct GatherShapes {
   int64_t axis, outer, dim, inner, count;
@@ -64,5 +70,18 @@ GlobalPoolGrad global_pool_grad_shapes(const KernelContext& ctx);
 
 /// Tile's output shape for `repeats` (checked: one per axis, non-negative).
 Shape tile_shape(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& repeats);
+
+/// Range's output, checked: n elements start + i * delta of the inputs' type (integers in
+/// int64 arithmetic, f32 as float: `fstart + float(i) * fdelta`).
+struct RangeSpec {
+  DType dtype = DType::kFloat32;
+  int64_t n = 0;
+  int64_t start = 0, delta = 1;
+  float fstart = 0, fdelta = 1;
+};
+RangeSpec range_spec(const KernelContext& ctx);
+
+/// ConstantOfShape's value, after checking the output against the shape input (host memory).
+double constant_of_shape_value(const KernelContext& ctx);
 
 }  // namespace planner::rt::kernels

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "../../runtime_stub/src/copy_plan.h"
+#include "../../runtime_stub/src/shape_ops.h"
 #include "planner_rt/cuda_host_ops.h"
 #include "rt_test_util.h"
 
@@ -111,6 +112,60 @@ TEST_CASE("pad plans: constant mode with growing and cropping pads, and the grad
   }
   p.mode = k::PadMode::kReflect;
   CHECK_FALSE(k::pad_plan(x, p, &plan));  // other modes keep their own loops
+}
+
+namespace {
+
+// The source index of padded position o along an axis of extent n, from ONNX's definitions
+// (reflect mirrors without repeating the edge; pads smaller than n).
+int64_t ref_pad_source(const std::string& mode, int64_t o, int64_t begin, int64_t n) {
+  const int64_t i = o - begin;
+  if (i >= 0 && i < n) return i;
+  if (mode == "edge") return i < 0 ? 0 : n - 1;
+  if (mode == "wrap") return i < 0 ? i + n : i - n;
+  return i < 0 ? -i : 2 * (n - 1) - i;  // reflect
+}
+
+}  // namespace
+
+TEST_CASE("pad in reflect, edge and wrap: the device's gather and gradient bodies") {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> pads;
+  };
+  const std::vector<Case> cases = {{{5}, {2, 3}},
+                                   {{3, 4}, {1, 2, 2, 1}},
+                                   {{2, 3, 4}, {0, 1, 2, 1, 0, 3}},
+                                   {{1, 3, 5}, {0, -1, 2, 0, 1, 1}}};
+  for (const char* mode : {"reflect", "edge", "wrap"})
+    for (const Case& c : cases) {
+      CAPTURE(mode);
+      CAPTURE(c.x.size());
+      Attributes attrs = {{"mode", std::string(mode)}, {"pads", c.pads}};
+      Buf x = F(c.x, iota_values(planner::rt::num_elements(c.x)));
+      std::vector<Tensor> ins = {x.t};
+      std::vector<Tensor> none;
+      k::KernelContext ctx{"Pad", "p", attrs, ins, none};
+      const k::PadSpec spec = k::pad_spec(ctx, c.x, nullptr, nullptr);
+      const k::PadGeom g = k::pad_geom(ctx, spec, c.x);
+      Buf y = Z(spec.out);
+      rt_test::run("Pad", attrs, {x.t}, {y.t});
+      // The gather body reads what the definition says, and what the cpu kernel wrote.
+      for (int64_t o = 0; o < y.n(); ++o) {
+        const std::vector<int64_t> idx = unflat(o, spec.out);
+        std::vector<int64_t> src(c.x.size());
+        for (size_t d = 0; d < c.x.size(); ++d)
+          src[d] = ref_pad_source(mode, idx[d], spec.begin[d], c.x[d]);
+        const int64_t off = k::pad_read_offset(g, o);
+        REQUIRE(off == flat(src, c.x));
+        CHECK(y.f()[o] == x.f()[off]);
+      }
+      // The gradient body gathers what the cpu kernel scatters, bit for bit.
+      Buf dy = R(spec.out, 3);
+      Buf dx = Z(c.x);
+      rt_test::run_planner("PadGrad", attrs, {dy.t}, {dx.t});
+      for (int64_t i = 0; i < dx.n(); ++i) CHECK(k::pad_grad_element(g, dy.f(), i) == dx.f()[i]);
+    }
 }
 
 TEST_CASE("expand and tile plans against their definitions") {

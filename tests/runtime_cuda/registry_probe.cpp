@@ -35,8 +35,10 @@ int main() {
     std::printf("%-32s %s\n", name.c_str(), impl.c_str());
   }
   for (const auto& [impl, n] : counts) std::printf("%s: %d operators\n", impl.c_str(), n);
-  expect(counts["cuda"] > 40 && counts["cublas"] == 4 && counts["cudnn"] >= 5,
+  // cuBLAS: MatMul, Gemm, MatMulGradWeight, MatMulTransB and the 7 recurrent operators.
+  expect(counts["cuda"] > 40 && counts["cublas"] == 11 && counts["cudnn"] >= 5,
          "native implementations cover the compute operators");
+  expect(counts["host"] == 0, "no operator runs on the host as a whole");
 
   const char* argv[] = {"launcher", "--ranks-per-gpu", "8", "--collective-timeout-ms=500",
                         "--mpi",    "plan.json"};

@@ -493,22 +493,19 @@ class CudaComm : public detail::DeviceComm {
 
   void send(const Tensor& tensor, int peer, int tag) override {
 #if PLANNER_RT_MPI
-    // Buffered like the mailboxes: a header (type, rank, dims) and the bytes, staged on the host
-    // and sent with MPI_Isend; the request completes in the background.
-    std::vector<int64_t> msg = {static_cast<int64_t>(tensor.dtype), tensor.rank()};
-    msg.insert(msg.end(), tensor.shape.begin(), tensor.shape.end());
-    const size_t head = msg.size() * sizeof(int64_t);
-    auto buf = std::make_shared<std::vector<uint8_t>>(head + tensor.bytes());
-    std::memcpy(buf->data(), msg.data(), head);
-    if (tensor.bytes()) copy_to_host(tensor, buf->data() + head);
+    // Buffered like the mailboxes: a header message (type, rank, dims), then the bytes staged on
+    // the host in messages of at most kMpiChunk bytes (MPI counts are int), all with MPI_Isend
+    // on one tag, which MPI delivers in order; the requests complete in the background.
+    std::vector<int64_t> head = {static_cast<int64_t>(tensor.dtype), tensor.rank()};
+    head.insert(head.end(), tensor.shape.begin(), tensor.shape.end());
+    auto hbuf = std::make_shared<std::vector<uint8_t>>(head.size() * sizeof(int64_t));
+    std::memcpy(hbuf->data(), head.data(), hbuf->size());
+    auto buf = std::make_shared<std::vector<uint8_t>>(tensor.bytes());
+    if (tensor.bytes()) copy_to_host(tensor, buf->data());
     reap();
-    if (buf->size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-      throw Error("rank " + std::to_string(rank_) + ": send of " + std::to_string(buf->size()) +
-                  " bytes to rank " + std::to_string(peer) +
-                  " exceeds one MPI message (2 GiB); split the tensor in the plan");
-    pending_.push_back({MPI_REQUEST_NULL, buf});
-    PLANNER_MPI_CHECK(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, peer, tag,
-                                MPI_COMM_WORLD, &pending_.back().request));
+    isend(hbuf, 0, hbuf->size(), peer, tag);
+    for (size_t off = 0; off < buf->size(); off += kMpiChunk)
+      isend(buf, off, std::min(kMpiChunk, buf->size() - off), peer, tag);
 #else
     throw Error("send: MPI point-to-point needs a PLANNER_RT_MPI build");
 #endif
@@ -516,28 +513,36 @@ class CudaComm : public detail::DeviceComm {
 
   void recv(const Tensor& tensor, int peer, int tag) override {
 #if PLANNER_RT_MPI
+    const std::string what = "rank " + std::to_string(rank_) + ": recv from rank " +
+                             std::to_string(peer) + " tag " + std::to_string(tag);
     MPI_Status status;
     PLANNER_MPI_CHECK(MPI_Probe(peer, tag, MPI_COMM_WORLD, &status));
     int count = 0;
     PLANNER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
-    std::vector<uint8_t> buf(static_cast<size_t>(count));
+    std::vector<int64_t> head(static_cast<size_t>(count) / sizeof(int64_t));
+    if (count % sizeof(int64_t) != 0 || head.size() < 2 || head.size() > 2 + 64)
+      throw Error(what + ": malformed message header");
     PLANNER_MPI_CHECK(
-        MPI_Recv(buf.data(), count, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    const std::string what = "rank " + std::to_string(rank_) + ": recv from rank " +
-                             std::to_string(peer) + " tag " + std::to_string(tag);
-    if (buf.size() < 2 * sizeof(int64_t)) throw Error(what + ": malformed message");
-    int64_t head[2];
-    std::memcpy(head, buf.data(), sizeof head);
-    const size_t hb = static_cast<size_t>(2 + head[1]) * sizeof(int64_t);
-    Shape shape(static_cast<size_t>(head[1]));
-    if (buf.size() < hb) throw Error(what + ": malformed message");
-    std::memcpy(shape.data(), buf.data() + 2 * sizeof(int64_t), shape.size() * sizeof(int64_t));
+        MPI_Recv(head.data(), count, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     const DType dtype = static_cast<DType>(head[0]);
-    if (dtype != tensor.dtype || shape != tensor.shape || buf.size() - hb != tensor.bytes())
+    const Shape shape(head.begin() + 2, head.end());
+    if (head[1] != static_cast<int64_t>(shape.size()) || dtype != tensor.dtype ||
+        shape != tensor.shape)
       throw Error(what + ": message is " + std::string(dtype_name(dtype)) + shape_to_string(shape) +
                   ", expected " + std::string(dtype_name(tensor.dtype)) +
                   shape_to_string(tensor.shape));
-    copy_from_host(tensor, buf.data() + hb);
+    std::vector<uint8_t> buf(tensor.bytes());
+    for (size_t off = 0; off < buf.size(); off += kMpiChunk) {
+      const size_t n = std::min(kMpiChunk, buf.size() - off);
+      PLANNER_MPI_CHECK(MPI_Recv(buf.data() + off, static_cast<int>(n), MPI_BYTE, peer, tag,
+                                 MPI_COMM_WORLD, &status));
+      int got = 0;
+      PLANNER_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
+      if (static_cast<size_t>(got) != n)
+        throw Error(what + ": message piece of " + std::to_string(got) + " bytes, expected " +
+                    std::to_string(n));
+    }
+    if (!buf.empty()) copy_from_host(tensor, buf.data());
 #else
     throw Error("recv: MPI point-to-point needs a PLANNER_RT_MPI build");
 #endif
@@ -622,6 +627,17 @@ class CudaComm : public detail::DeviceComm {
     pending_.swap(still);
   }
   std::vector<Pending> pending_;
+
+  // The most bytes one MPI message carries (its count is an int); larger tensors go in pieces.
+  static constexpr size_t kMpiChunk = size_t{1} << 30;
+
+  // Queues bytes [off, off + n) of `buf` to `peer`; `buf` lives until the request completes.
+  void isend(const std::shared_ptr<std::vector<uint8_t>>& buf, size_t off, size_t n, int peer,
+             int tag) {
+    pending_.push_back({MPI_REQUEST_NULL, buf});
+    PLANNER_MPI_CHECK(MPI_Isend(buf->data() + off, static_cast<int>(n), MPI_BYTE, peer, tag,
+                                MPI_COMM_WORLD, &pending_.back().request));
+  }
 
   // Completes the sends still in flight before their buffers go and MPI is finalized: waits
   // up to the world's deadline, then cancels what a peer never received (and says so).

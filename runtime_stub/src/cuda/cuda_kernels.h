@@ -47,6 +47,9 @@ void c_tile(const KernelContext&);
 void c_gather(const KernelContext&);
 void c_gather_grad(const KernelContext&);
 void c_cast(const KernelContext&);
+void c_range(const KernelContext&);
+void c_constant_of_shape(const KernelContext&);
+void c_constant(const KernelContext&);
 void c_pool_grad(const KernelContext&);
 void c_global_pool_grad(const KernelContext&);
 // norm_cuda.cpp
@@ -71,6 +74,18 @@ void c_matmul(const KernelContext&);
 void c_gemm(const KernelContext&);
 void c_matmul_grad_weight(const KernelContext&);
 void c_matmul_trans_b(const KernelContext&);
+/// Row-major f32 C = alpha op(A) op(B) + beta C on the context's stream (rnn_cuda.cpp's products).
+void gemm_f32(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+              float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+              float* c, int64_t ldc);
+// rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)
+void c_lstm(const KernelContext&);
+void c_gru(const KernelContext&);
+void c_rnn(const KernelContext&);
+void c_lstm_grad_data(const KernelContext&);
+void c_lstm_grad_weights(const KernelContext&);
+void c_gru_grad(const KernelContext&);
+void c_rnn_grad(const KernelContext&);
 // conv_cuda.cpp (cuDNN)
 void c_conv(const KernelContext&);
 void c_conv_grad_data(const KernelContext&);

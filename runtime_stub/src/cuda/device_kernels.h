@@ -10,6 +10,7 @@
 
 #include "../copy_math.h"
 #include "../pool_math.h"
+#include "../rnn_math.h"
 #include "../train_math.h"
 #include "../unary_math.h"
 
@@ -114,6 +115,16 @@ void launch_gather(const void* x, const void* indices, bool i64, void* y, int64_
 /// order (bit-identical to the cpu kernel).
 void launch_gather_grad(const float* dy, const void* indices, bool i64, float* dx, int64_t outer,
                         int64_t count, int64_t inner, int64_t dim, int* error, cudaStream_t stream);
+/// Pad in any mode as a gather (copy_math.h's pad_read_offset): n output elements of `elem`
+/// bytes, the padding's element given by its bits.
+void launch_pad_gather(const kernels::PadGeom& g, const void* x, void* y, int64_t n, int elem,
+                       uint64_t fill_bits, cudaStream_t stream);
+/// PadGrad in any mode: every one of dX's n elements gathers its readers (pad_grad_element).
+void launch_pad_grad(const kernels::PadGeom& g, const float* dy, float* dx, int64_t n,
+                     cudaStream_t stream);
+/// Range: y[i] = start + i * delta; dtype 1 (f32: fstart, fdelta), 6 (i32) or 7 (i64).
+void launch_range(int dtype, int64_t start, int64_t delta, float fstart, float fdelta, void* y,
+                  int64_t n, cudaStream_t stream);
 /// Cast between ONNX type codes the device converts exactly as the cpu kernel (integers and
 /// bools to f32, i32 to i64, bools to integers); false for other pairs.
 bool launch_cast(int from, int to, const void* x, void* y, int64_t n, cudaStream_t stream);
@@ -127,6 +138,10 @@ void launch_pool_grad(const kernels::PoolGeom& g, int64_t planes, const float* x
 /// zero-filled dx.
 void launch_global_pool_grad(bool max, const float* x, const float* dy, float* dx, int64_t planes,
                              int64_t in_p, cudaStream_t stream);
+
+// ---- rnn.cu ---------------------------------------------------------------------------------
+/// rnn_element(k, p, e) for e in [0, n), one thread each.
+void launch_rnn(kernels::RnnKernel k, const kernels::RnnStep& p, int64_t n, cudaStream_t stream);
 
 // ---- norm.cu ---------------------------------------------------------------------------------
 /// A reduction: every output element folds the elements of a sub-box of x. `kept` maps the

@@ -75,6 +75,12 @@ const void* at(const void* p, cudaDataType_t type, int64_t offset) {
 
 }  // namespace
 
+void gemm_f32(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+              float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+              float* c, int64_t ldc) {
+  gemm_rm(ctx, CUDA_R_32F, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
 void c_matmul(const KernelContext& ctx) {
   const Tensor& a = ctx.in(0);
   const Tensor& b = ctx.in(1);

@@ -19,6 +19,34 @@ __global__ void plan_copy_kernel(kernels::StridedCopy c, int64_t n, const T* x, 
 }
 
 template <typename T>
+__global__ void pad_gather_kernel(kernels::PadGeom g, int64_t n, const T* x, T* y, T fill) {
+  GRID_STRIDE(i, n) {
+    const int64_t off = kernels::pad_read_offset(g, i);
+    y[i] = off < 0 ? fill : x[off];
+  }
+}
+
+__global__ void pad_grad_kernel(kernels::PadGeom g, int64_t n, const float* dy, float* dx) {
+  GRID_STRIDE(i, n) {
+    dx[i] = kernels::pad_grad_element(g, dy, i);
+  }
+}
+
+template <typename T>
+__global__ void range_kernel(T* y, int64_t n, T start, T delta) {
+  GRID_STRIDE(i, n) {
+    y[i] = start + static_cast<T>(i) * delta;  // ONNX: start + i * delta, not a running sum
+  }
+}
+
+// Integer Range computed in int64 and stored as int32, as the cpu kernel does.
+__global__ void range_i32_kernel(int32_t* y, int64_t n, int64_t start, int64_t delta) {
+  GRID_STRIDE(i, n) {
+    y[i] = static_cast<int32_t>(start + i * delta);
+  }
+}
+
+template <typename T>
 __global__ void fill_kernel(T* y, int64_t n, T value) {
   GRID_STRIDE(i, n) {
     y[i] = value;
@@ -189,6 +217,54 @@ bool launch_cast(int from, int to, const void* x, void* y, int64_t n, cudaStream
   PLANNER_CAST(9, bool, 6, int32_t)
 #undef PLANNER_CAST
   return false;
+}
+
+void launch_pad_gather(const kernels::PadGeom& g, const void* x, void* y, int64_t n, int elem,
+                       uint64_t fill_bits, cudaStream_t stream) {
+  if (n == 0) return;
+  const unsigned b = blocks_for(n);
+  switch (elem) {
+    case 1:
+      pad_gather_kernel<uint8_t><<<b, kThreads, 0, stream>>>(g, n, static_cast<const uint8_t*>(x),
+                                                             static_cast<uint8_t*>(y),
+                                                             static_cast<uint8_t>(fill_bits));
+      break;
+    case 2:
+      pad_gather_kernel<uint16_t><<<b, kThreads, 0, stream>>>(g, n, static_cast<const uint16_t*>(x),
+                                                              static_cast<uint16_t*>(y),
+                                                              static_cast<uint16_t>(fill_bits));
+      break;
+    case 4:
+      pad_gather_kernel<uint32_t><<<b, kThreads, 0, stream>>>(g, n, static_cast<const uint32_t*>(x),
+                                                              static_cast<uint32_t*>(y),
+                                                              static_cast<uint32_t>(fill_bits));
+      break;
+    default:
+      pad_gather_kernel<uint64_t><<<b, kThreads, 0, stream>>>(g, n, static_cast<const uint64_t*>(x),
+                                                              static_cast<uint64_t*>(y), fill_bits);
+      break;
+  }
+  check_launch("pad_gather");
+}
+
+void launch_pad_grad(const kernels::PadGeom& g, const float* dy, float* dx, int64_t n,
+                     cudaStream_t stream) {
+  if (n == 0) return;
+  pad_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, n, dy, dx);
+  check_launch("pad_grad");
+}
+
+void launch_range(int dtype, int64_t start, int64_t delta, float fstart, float fdelta, void* y,
+                  int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const unsigned b = blocks_for(n);
+  if (dtype == 1)
+    range_kernel<float><<<b, kThreads, 0, stream>>>(static_cast<float*>(y), n, fstart, fdelta);
+  else if (dtype == 6)
+    range_i32_kernel<<<b, kThreads, 0, stream>>>(static_cast<int32_t*>(y), n, start, delta);
+  else
+    range_kernel<int64_t><<<b, kThreads, 0, stream>>>(static_cast<int64_t*>(y), n, start, delta);
+  check_launch("range");
 }
 
 }  // namespace planner::rt::cuda

@@ -121,11 +121,14 @@ void c_pad(const KernelContext& ctx) {
     if (h.in(2).numel() != 1) ctx.fail("constant_value must be a scalar");
     value = load_as_double(h.in(2), 0);
   }
+  const uint64_t fill = pad_fill_bits(x.dtype, value);
+  if (x.rank() > kCopyMaxDims) return host_fallback(ctx, k_pad);
   CopyPlan plan;
-  if (x.dtype == DType::kFloat16 || !pad_plan(x.shape, p, &plan)) return host_fallback(ctx, k_pad);
-  uint64_t fill = 0;
-  store_from_double(Tensor(x.dtype, {}, &fill), 0, value);
-  run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype), &fill);
+  if (pad_plan(x.shape, p, &plan))
+    return run_plan(plan, {x.data}, {&ctx.out(0)}, dtype_size(x.dtype), &fill);
+  // Reflect, edge and wrap: every output element gathers its source.
+  cuda::launch_pad_gather(pad_geom(ctx, p, x.shape), x.data, ctx.out(0).data, ctx.out(0).numel(),
+                          static_cast<int>(dtype_size(x.dtype)), fill, stream());
 }
 
 void c_pad_grad(const KernelContext& ctx) {
@@ -139,9 +142,44 @@ void c_pad_grad(const KernelContext& ctx) {
       pad_spec(h, dx.shape, h.has_in(1) ? &h.in(1) : nullptr, h.has_in(3) ? &h.in(3) : nullptr);
   if (dy.shape != p.out)
     ctx.fail("dY has shape " + shape_to_string(dy.shape) + ", expected " + shape_to_string(p.out));
+  if (dx.rank() > kCopyMaxDims) return host_fallback(ctx, k_pad_grad);
   CopyPlan plan;
-  if (!pad_grad_plan(dx.shape, p, &plan)) return host_fallback(ctx, k_pad_grad);
-  run_plan(plan, {dy.data}, {&dx}, sizeof(float));
+  if (pad_grad_plan(dx.shape, p, &plan)) return run_plan(plan, {dy.data}, {&dx}, sizeof(float));
+  // Reflect, edge and wrap: every dX element sums the dY elements that read it.
+  cuda::launch_pad_grad(pad_geom(ctx, p, dx.shape), dy.as<float>(), dx.as<float>(), dx.numel(),
+                        stream());
+}
+
+// The generators: parameters read on the host (program constants without a wait), values
+// written on the device.
+void c_range(const KernelContext& ctx) {
+  HostParams hp(ctx, {0, 1, 2});
+  const RangeSpec r = range_spec(hp.ctx());
+  cuda::launch_range(static_cast<int>(r.dtype), r.start, r.delta, r.fstart, r.fdelta,
+                     ctx.out(0).data, r.n, stream());
+}
+
+void c_constant_of_shape(const KernelContext& ctx) {
+  HostParams hp(ctx, {0});
+  const double v = constant_of_shape_value(hp.ctx());
+  const Tensor& y = ctx.out(0);
+  const uint64_t bits = pad_fill_bits(y.dtype, v);
+  cuda::launch_fill(y.data, y.numel(), &bits, static_cast<int>(dtype_size(y.dtype)), stream());
+}
+
+void c_constant(const KernelContext& ctx) {
+  // The value is the node's attribute: formed on the host by the cpu kernel, then one element
+  // filled or the whole tensor copied up (a literal, typically a few bytes).
+  const Tensor& y = ctx.out(0);
+  std::vector<uint64_t> host((y.bytes() + 7) / 8 + 1);
+  std::vector<Tensor> outs = {Tensor(y.dtype, y.shape, host.data())};
+  k_constant(KernelContext{ctx.op_type, ctx.node, ctx.attrs, ctx.inputs, outs});
+  if (y.numel() == 1)
+    return cuda::launch_fill(y.data, 1, host.data(), static_cast<int>(dtype_size(y.dtype)),
+                             stream());
+  if (y.bytes())
+    PLANNER_CUDA_CHECK(
+        cudaMemcpyAsync(y.data, host.data(), y.bytes(), cudaMemcpyHostToDevice, stream()));
 }
 
 void c_expand(const KernelContext& ctx) {
