@@ -112,7 +112,8 @@ const std::set<std::string> kOnnxNative = {
     "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
     "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mish", "Mul", "Neg", "Not",
     "Or", "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign",
-    "Sqrt", "Sub", "Sum", "Tanh", "Where", "Xor",
+    "Sqrt", "Sub", "Sum", "Tanh", "Where", "Xor", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+    "Asinh", "Acosh", "Atanh", "Celu", "ThresholdedRelu", "Shrink", "Round",
     // shape-checked: correct on slices whenever the local shapes come out right
     "BatchNormalization", "Concat", "Einsum", "GlobalAveragePool", "GlobalMaxPool", "GRU",
     "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm", "ReduceMax", "ReduceMean",

@@ -529,10 +529,18 @@ class Builder {
       return ok();
     }
 
-    static const std::set<std::string> kUnary = {
-        "Relu",        "Sigmoid",  "Tanh",      "Erf", "Sqrt", "Exp",      "Log",        "Abs",
-        "Gelu",        "Softplus", "LeakyRelu", "Elu", "Selu", "Clip",     "Reciprocal", "Softsign",
-        "HardSigmoid", "Sin",      "Cos",       "Pow", "Mish", "HardSwish"};
+    static const std::set<std::string> kUnary = {"Relu",      "Sigmoid",     "Tanh",
+                                                 "Erf",       "Sqrt",        "Exp",
+                                                 "Log",       "Abs",         "Gelu",
+                                                 "Softplus",  "LeakyRelu",   "Elu",
+                                                 "Selu",      "Clip",        "Reciprocal",
+                                                 "Softsign",  "HardSigmoid", "Sin",
+                                                 "Cos",       "Pow",         "Mish",
+                                                 "HardSwish", "Tan",         "Asin",
+                                                 "Acos",      "Atan",        "Sinh",
+                                                 "Cosh",      "Asinh",       "Acosh",
+                                                 "Atanh",     "Celu",        "ThresholdedRelu",
+                                                 "Shrink"};
     if (kUnary.count(type)) {
       // d/dx of a unary function needs x and/or y; the op reads both so one description fits
       // every function. Pow's exponent (a constant here) rides along as a third input.

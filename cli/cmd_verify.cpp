@@ -2,6 +2,7 @@
 // backend, run it and the unpartitioned step on the same inputs and parameters, and compare
 // every output and updated parameter.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
@@ -10,6 +11,7 @@
 #include "cli/plan_model.h"
 #include "cli/search_session.h"
 #include "codegen/verify.h"
+#include "importers/onnx_import.h"
 #include "search/plan.h"
 #include "support/output_file.h"
 #include "support/text.h"
@@ -32,10 +34,45 @@ SearchFlags verify_defaults() {
 struct VerifyFlags {
   PipelineFlags pipeline;
   std::string plan;
+  std::string inputs;  ///< a folder of input_N.pb (and output_N.pb), as the ONNX test suite's
   SearchFlags search = verify_defaults();
   codegen::VerifyOptions options;
   bool precision_given = false;  ///< --precision was on the command line (checked against --plan)
 };
+
+// Gives the model's inputs the values of DIR/input_N.pb (graph inputs in order) and makes
+// DIR/output_N.pb the outputs the reference run must produce (graph outputs in order).
+Expected<void> attach_test_data(ir::Graph& g, const std::string& dir,
+                                codegen::VerifyOptions& options) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) return make_error("{}: not a folder", dir);
+  size_t found = 0;
+  while (fs::exists(fs::path(dir) / fmt::format("input_{}.pb", found))) ++found;
+  if (found != g.inputs.size())
+    return make_error("{}: {} input_N.pb files for the model's {} inputs", dir, found,
+                      g.inputs.size());
+  for (size_t i = 0; i < found; ++i) {
+    const std::string path = (fs::path(dir) / fmt::format("input_{}.pb", i)).string();
+    PLANNER_TRY_ASSIGN(ir::Tensor t, importers::read_tensor_file(path));
+    ir::Tensor& in = g.tensor(g.inputs[i]);
+    if (t.dtype != in.dtype || t.shape != in.shape)
+      return make_error("{}: {}{} for input '{}', which is {}{}", path, ir::dtype_name(t.dtype),
+                        ir::shape_to_string(t.shape), in.name, ir::dtype_name(in.dtype),
+                        ir::shape_to_string(in.shape));
+    in.data = std::move(t.data);
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const std::string path = (fs::path(dir) / fmt::format("output_{}.pb", i)).string();
+    if (!fs::exists(path)) break;
+    PLANNER_TRY_ASSIGN(ir::Tensor t, importers::read_tensor_file(path));
+    const ir::Tensor& out = g.tensor(g.outputs[i]);
+    t.name = out.name;
+    options.expected.push_back(std::move(t));
+    if (out.role == ir::TensorRole::kConstant && out.has_data())
+      options.constant_outputs.push_back(out);
+  }
+  return {};
+}
 
 int run_verify(VerifyFlags flags) {
   std::vector<InputPath> inputs = flags.pipeline.inputs();
@@ -80,6 +117,11 @@ int run_verify(VerifyFlags flags) {
                                      inputs, model->graph, model->source);
       !still)
     return report(still.error());
+  if (!flags.inputs.empty()) {
+    if (model->train) return report(Error("--inputs needs --mode infer"));
+    if (auto given = attach_test_data(model->graph, flags.inputs, flags.options); !given)
+      return report(given.error());
+  }
   auto part = compile_programs(*model, configs, ranks);
   if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);
@@ -92,6 +134,21 @@ int run_verify(VerifyFlags flags) {
   const codegen::VerifyResult& r = results->front();
   const codegen::Comparison& c = r.comparison;
   std::printf("partitioned step: %.3f ms (slowest rank)\n", r.step_ms);
+  if (r.expected) {
+    const codegen::Comparison& e = *r.expected;
+    std::printf(
+        "against %s: %d outputs, largest error abs %.3g, %.3g of the tolerance (atol %.3g, "
+        "rtol %.3g)%s%s\n",
+        terminal_safe(flags.inputs).c_str(), e.tensors, e.max_abs, e.max_ratio,
+        flags.options.expected_atol, flags.options.expected_rtol, e.worst.empty() ? "" : " in ",
+        e.worst.empty() ? "" : ("'" + terminal_safe(e.worst) + "'").c_str());
+    if (!e.ok) {
+      std::fprintf(stderr, "error: %s: the unpartitioned step differs from %s%s%s\n",
+                   terminal_safe(model->source).c_str(), terminal_safe(flags.inputs).c_str(),
+                   e.problem.empty() ? "" : ": ", terminal_safe(e.problem).c_str());
+      return 1;
+    }
+  }
   std::printf(
       "largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n",
       c.max_abs, c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol,
@@ -132,6 +189,10 @@ void configure_verify(CLI::App& app, std::function<int()>& run) {
   app.add_option("--rtol", flags->options.rtol,
                  "error accepted relative to each element's magnitude (default: from --precision)");
   app.add_option("--keep", flags->options.work_dir, "compile and build in this folder and keep it");
+  app.add_option("--inputs", flags->inputs,
+                 "a folder of input_N.pb (the model's inputs, in order) and output_N.pb (the "
+                 "outputs expected, checked with ONNX's atol 1e-7, rtol 1e-3): the ONNX test "
+                 "suite's test_data_set_N; needs --mode infer");
   app.add_flag("--build-log", flags->options.verbose, "print the build and run commands");
   CLI::Option* precision = app.get_option("--precision");
   run = [flags, precision] {

@@ -177,6 +177,11 @@ int64_t fan_in_of(const ir::Graph& g, ir::TensorId t) {
 // optimizer state zero, constants their values.
 void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   const ir::Tensor& tensor = g_.tensor(t);
+  if (tensor.role == ir::TensorRole::kInput && tensor.has_data()) {  // given (verify --inputs)
+    b.init = BufferInit::kConstant;
+    b.data = slice_data(tensor, b.region);
+    return;
+  }
   switch (tensor.role) {
     case ir::TensorRole::kConstant:
       b.init = BufferInit::kConstant;

@@ -188,7 +188,7 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
         ++non_finite;
     }
     scale[name] = m;
-    if (non_finite && c.reference_finite) {
+    if (non_finite && c.reference_finite && !tol.specials_equal) {
       c.ok = c.reference_finite = false;
       c.problem = fmt::format(
           "the unpartitioned step itself is not finite: '{}' holds {} NaN or infinite values{}",
@@ -212,6 +212,8 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       double a = element(s, e), b = element(r, g);
       double diff = std::fabs(a - b);
       if (std::isnan(a) != std::isnan(b) || (std::isnan(a) && std::isnan(b))) diff = INFINITY;
+      if (tol.specials_equal && !std::isfinite(b) && (a == b || (std::isnan(a) && std::isnan(b))))
+        diff = 0;
       const double rel = diff / std::max(scale[s.name], 1e-30);
       // An updated parameter's change also carries the rounding of the update (two units in
       // the last place of the parameter, one per run).
@@ -241,6 +243,54 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       c.ok = false;
       if (c.problem.empty())
         c.problem = fmt::format("the partitioned run does not produce all of '{}'", name);
+    }
+  }
+  if (!(c.max_ratio <= 1)) c.ok = false;
+  return c;
+}
+
+Comparison compare_expected(const std::vector<DumpedSlice>& reference,
+                            const std::vector<ir::Tensor>& expected, double atol, double rtol) {
+  Comparison c;
+  for (const ir::Tensor& e : expected) {
+    ++c.tensors;
+    const DumpedSlice* r = nullptr;
+    for (const DumpedSlice& s : reference)
+      if (s.name == e.name) r = &s;
+    if (!r) {
+      c.ok = false;
+      c.problem = fmt::format("the run has no output '{}'", e.name);
+      continue;
+    }
+    if (r->global_shape != e.shape || r->shape != e.shape) {
+      c.ok = false;
+      c.problem = fmt::format("output '{}' is {}, expected {}", e.name,
+                              ir::shape_to_string(r->global_shape), ir::shape_to_string(e.shape));
+      continue;
+    }
+    DumpedSlice want;
+    want.dtype = e.dtype;
+    want.bytes = e.data;
+    const int64_t n = e.num_elements();
+    if (static_cast<int64_t>(want.bytes.size()) < n * ir::dtype_size(e.dtype) ||
+        static_cast<int64_t>(r->bytes.size()) < n * ir::dtype_size(r->dtype)) {
+      c.ok = false;
+      c.problem = fmt::format("output '{}': {} against {} values", e.name, ir::dtype_name(r->dtype),
+                              ir::dtype_name(e.dtype));
+      continue;
+    }
+    const bool exact = !ir::is_floating(e.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = element(*r, i), b = element(want, i);
+      if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+      const double diff = std::fabs(a - b);
+      const double allowed = exact ? 0 : atol + rtol * std::fabs(b);
+      const double ratio = std::isfinite(diff) ? diff / std::max(allowed, 1e-300) : INFINITY;
+      c.max_abs = std::max(c.max_abs, std::isfinite(diff) ? diff : c.max_abs);
+      if (ratio > c.max_ratio || (std::isinf(ratio) && c.worst.empty())) {
+        c.max_ratio = ratio;
+        c.worst = e.name;
+      }
     }
   }
   if (!(c.max_ratio <= 1)) c.ok = false;
@@ -440,6 +490,21 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
   Tolerance tolerance = default_tolerance(reference.precision, rounding_depth(reference, o.steps));
   if (o.atol >= 0) tolerance.atol = o.atol;
   if (o.rtol >= 0) tolerance.rtol = o.rtol;
+  std::optional<Comparison> expected;
+  if (!o.expected.empty()) {
+    std::vector<DumpedSlice> produced = ref;
+    for (const ir::Tensor& t : o.constant_outputs) {
+      DumpedSlice s;
+      s.name = t.name;
+      s.dtype = t.dtype;
+      s.global_shape = s.shape = t.shape;
+      s.offset.assign(t.shape.size(), 0);
+      s.bytes = t.data;
+      produced.push_back(std::move(s));
+    }
+    expected = compare_expected(produced, o.expected, o.expected_atol, o.expected_rtol);
+    tolerance.specials_equal = true;  // given inputs may make NaN and infinities on purpose
+  }
   std::vector<VerifyResult> results;
   for (size_t i = 1; i < exes.size(); ++i) {
     VerifyResult r;
@@ -447,6 +512,7 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
     r.tolerance = tolerance;
     r.comparison = compare_dumps(got, ref, tolerance);
     r.step_ms = last_step_ms(r.output);
+    r.expected = expected;
     results.push_back(std::move(r));
   }
   return results;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "codegen/program.h"
 #include "ir/dtype.h"
+#include "ir/graph.h"
 #include "support/expected.h"
 #include "support/output_file.h"
 
@@ -36,6 +38,9 @@ Expected<std::vector<DumpedSlice>> read_dump(const std::string& path);
 struct Tolerance {
   double atol = 1e-4;  ///< error allowed relative to the tensor's largest magnitude
   double rtol = 0;     ///< error allowed relative to the element's own magnitude
+  /// NaN matches NaN and an infinity the same infinity, and a reference holding them is fine
+  /// (runs on given inputs whose expected outputs hold them); else both are errors.
+  bool specials_equal = false;
 };
 
 /// The longest chain of roundings in `program`: kernel steps whose results are rounded to a
@@ -68,6 +73,13 @@ struct Comparison {
 Comparison compare_dumps(const std::vector<DumpedSlice>& partitioned,
                          const std::vector<DumpedSlice>& reference, const Tolerance& tolerance);
 
+/// Compares the reference run's outputs with outputs computed elsewhere (the ONNX test suite's
+/// output_N.pb) the way ONNX's backend test runner does: every element within
+/// atol + rtol * |expected| (numpy's assert_allclose; NaN matches NaN), integers and booleans
+/// exactly; each expected tensor must be in `reference` whole, with its shape.
+Comparison compare_expected(const std::vector<DumpedSlice>& reference,
+                            const std::vector<ir::Tensor>& expected, double atol, double rtol);
+
 /// Where verify keeps its runtime builds: $PLANNER_CACHE_DIR, else $XDG_CACHE_HOME/planner or
 /// ~/.cache/planner.
 std::string cache_dir();
@@ -95,14 +107,22 @@ struct VerifyOptions {
   std::string work_dir;  ///< where to compile and build; empty: a fresh temporary folder
   bool keep = false;     ///< keep work_dir afterwards
   bool verbose = false;
+  /// Outputs the reference run must produce (by graph output name), compared with
+  /// compare_expected at expected_atol and expected_rtol; empty: none.
+  std::vector<ir::Tensor> expected;
+  /// Graph outputs the importer folded to constants: no launcher computes them, so they are
+  /// compared with `expected` as they are.
+  std::vector<ir::Tensor> constant_outputs;
+  double expected_atol = 1e-7, expected_rtol = 1e-3;  ///< ONNX's backend test defaults
 };
 
 /// What one partitioned program did against the reference.
 struct VerifyResult {
   Comparison comparison;
-  Tolerance tolerance;  ///< what the comparison allowed
-  double step_ms = 0;   ///< the last step's time, slowest rank
-  std::string output;   ///< the launcher's output
+  Tolerance tolerance;                 ///< what the comparison allowed
+  double step_ms = 0;                  ///< the last step's time, slowest rank
+  std::string output;                  ///< the launcher's output
+  std::optional<Comparison> expected;  ///< the reference against VerifyOptions::expected
 };
 
 /// Compiles `reference` (normally a 1-rank program) and every program of `partitioned` for the

@@ -931,4 +931,22 @@ Expected<ir::Graph> import_model_text(const std::string& text, const std::string
   }
 }
 
+Expected<ir::Tensor> read_tensor_file(const std::string& path) {
+  try {
+    PLANNER_TRY_ASSIGN(std::string bytes, read_file(path, "tensor file"));
+    onnx::TensorProto t;
+    if (!t.ParseFromString(bytes))
+      return make_error("{}: is not an ONNX tensor (protobuf parsing failed)", path);
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      return make_error("{}: tensor '{}' keeps its data in another file", path, t.name());
+    auto out = convert_tensor(t, /*with_data=*/true);
+    if (!out) return out.error().with_context(path);
+    if (out->num_elements() > 0 && !out->has_data())
+      return make_error("{}: tensor '{}' holds no values", path, t.name());
+    return out;
+  } catch (const std::bad_alloc&) {
+    return make_error("{}: out of memory while reading", path);
+  }
+}
+
 }  // namespace planner::importers

@@ -66,4 +66,8 @@ Expected<ir::Graph> import_model(const std::string& path, const ImportOptions& o
 Expected<ir::Graph> import_model_text(const std::string& text, const std::string& source_name,
                                       const ImportOptions& options = {});
 
+/// Reads one ONNX TensorProto file (as the ONNX test suite's input_N.pb and output_N.pb): its
+/// name, type, shape and values. Errors name the file.
+Expected<ir::Tensor> read_tensor_file(const std::string& path);
+
 }  // namespace planner::importers

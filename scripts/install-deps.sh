@@ -16,7 +16,7 @@ packages=(
   libopenmpi-dev
   clang libclang-rt-14-dev clang-format
 )
-optional=(chromium python3-torch python3-torchvision python3-onnx)
+optional=(chromium python3-torch python3-torchvision python3-onnx libonnx-testdata)
 missing_of() {
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"

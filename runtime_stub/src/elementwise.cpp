@@ -40,6 +40,20 @@ constexpr UnaryName kUnaryNames[] = {
     {"Neg", UnaryOp::kNeg},
     {"Ceil", UnaryOp::kCeil},
     {"Floor", UnaryOp::kFloor},
+    {"Tan", UnaryOp::kTan},
+    {"Asin", UnaryOp::kAsin},
+    {"Acos", UnaryOp::kAcos},
+    {"Atan", UnaryOp::kAtan},
+    {"Sinh", UnaryOp::kSinh},
+    {"Cosh", UnaryOp::kCosh},
+    {"Asinh", UnaryOp::kAsinh},
+    {"Acosh", UnaryOp::kAcosh},
+    {"Atanh", UnaryOp::kAtanh},
+    {"Celu", UnaryOp::kCelu},
+    {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
+    {"Shrink", UnaryOp::kShrink},
+    {"Round", UnaryOp::kRound},
+    {"Sign", UnaryOp::kSign},
 };
 
 }  // namespace
@@ -69,6 +83,17 @@ UnaryParams unary_params(UnaryOp op, const KernelContext& ctx) {
     case UnaryOp::kHardSigmoid:
       p.alpha = ctx.attr_float("alpha", 0.2);
       p.beta = ctx.attr_float("beta", 0.5);
+      break;
+    case UnaryOp::kCelu:
+      p.alpha = ctx.attr_float("alpha", 1.0);
+      if (p.alpha == 0) ctx.fail("alpha must be non-zero");
+      break;
+    case UnaryOp::kThresholdedRelu:
+      p.alpha = ctx.attr_float("alpha", 1.0);
+      break;
+    case UnaryOp::kShrink:
+      p.beta = ctx.attr_float("bias", 0.0);
+      p.gamma = ctx.attr_float("lambd", 0.5);
       break;
     case UnaryOp::kGelu: {
       std::string a = ctx.attr_string("approximate", "none");

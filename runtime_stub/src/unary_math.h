@@ -37,9 +37,24 @@ enum class UnaryOp {
   kNeg,
   kCeil,
   kFloor,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kCelu,
+  kThresholdedRelu,
+  kShrink,
+  kRound,
+  kSign,
 };
 
-/// Attribute values a unary function reads (LeakyRelu/Elu/Selu/HardSigmoid alpha …).
+/// Attribute values a unary function reads (LeakyRelu/Elu/Selu/HardSigmoid/Celu/ThresholdedRelu
+/// alpha, Shrink's bias (beta) and lambd (gamma) …).
 struct UnaryParams {
   double alpha = 0, beta = 0, gamma = 0;
   bool tanh_gelu = false;  ///< Gelu approximate="tanh"
@@ -114,6 +129,34 @@ PLANNER_RT_HD inline double value(UnaryOp op, const UnaryParams& p, double x) {
       return ::ceil(x);
     case UnaryOp::kFloor:
       return ::floor(x);
+    case UnaryOp::kTan:
+      return ::tan(x);
+    case UnaryOp::kAsin:
+      return ::asin(x);
+    case UnaryOp::kAcos:
+      return ::acos(x);
+    case UnaryOp::kAtan:
+      return ::atan(x);
+    case UnaryOp::kSinh:
+      return ::sinh(x);
+    case UnaryOp::kCosh:
+      return ::cosh(x);
+    case UnaryOp::kAsinh:
+      return ::asinh(x);
+    case UnaryOp::kAcosh:
+      return ::acosh(x);
+    case UnaryOp::kAtanh:
+      return ::atanh(x);
+    case UnaryOp::kCelu:  // max(0, x) + min(0, alpha (exp(x / alpha) - 1))
+      return x > 0 ? x : p.alpha * (::exp(x / p.alpha) - 1);
+    case UnaryOp::kThresholdedRelu:
+      return x > p.alpha ? x : 0.0;
+    case UnaryOp::kShrink:
+      return x < -p.gamma ? x + p.beta : (x > p.gamma ? x - p.beta : 0.0);
+    case UnaryOp::kRound:
+      return ::nearbyint(x);  // halves to even in the default rounding mode, as ONNX says
+    case UnaryOp::kSign:
+      return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);  // NaN stays NaN
   }
   return 0;
 }
@@ -176,7 +219,33 @@ PLANNER_RT_HD inline double derivative(UnaryOp op, const UnaryParams& p, double 
       return x < -3 ? 0.0 : (x > 3 ? 1.0 : x / 3 + 0.5);
     case UnaryOp::kCeil:
     case UnaryOp::kFloor:
+    case UnaryOp::kRound:
+    case UnaryOp::kSign:
       return 0.0;
+    case UnaryOp::kTan:
+      return 1 + y * y;
+    case UnaryOp::kAsin:
+      return 1 / ::sqrt(1 - x * x);
+    case UnaryOp::kAcos:
+      return -1 / ::sqrt(1 - x * x);
+    case UnaryOp::kAtan:
+      return 1 / (1 + x * x);
+    case UnaryOp::kSinh:
+      return ::cosh(x);
+    case UnaryOp::kCosh:
+      return ::sinh(x);
+    case UnaryOp::kAsinh:
+      return 1 / ::sqrt(x * x + 1);
+    case UnaryOp::kAcosh:
+      return 1 / ::sqrt(x * x - 1);
+    case UnaryOp::kAtanh:
+      return 1 / (1 - x * x);
+    case UnaryOp::kCelu:
+      return x > 0 ? 1.0 : ::exp(x / p.alpha);
+    case UnaryOp::kThresholdedRelu:
+      return x > p.alpha ? 1.0 : 0.0;
+    case UnaryOp::kShrink:
+      return x < -p.gamma || x > p.gamma ? 1.0 : 0.0;
   }
   return 0;
 }

@@ -27,18 +27,39 @@ TEST_CASE("UnaryGrad for every unary op the training graph differentiates") {
     double lo, hi;
     Attributes attrs;
   };
-  const std::vector<U> ops = {
-      {"Relu", -1, 1, {}},        {"Sigmoid", -2, 2, {}},
-      {"Tanh", -2, 2, {}},        {"Erf", -2, 2, {}},
-      {"Sqrt", 0.5, 2, {}},       {"Exp", -1, 1, {}},
-      {"Log", 0.5, 2, {}},        {"Abs", -1, 1, {}},
-      {"Gelu", -2, 2, {}},        {"Gelu", -2, 2, {{"approximate", std::string("tanh")}}},
-      {"Softplus", -2, 2, {}},    {"LeakyRelu", -1, 1, {{"alpha", 0.2}}},
-      {"Elu", -1, 1, {}},         {"Selu", -1, 1, {}},
-      {"Reciprocal", 0.5, 2, {}}, {"Softsign", -2, 2, {}},
-      {"HardSigmoid", -2, 2, {}}, {"Sin", -2, 2, {}},
-      {"Cos", -2, 2, {}},         {"Mish", -2, 2, {}},
-      {"HardSwish", -4, 4, {}}};
+  const std::vector<U> ops = {{"Relu", -1, 1, {}},
+                              {"Sigmoid", -2, 2, {}},
+                              {"Tanh", -2, 2, {}},
+                              {"Erf", -2, 2, {}},
+                              {"Sqrt", 0.5, 2, {}},
+                              {"Exp", -1, 1, {}},
+                              {"Log", 0.5, 2, {}},
+                              {"Abs", -1, 1, {}},
+                              {"Gelu", -2, 2, {}},
+                              {"Gelu", -2, 2, {{"approximate", std::string("tanh")}}},
+                              {"Softplus", -2, 2, {}},
+                              {"LeakyRelu", -1, 1, {{"alpha", 0.2}}},
+                              {"Elu", -1, 1, {}},
+                              {"Selu", -1, 1, {}},
+                              {"Reciprocal", 0.5, 2, {}},
+                              {"Softsign", -2, 2, {}},
+                              {"HardSigmoid", -2, 2, {}},
+                              {"Sin", -2, 2, {}},
+                              {"Cos", -2, 2, {}},
+                              {"Mish", -2, 2, {}},
+                              {"HardSwish", -4, 4, {}},
+                              {"Tan", -1, 1, {}},
+                              {"Asin", -0.8, 0.8, {}},
+                              {"Acos", -0.8, 0.8, {}},
+                              {"Atan", -2, 2, {}},
+                              {"Sinh", -2, 2, {}},
+                              {"Cosh", -2, 2, {}},
+                              {"Asinh", -2, 2, {}},
+                              {"Acosh", 1.2, 3, {}},
+                              {"Atanh", -0.8, 0.8, {}},
+                              {"Celu", -1, 1, {{"alpha", 0.7}}},
+                              {"ThresholdedRelu", -1, 1, {{"alpha", 0.0}}},
+                              {"Shrink", -4, 4, {{"lambd", 2.5}, {"bias", 0.3}}}};
   uint64_t seed = 100;
   for (const U& u : ops) {
     INFO(u.op);
