@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <variant>
 
 #include <fmt/format.h>
@@ -104,6 +105,18 @@ class Encoder {
   std::vector<uint8_t> bytes_;
 };
 
+// A tensor attribute's values as the runtime reads them (ConstantOfShape's and Constant's
+// `value`): one element as a scalar, more as a flat list; integers stay integers. Absent where
+// the tensor holds no numeric data (the kernels then fail naming the attribute).
+std::optional<ir::Attribute> tensor_attribute_values(const ir::Attribute& a) {
+  const ir::Tensor& t = *std::get<std::shared_ptr<const ir::Tensor>>(a.value);
+  if (!t.has_data() || t.dtype == ir::DType::kString) return std::nullopt;
+  const bool integral = !ir::is_floating(t.dtype);
+  if (t.num_elements() == 1)
+    return integral ? ir::Attribute{t.int_values()[0]} : ir::Attribute{t.float_values()[0]};
+  return integral ? ir::Attribute{t.int_values()} : ir::Attribute{t.float_values()};
+}
+
 void encode_attribute(Encoder& e, const std::string& name, const ir::Attribute& a) {
   e.s(name);
   if (a.is_int()) {
@@ -177,11 +190,15 @@ std::string launcher_program_source(const Programs& p) {
       e.s(s.op_type);
       e.s(s.domain);
       e.s(s.node);
-      int64_t n = 0;
-      for (const auto& [k, a] : s.attributes) n += a.is_tensor() ? 0 : 1;
-      e.i(n);
-      for (const auto& [k, a] : s.attributes)
-        if (!a.is_tensor()) encode_attribute(e, k, a);
+      std::vector<std::pair<std::string, ir::Attribute>> attrs;
+      for (const auto& [k, a] : s.attributes) {
+        if (!a.is_tensor())
+          attrs.emplace_back(k, a);
+        else if (std::optional<ir::Attribute> v = tensor_attribute_values(a))
+          attrs.emplace_back(k, *v);
+      }
+      e.i(static_cast<int64_t>(attrs.size()));
+      for (const auto& [k, a] : attrs) encode_attribute(e, k, a);
       e.ints(s.inputs);
       e.ints(s.outputs);
       e.ints(s.group);

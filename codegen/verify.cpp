@@ -79,6 +79,13 @@ double half_value(uint16_t h, bool bf16) {
   return (h & 0x8000) ? -v : v;
 }
 
+template <typename T>
+double load(const DumpedSlice& s, int64_t i) {
+  T v;
+  std::memcpy(&v, s.bytes.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return static_cast<double>(v);
+}
+
 double element(const DumpedSlice& s, int64_t i) {
   switch (s.dtype) {
     case ir::DType::kFloat16:
@@ -87,22 +94,25 @@ double element(const DumpedSlice& s, int64_t i) {
       std::memcpy(&v, s.bytes.data() + i * 2, 2);
       return half_value(v, s.dtype == ir::DType::kBFloat16);
     }
-    case ir::DType::kFloat32: {
-      float v;
-      std::memcpy(&v, s.bytes.data() + i * 4, 4);
-      return v;
-    }
-    case ir::DType::kInt64: {
-      int64_t v;
-      std::memcpy(&v, s.bytes.data() + i * 8, 8);
-      return static_cast<double>(v);
-    }
-    case ir::DType::kInt32: {
-      int32_t v;
-      std::memcpy(&v, s.bytes.data() + i * 4, 4);
-      return v;
-    }
-    default:
+    case ir::DType::kFloat32:
+      return load<float>(s, i);
+    case ir::DType::kFloat64:
+      return load<double>(s, i);
+    case ir::DType::kInt64:
+      return load<int64_t>(s, i);
+    case ir::DType::kInt32:
+      return load<int32_t>(s, i);
+    case ir::DType::kInt16:
+      return load<int16_t>(s, i);
+    case ir::DType::kInt8:
+      return load<int8_t>(s, i);
+    case ir::DType::kUInt64:
+      return load<uint64_t>(s, i);
+    case ir::DType::kUInt32:
+      return load<uint32_t>(s, i);
+    case ir::DType::kUInt16:
+      return load<uint16_t>(s, i);
+    default:  // u8, bool
       return s.bytes[static_cast<size_t>(i)];
   }
 }

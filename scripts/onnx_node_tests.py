@@ -40,6 +40,18 @@ SCOPE = re.compile(r"no kernel|not supported|unsupported|no TDL|unknown operator
                    r"not an ONNX|has no|out of range|input_N", re.I)
 
 
+# Tests whose expected outputs this runtime differs from on purpose, and why.
+KNOWN = {
+    "test_cast_FLOAT_to_BFLOAT16":
+        "ONNX 1.12's expected values truncate f32 to bf16 (its cast.py keeps the high 16 bits); "
+        "the runtime rounds to nearest even, as PyTorch and CUDA's __float2bfloat16 do",
+    "test_castlike_FLOAT_to_BFLOAT16":
+        "as test_cast_FLOAT_to_BFLOAT16",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded":
+        "as test_cast_FLOAT_to_BFLOAT16",
+}
+
+
 def run_one(planner, test, configs, work):
     model = os.path.join(test, "model.onnx")
     data = os.path.join(test, "test_data_set_0")
@@ -63,6 +75,9 @@ def run_one(planner, test, configs, work):
             result["configs"][cfg] = "out of scope: " + last
             status = "scope" if status == "pass" else status
             break  # the model itself is refused: the other configs would say the same
+    if status == "fail" and result["test"] in KNOWN:
+        status = "known"
+        result["why"] = KNOWN[result["test"]]
     result["status"] = status
     return result
 
@@ -96,12 +111,15 @@ def main():
             results.append(run_one(args.planner, tests[0], configs, work))
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             results += list(pool.map(lambda t: run_one(args.planner, t, configs, work), tests[1:]))
-    counts = {"pass": 0, "scope": 0, "fail": 0}
+    counts = {"pass": 0, "scope": 0, "fail": 0, "known": 0}
     for r in results:
         counts[r["status"]] += 1
         if r["status"] == "fail":
             bad = "; ".join(f"{c}: {v}" for c, v in r["configs"].items() if v != "pass")
             print(f"FAIL {r['test']} ({','.join(r['ops'])}): {bad}")
+    for r in results:
+        if r["status"] == "known":
+            print(f"known difference {r['test']}: {r['why']}")
     reasons = {}
     for r in results:
         if r["status"] == "scope":
@@ -111,7 +129,7 @@ def main():
     for why, names in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
         print(f"out of scope ({len(names)}): {why} [{', '.join(names[:4])}{', ...' if len(names) > 4 else ''}]")
     print(f"{len(results)} node tests ({', '.join(configs)}): {counts['pass']} pass, "
-          f"{counts['fail']} fail, {counts['scope']} out of scope")
+          f"{counts['fail']} fail, {counts['known']} known differences, {counts['scope']} out of scope")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
