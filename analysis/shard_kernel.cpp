@@ -115,9 +115,9 @@ const std::set<std::string> kOnnxNative = {
     "Sqrt", "Sub", "Sum", "Tanh", "Where", "Xor", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
     "Asinh", "Acosh", "Atanh", "Celu", "ThresholdedRelu", "Shrink", "Round",
     // shape-checked: correct on slices whenever the local shapes come out right
-    "BatchNormalization", "Concat", "Einsum", "GlobalAveragePool", "GlobalMaxPool", "GRU",
-    "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm", "ReduceMax", "ReduceMean",
-    "ReduceMin", "ReduceSum", "RNN", "Softmax", "Split", "Transpose",
+    "ArgMax", "ArgMin", "BatchNormalization", "Concat", "Einsum", "GlobalAveragePool",
+    "GlobalMaxPool", "GRU", "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm",
+    "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "RNN", "Softmax", "Split", "Transpose",
     // with rewritten attributes or shape inputs
     "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
     "Squeeze", "Unsqueeze"};

@@ -121,6 +121,8 @@ constexpr Entry kKernels[] = {
     {"", "ReduceSum", k_reduce, kCuda, CUDA(c_reduce)},
     {"", "ReduceMax", k_reduce, kCuda, CUDA(c_reduce)},
     {"", "ReduceMin", k_reduce, kCuda, CUDA(c_reduce)},
+    {"", "ArgMax", k_arg_extreme, kCuda, CUDA(c_arg_extreme)},
+    {"", "ArgMin", k_arg_extreme, kCuda, CUDA(c_arg_extreme)},
     // data movement
     {"", "Transpose", k_transpose, kCuda, CUDA(c_transpose)},
     {"", "Reshape", k_reshape, kCuda, CUDA(c_copy)},
@@ -138,6 +140,7 @@ constexpr Entry kKernels[] = {
     {"", "Constant", k_constant, kCuda, CUDA(c_constant)},
     {"", "Shape", k_shape, kCuda, CUDA(c_shape)},
     {"", "Gather", k_gather, kCuda, CUDA(c_gather)},
+    {"", "Trilu", k_trilu, kCuda, CUDA(c_trilu)},
     // recurrent
     {"", "LSTM", k_lstm, kCublas, CUDA(c_lstm)},
     {"", "GRU", k_gru, kCublas, CUDA(c_gru)},

@@ -214,6 +214,8 @@ void k_pad_grad(const KernelContext&);
 void k_gather_grad(const KernelContext&);
 void k_zeros_like(const KernelContext&);
 // rnn.cpp
+void k_arg_extreme(const KernelContext&);  // ArgMax, ArgMin
+void k_trilu(const KernelContext&);
 void k_lstm(const KernelContext&);
 void k_gru(const KernelContext&);
 void k_rnn(const KernelContext&);

@@ -84,4 +84,19 @@ RangeSpec range_spec(const KernelContext& ctx);
 /// ConstantOfShape's value, after checking the output against the shape input (host memory).
 double constant_of_shape_value(const KernelContext& ctx);
 
+/// ArgMax's and ArgMin's geometry: the input as [outer, extent, inner], n output elements;
+/// checks the output (int64, keepdims) and the input type (f32, i32, i64).
+struct ArgShapes {
+  int64_t extent = 1, inner = 1, n = 0;
+  bool max = true, last = false;
+};
+ArgShapes arg_shapes(const KernelContext& ctx);
+
+/// Trilu's matrices (the last two dimensions) and its k (input 1, host memory) and upper.
+struct TriluShapes {
+  int64_t rows = 0, cols = 0, k = 0;
+  bool upper = true;
+};
+TriluShapes trilu_shapes(const KernelContext& ctx);
+
 }  // namespace planner::rt::kernels

@@ -78,6 +78,9 @@ void c_matmul_trans_b(const KernelContext&);
 void gemm_f32(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
               float* c, int64_t ldc);
+// select_cuda.cpp
+void c_arg_extreme(const KernelContext&);
+void c_trilu(const KernelContext&);
 // rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)
 void c_lstm(const KernelContext&);
 void c_gru(const KernelContext&);

@@ -139,6 +139,14 @@ void launch_pool_grad(const kernels::PoolGeom& g, int64_t planes, const float* x
 void launch_global_pool_grad(bool max, const float* x, const float* dy, float* dx, int64_t planes,
                              int64_t in_p, cudaStream_t stream);
 
+// ---- select.cu -------------------------------------------------------------------------------
+/// ArgMax (max) / ArgMin of x ([outer, extent, inner], ONNX dtype 1, 6 or 7) into n int64s.
+void launch_arg_extreme(int dtype, const void* x, int64_t* y, int64_t n, int64_t extent,
+                        int64_t inner, bool max, bool last, cudaStream_t stream);
+/// Trilu over n elements of `elem` bytes, matrices rows x cols.
+void launch_trilu(const void* x, void* y, int64_t n, int64_t rows, int64_t cols, int64_t k,
+                  bool upper, int elem, cudaStream_t stream);
+
 // ---- rnn.cu ---------------------------------------------------------------------------------
 /// rnn_element(k, p, e) for e in [0, n), one thread each.
 void launch_rnn(kernels::RnnKernel k, const kernels::RnnStep& p, int64_t n, cudaStream_t stream);
