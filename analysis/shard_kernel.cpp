@@ -108,12 +108,12 @@ ir::Tensor int64_constant(const std::string& name, const std::vector<int64_t>& v
 
 const std::set<std::string> kOnnxNative = {
     // element-wise (broadcasting inputs arrive as their own boxes)
-    "Abs", "Add", "And", "Cast", "Ceil", "Clip", "Cos", "Div", "Dropout", "Elu", "Equal", "Erf",
-    "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
-    "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mish", "Mul", "Neg", "Not",
-    "Or", "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign",
-    "Sqrt", "Sub", "Sum", "Tanh", "Where", "Xor", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-    "Asinh", "Acosh", "Atanh", "Celu", "ThresholdedRelu", "Shrink", "Round",
+    "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Clip", "Cos", "Div", "Dropout", "Elu",
+    "Equal", "Erf", "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
+    "Identity", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mish", "Mul",
+    "Neg", "Not", "Or", "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus",
+    "Softsign", "Sqrt", "Sub", "Sum", "Tanh", "Where", "Xor", "Tan", "Asin", "Acos", "Atan", "Sinh",
+    "Cosh", "Asinh", "Acosh", "Atanh", "Celu", "ThresholdedRelu", "Shrink", "Round",
     // shape-checked: correct on slices whenever the local shapes come out right
     "ArgMax", "ArgMin", "BatchNormalization", "Concat", "Einsum", "GlobalAveragePool",
     "GlobalMaxPool", "GRU", "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm",

@@ -433,6 +433,19 @@ I float_to_int(double v) {
 
 }  // namespace
 
+void cast_like(const KernelContext& ctx, KernelFn cast) {
+  if (!ctx.has_in(1)) ctx.fail("needs target_type (input 1), whose type the output takes");
+  Attributes attrs = ctx.attrs;
+  attrs["to"] = static_cast<int64_t>(ctx.in(1).dtype);
+  const Tensor input = ctx.in(0);
+  cast(
+      KernelContext{ctx.op_type, ctx.node, attrs, std::span<const Tensor>(&input, 1), ctx.outputs});
+}
+
+void k_cast_like(const KernelContext& ctx) {
+  cast_like(ctx, k_cast);
+}
+
 void k_cast(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const Tensor& y = ctx.out(0);

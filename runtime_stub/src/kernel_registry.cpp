@@ -83,6 +83,7 @@ constexpr Entry kKernels[] = {
     {"", "Clip", k_clip, kCuda, CUDA(c_clip)},
     {"", "Not", k_not, kCuda, CUDA(c_not)},
     {"", "Cast", k_cast, kCuda, CUDA(c_cast)},
+    {"", "CastLike", k_cast_like, kCuda, CUDA(c_cast_like)},
     {"", "Identity", k_identity, kCuda, CUDA(c_copy)},
     {"", "Dropout", k_dropout, kCuda, CUDA(c_dropout)},
     // element-wise binary and variadic

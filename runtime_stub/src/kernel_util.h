@@ -214,6 +214,9 @@ void k_pad_grad(const KernelContext&);
 void k_gather_grad(const KernelContext&);
 void k_zeros_like(const KernelContext&);
 // rnn.cpp
+/// CastLike through `cast` (a backend's Cast kernel): Cast to input 1's type, its values unread.
+void cast_like(const KernelContext& ctx, KernelFn cast);
+void k_cast_like(const KernelContext&);
 void k_arg_extreme(const KernelContext&);  // ArgMax, ArgMin
 void k_trilu(const KernelContext&);
 void k_lstm(const KernelContext&);

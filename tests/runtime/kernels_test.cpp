@@ -70,6 +70,13 @@ TEST_CASE("integer arithmetic, comparisons, Where, Not, Cast") {
   expect_close(back.values(), {1.0f, -2.5f, 0.0999755859375f, 65504.0f}, 0, 0);
   CHECK_THROWS_WITH_AS(run("Cast", {{"to", int64_t{6}}}, {f.t}, {i.t}),
                        doctest::Contains("does not match the output type"), Error);
+  // CastLike takes the type of its second input, whose values it does not read.
+  Buf like(DType::kInt64, {1});
+  Buf i2(DType::kInt64, {4});
+  run("CastLike", {}, {f.t, like.t}, {i2.t});
+  CHECK(i2.t.as<int64_t>()[1] == -1);
+  CHECK_THROWS_WITH_AS(run("CastLike", {}, {f.t, like.t}, {bo.t}),
+                       doctest::Contains("does not match the output type"), Error);
 }
 
 TEST_CASE("variadic Sum/Max/Min, Clip, Identity, Dropout, unary functions") {

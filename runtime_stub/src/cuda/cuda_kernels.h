@@ -47,6 +47,7 @@ void c_tile(const KernelContext&);
 void c_gather(const KernelContext&);
 void c_gather_grad(const KernelContext&);
 void c_cast(const KernelContext&);
+void c_cast_like(const KernelContext&);
 void c_range(const KernelContext&);
 void c_constant_of_shape(const KernelContext&);
 void c_constant(const KernelContext&);

@@ -232,6 +232,10 @@ void c_gather_grad(const KernelContext& ctx) {
                            g.outer, g.count, g.inner, g.dim, cuda::context().error, stream());
 }
 
+void c_cast_like(const KernelContext& ctx) {
+  cast_like(ctx, c_cast);
+}
+
 void c_cast(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const Tensor& y = ctx.out(0);
