@@ -27,13 +27,8 @@ struct CompileFlags {
 };
 
 int run_compile(CompileFlags flags) {
-  auto plan = search::load_plan(flags.plan);
+  auto plan = load_plan_and_model(flags.plan, flags.model.model_path);
   if (!plan) return report(plan.error());
-  if (flags.model.model_path.empty()) {
-    auto found = find_plan_model(*plan, flags.plan);
-    if (!found) return report(found.error());
-    flags.model.model_path = *found;
-  }
   // Before the work: the folder must not be (or hold) an input, the working folder or a user's
   // files.
   auto usable = check_outputs({{flags.out, &codegen::compile_folder_kind()}},

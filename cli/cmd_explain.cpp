@@ -30,13 +30,8 @@ struct ExplainFlags {
 };
 
 int run_explain(ExplainFlags flags) {
-  auto plan = search::load_plan(flags.plan);
+  auto plan = load_plan_and_model(flags.plan, flags.model.model_path);
   if (!plan) return report(plan.error());
-  if (flags.model.model_path.empty()) {
-    auto found = find_plan_model(*plan, flags.plan);
-    if (!found) return report(found.error());
-    flags.model.model_path = *found;
-  }
   auto model =
       prepare_for_plan(*plan, flags.model, flags.optimizer, flags.costs, flags.calibration);
   if (!model) return report(model.error());

@@ -214,4 +214,12 @@ std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {
                                          analysis::OpConfig::single(0));
 }
 
+Expected<search::Plan> load_plan_and_model(const std::string& plan_path, std::string& model_path) {
+  PLANNER_TRY_ASSIGN(search::Plan plan, search::load_plan(plan_path));
+  if (model_path.empty()) {
+    PLANNER_TRY_ASSIGN(model_path, find_plan_model(plan, plan_path));
+  }
+  return plan;
+}
+
 }  // namespace planner::cli

@@ -36,6 +36,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& pl
 /// `<name>.onnx` or `<name>.onnxtxt` (the name the plan records) next to the plan file or in
 /// the working folder, whose SHA-256 is the plan's. Error: none found, naming where it looked.
 Expected<std::string> find_plan_model(const search::Plan& plan, const std::string& plan_path);
+/// Loads the plan at `plan_path`; where `model_path` is empty, sets it to the model the plan
+/// names (find_plan_model). What explain and compile start with.
+Expected<search::Plan> load_plan_and_model(const std::string& plan_path, std::string& model_path);
 
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
 std::string plan_precision(const search::Plan& plan);

@@ -34,12 +34,6 @@ def op_types(model):
         return []
 
 
-# Messages that mean the planner does not take the model (scope), not that it computed wrong.
-SCOPE = re.compile(r"no kernel|not supported|unsupported|no TDL|unknown operator|cannot|"
-                   r"not implemented|needs|must be|expected|only|dynamic|is not a|no shape|"
-                   r"not an ONNX|has no|out of range|input_N", re.I)
-
-
 # Tests whose expected outputs this runtime differs from on purpose, and why.
 KNOWN = {
     "test_cast_FLOAT_to_BFLOAT16":

@@ -47,6 +47,14 @@ inline int64_t rnn_workspace_floats(const RnnDims& r, bool backward) {
 
 namespace rnn_program_detail {
 
+// A launch's arguments for direction d; the rest is filled per kernel.
+inline RnnStep step_of(const RnnDims& r, int64_t d) {
+  RnnStep p;
+  p.r = r;
+  p.d = d;
+  return p;
+}
+
 struct Space {
   float *h, *c, *dh, *dc, *hh, *tmp;                          // [B, H]
   float *gh, *act1;                                           // [B, GH]
@@ -85,9 +93,7 @@ void forward_direction(Dev& dev, const RnnCall& a, int64_t d, const Space& sp, b
   const int64_t T = r.T, B = r.B, I = r.I, H = r.H, GH = r.G * H, BH = B * H;
   const float* W = a.W + d * GH * I;
   const float* R = a.R + d * GH * H;
-  RnnStep p;
-  p.r = r;
-  p.d = d;
+  RnnStep p = step_of(r, d);
   p.x = a.X;
   p.xs = sp.xs;
   dev.run(RnnKernel::kGatherX, p, T * B * I);
@@ -165,9 +171,7 @@ void rnn_backward_program(Dev& dev, const RnnCall& a) {
     rnn_program_detail::forward_direction(dev, a, d, sp, true);
     const float* W = a.W + d * GH * I;
     const float* R = a.R + d * GH * H;
-    RnnStep p;
-    p.r = r;
-    p.d = d;
+    RnnStep p = rnn_program_detail::step_of(r, d);
     p.h = sp.dh;
     p.c = r.cell == RnnCell::kLstm ? sp.dc : nullptr;
     p.h0 = a.dyh ? a.dyh + d * BH : nullptr;
@@ -254,9 +258,7 @@ void lstm_grad_weights_program(Dev& dev, const RnnDims& r, const float* X, const
       if (hp) dev.gemm(true, false, GH, H, B, 1.0f, g, GH, hp, H, 1.0f, dr + d * GH * H, H);
     }
     if (db) {
-      RnnStep p;
-      p.r = r;
-      p.d = d;
+      RnnStep p = rnn_program_detail::step_of(r, d);
       p.dg = const_cast<float*>(dG);
       p.out = db + d * 2 * GH;
       dev.run(RnnKernel::kWeightsBias, p, GH);

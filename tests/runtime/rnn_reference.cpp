@@ -2,13 +2,15 @@
 // written as the definitions read (one row and one step at a time, per-step BLAS calls), for
 // tests/runtime/rnn_program_test.cpp to hold the runtime's kernels (rnn_program.h, the code
 // both backends run) against. Forward and reverse directions, sequence lengths, clip, GRU
-// linear_before_reset.
+// linear_before_reset. Inputs, attributes and outputs are read by the runtime's shared checks
+// (rnn.h); the arithmetic is this file's own.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "rnn_reference.h"
 
-#include "../../runtime_stub/src/kernel_util.h"
+#include "../../runtime_stub/src/rnn.h"
 
 namespace rnn_reference {
 
@@ -49,84 +51,26 @@ struct Rnn {
   }
 };
 
-// Reads the forward inputs (X, W, R, B, sequence_lens, initial_h[, initial_c]) starting at
-// `first` and the attributes; fails on what this runtime does not support.
-Rnn parse_rnn(const KernelContext& ctx, Cell cell, size_t first = 0) {
+// The reference's view of a call the runtime's shared checks read (rnn.h: the arithmetic
+// here is independent of rnn_program.h, the reading of inputs and attributes is not). Every
+// present output is zero-filled.
+Rnn from_call(const KernelContext& ctx, RnnCell cell, RnnOp op, RnnCall* call) {
+  *call = parse_rnn_call(ctx, cell, op, true);
+  const RnnDims& d = call->r;
   Rnn r;
-  const bool lstm = cell == Cell::kLstm;
-  r.cell = cell;
-  r.lstm = lstm;
-  r.gates = lstm ? 4 : cell == Cell::kGru ? 3 : 1;
-  const Tensor& x = ctx.in(first);
-  const Tensor& w = ctx.in(first + 1);
-  const Tensor& rr = ctx.in(first + 2);
-  for (const Tensor* t : {&x, &w, &rr}) ctx.expect_dtype(*t, DType::kFloat32, "X, W and R");
-  if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout=1 is not supported");
-  if (lstm && ctx.attr_int("input_forget", 0) != 0) ctx.fail("input_forget=1 is not supported");
-  std::string dir = ctx.attr_string("direction", "forward");
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
-    ctx.fail("unknown direction \"" + dir + "\"");
-  r.bidirectional = dir == "bidirectional";
-  r.reverse = dir == "reverse";
-  r.D = r.bidirectional ? 2 : 1;
-  if (ctx.has_attr("activations")) {
-    auto it = ctx.attrs.find("activations");
-    const auto* acts = std::get_if<std::vector<std::string>>(&it->second);
-    std::vector<std::string> dflt = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                    : cell == Cell::kGru
-                                        ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                        : std::vector<std::string>{"Tanh"};
-    bool ok = acts && acts->size() == dflt.size() * static_cast<size_t>(r.D);
-    for (size_t i = 0; ok && i < acts->size(); ++i) ok = (*acts)[i] == dflt[i % dflt.size()];
-    if (!ok) ctx.fail("only the default activations are supported");
-  }
-  r.clip = static_cast<float>(ctx.attr_float("clip", 0.0));
-  if (r.clip < 0) ctx.fail("clip must be positive");
-  r.linear_before_reset = cell == Cell::kGru && ctx.attr_int("linear_before_reset", 0) != 0;
-  if (x.rank() != 3 || w.rank() != 3 || rr.rank() != 3) ctx.fail("X, W and R must have rank 3");
-  r.T = x.shape[0];
-  r.B = x.shape[1];
-  r.I = x.shape[2];
-  r.H = ctx.attr_int("hidden_size", rr.shape[2]);
-  const int64_t gh = r.gates * r.H;
-  if (w.shape != Shape{r.D, gh, r.I})
-    ctx.fail("W has shape " + shape_to_string(w.shape) + ", expected " +
-             shape_to_string({r.D, gh, r.I}));
-  if (rr.shape != Shape{r.D, gh, r.H})
-    ctx.fail("R has shape " + shape_to_string(rr.shape) + ", expected " +
-             shape_to_string({r.D, gh, r.H}));
-  r.X = x.as<float>();
-  r.W = w.as<float>();
-  r.R = rr.as<float>();
-  if (ctx.has_in(first + 3)) {
-    const Tensor& b = ctx.in(first + 3);
-    ctx.expect_dtype(b, DType::kFloat32, "B");
-    if (b.shape != Shape{r.D, 2 * gh})
-      ctx.fail("B has shape " + shape_to_string(b.shape) + ", expected " +
-               shape_to_string({r.D, 2 * gh}));
-    r.bias = b.as<float>();
-  }
-  r.lens.assign(static_cast<size_t>(r.B), r.T);
-  if (ctx.has_in(first + 4)) {
-    std::vector<int64_t> l = ctx.ints_of(ctx.in(first + 4), "sequence_lens");
-    if (static_cast<int64_t>(l.size()) != r.B)
-      ctx.fail("sequence_lens must have " + std::to_string(r.B) + " entries");
-    for (int64_t v : l)
-      if (v < 0 || v > r.T)
-        ctx.fail("sequence length " + std::to_string(v) + " is outside [0, " + std::to_string(r.T) +
-                 "]");
-    r.lens = l;
-  }
-  const Shape state = {r.D, r.B, r.H};
-  for (size_t k = 5; k <= (lstm ? 6u : 5u); ++k) {
-    if (!ctx.has_in(first + k)) continue;
-    const Tensor& t = ctx.in(first + k);
-    ctx.expect_dtype(t, DType::kFloat32, k == 5 ? "initial_h" : "initial_c");
-    if (t.shape != state)
-      ctx.fail(std::string(k == 5 ? "initial_h" : "initial_c") + " has shape " +
-               shape_to_string(t.shape) + ", expected " + shape_to_string(state));
-    (k == 5 ? r.h0 : r.c0) = t.as<float>();
-  }
+  r.cell = cell == RnnCell::kLstm ? Cell::kLstm : cell == RnnCell::kGru ? Cell::kGru : Cell::kRnn;
+  r.lstm = cell == RnnCell::kLstm;
+  r.gates = d.G;
+  r.T = d.T, r.B = d.B, r.I = d.I, r.H = d.H, r.D = d.D;
+  r.bidirectional = d.bidirectional, r.reverse = d.reverse;
+  r.clip = d.clip;
+  r.linear_before_reset = d.lbr;
+  r.X = call->X, r.W = call->W, r.R = call->R, r.bias = call->bias, r.h0 = call->h0;
+  r.c0 = call->c0;
+  for (int64_t b = 0; b < d.B; ++b)
+    r.lens.push_back(d.lens32 ? d.lens32[b] : d.lens64 ? d.lens64[b] : d.T);
+  for (size_t k = 0; k < ctx.outputs.size(); ++k)
+    if (ctx.has_out(k)) std::memset(ctx.out(k).data, 0, ctx.out(k).bytes());
   return r;
 }
 
@@ -278,25 +222,12 @@ void run_direction(const Rnn& r, int64_t d, float* y, float* h_out, float* c_out
 
 // LSTM, GRU, RNN: inputs X, W, R[, B][, sequence_lens][, initial_h][, initial_c (LSTM)]; outputs
 // Y, Y_h[, Y_c (LSTM)], each optional.
-void rnn_forward(const KernelContext& ctx, Cell cell) {
-  Rnn r = parse_rnn(ctx, cell);
-  if (cell == Cell::kLstm && ctx.has_in(7)) ctx.fail("peephole weights P are not supported");
-  if (cell != Cell::kLstm && ctx.has_in(6)) ctx.fail("takes at most 6 inputs");
-  float* y = nullptr;
-  float* yh = nullptr;
-  float* yc = nullptr;
-  if (ctx.has_out(0)) {
-    ctx.expect_out(0, DType::kFloat32, {r.T, r.D, r.B, r.H});
-    y = ctx.out(0).as<float>();
-    std::fill(y, y + ctx.out(0).numel(), 0.0f);  // steps past a sequence's length stay zero
-  }
-  if (ctx.has_out(1))
-    ctx.expect_out(1, DType::kFloat32, {r.D, r.B, r.H}), yh = ctx.out(1).as<float>();
-  if (cell == Cell::kLstm && ctx.has_out(2))
-    ctx.expect_out(2, DType::kFloat32, {r.D, r.B, r.H}), yc = ctx.out(2).as<float>();
+void rnn_forward(const KernelContext& ctx, RnnCell cell) {
+  RnnCall c;
+  const Rnn r = from_call(ctx, cell, RnnOp::kForward, &c);
   for (int64_t d = 0; d < r.D; ++d)
-    run_direction(r, d, y, yh ? yh + d * r.B * r.H : nullptr, yc ? yc + d * r.B * r.H : nullptr,
-                  nullptr);
+    run_direction(r, d, c.y, c.yh ? c.yh + d * r.B * r.H : nullptr,
+                  c.yc ? c.yc + d * r.B * r.H : nullptr, nullptr);
 }
 
 // What one backward pass reads (the output gradients, each optional: absent is zero) and writes
@@ -314,26 +245,6 @@ struct RnnGrads {
   float* dgates = nullptr;     // [T, D, B, G*H]: gradients of the gate pre-activations, by time
   float* hseq = nullptr;       // [T, D, B, H]: the recomputed hidden sequence
 };
-
-// The optional output-gradient input k: null when absent, else checked against `s`.
-const float* grad_input(const KernelContext& ctx, size_t k, const Shape& s, const char* what) {
-  if (!ctx.has_in(k)) return nullptr;
-  const Tensor& t = ctx.in(k);
-  ctx.expect_dtype(t, DType::kFloat32, what);
-  if (t.shape != s)
-    ctx.fail(std::string(what) + " has shape " + shape_to_string(t.shape) + ", expected " +
-             shape_to_string(s));
-  return t.as<float>();
-}
-
-// The optional output k: null when absent, else checked against `s` and zero-filled.
-float* grad_output(const KernelContext& ctx, size_t k, const Shape& s) {
-  if (!ctx.has_out(k)) return nullptr;
-  ctx.expect_out(k, DType::kFloat32, s);
-  float* p = ctx.out(k).as<float>();
-  std::fill(p, p + num_elements(s), 0.0f);
-  return p;
-}
 
 // Back-propagation through time for every direction: re-runs the forward recurrence with a
 // tape, then walks the steps backwards. Steps past a row's length pass the state gradient
@@ -496,62 +407,35 @@ void rnn_backward(const Rnn& r, const RnnGrads& io) {
   }
 }
 
-// GRUGrad / RNNGrad: inputs X, W, R, B, sequence_lens, initial_h (absent ones as absent
-// tensors), dY, dY_h; outputs one gradient per forward input (dX, dW, dR, dB, none for
-// sequence_lens, d initial_h), each optional.
-void fused_backward(const KernelContext& ctx, Cell cell) {
-  if (ctx.inputs.size() > 8)
-    ctx.fail("takes at most 8 inputs (X, W, R, B, sequence_lens, initial_h, dY, dY_h), got " +
-             std::to_string(ctx.inputs.size()));
-  if (ctx.outputs.size() > 6) ctx.fail("has at most 6 outputs, one per forward input");
-  const Rnn r = parse_rnn(ctx, cell);
-  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, GH = r.gates * H, D = r.D;
-  if (ctx.has_out(4)) ctx.fail("sequence_lens has no gradient (output 4 must be absent)");
+// GRUGrad / RNNGrad: inputs X, W, R, B, sequence_lens, initial_h, dY, dY_h; outputs one
+// gradient per forward input (none for sequence_lens), each optional.
+void fused_backward(const KernelContext& ctx, RnnCell cell) {
+  RnnCall c;
+  const Rnn r = from_call(ctx, cell, RnnOp::kFusedGrad, &c);
   RnnGrads io;
-  io.dy = grad_input(ctx, 6, {T, D, B, H}, "dY");
-  io.dyh = grad_input(ctx, 7, {D, B, H}, "dY_h");
-  io.dx = grad_output(ctx, 0, {T, B, I});
-  io.dw = grad_output(ctx, 1, {D, GH, I});
-  io.dr = grad_output(ctx, 2, {D, GH, H});
-  io.db = grad_output(ctx, 3, {D, 2 * GH});
-  io.dh0 = grad_output(ctx, 5, {D, B, H});
+  io.dy = c.dy, io.dyh = c.dyh;
+  io.dx = c.dx, io.dw = c.dw, io.dr = c.dr, io.db = c.db, io.dh0 = c.dh0;
   rnn_backward(r, io);
 }
 
 }  // namespace
 
 void lstm(const KernelContext& ctx) {
-  rnn_forward(ctx, Cell::kLstm);
+  rnn_forward(ctx, RnnCell::kLstm);
 }
 void gru(const KernelContext& ctx) {
-  rnn_forward(ctx, Cell::kGru);
+  rnn_forward(ctx, RnnCell::kGru);
 }
 void rnn(const KernelContext& ctx) {
-  rnn_forward(ctx, Cell::kRnn);
+  rnn_forward(ctx, RnnCell::kRnn);
 }
 
 void lstm_grad_data(const KernelContext& ctx) {
-  // Inputs X, W, R, B, sequence_lens, initial_h, initial_c, dY, dY_h, dY_c (B onwards optional;
-  // an absent output gradient is zero). Outputs dX, d initial_h, d initial_c, dGates
-  // [T, D, B, 4H], H [T, D, B, H], each optional.
-  if (ctx.inputs.size() > 10)
-    ctx.fail(
-        "takes at most 10 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, dY, "
-        "dY_h, dY_c), got " +
-        std::to_string(ctx.inputs.size()));
-  if (ctx.outputs.size() > 5)
-    ctx.fail("has at most 5 outputs (dX, d initial_h, d initial_c, dGates, H)");
-  const Rnn r = parse_rnn(ctx, Cell::kLstm);
-  const int64_t T = r.T, B = r.B, I = r.I, H = r.H, D = r.D;
+  RnnCall c;
+  const Rnn r = from_call(ctx, RnnCell::kLstm, RnnOp::kLstmGradData, &c);
   RnnGrads io;
-  io.dy = grad_input(ctx, 7, {T, D, B, H}, "dY");
-  io.dyh = grad_input(ctx, 8, {D, B, H}, "dY_h");
-  io.dyc = grad_input(ctx, 9, {D, B, H}, "dY_c");
-  io.dx = grad_output(ctx, 0, {T, B, I});
-  io.dh0 = grad_output(ctx, 1, {D, B, H});
-  io.dc0 = grad_output(ctx, 2, {D, B, H});
-  io.dgates = grad_output(ctx, 3, {T, D, B, 4 * H});
-  io.hseq = grad_output(ctx, 4, {T, D, B, H});
+  io.dy = c.dy, io.dyh = c.dyh, io.dyc = c.dyc;
+  io.dx = c.dx, io.dh0 = c.dh0, io.dc0 = c.dc0, io.dgates = c.dgates, io.hseq = c.hseq;
   rnn_backward(r, io);
 }
 
@@ -562,39 +446,14 @@ void lstm_grad_weights(const KernelContext& ctx) {
   //   dB_d = [sum dG, sum dG] (Wb and Rb alike),
   // Hprev_d(t) = H[t-1, d] (forward) or H[t+1, d] (reverse), initial_h at the first step.
   // Times ascend in every sum; each is one sgemm over the batch per time step.
-  ctx.expect_arity(4, 3, "(X, H, initial_h, dGates) -> (dW, dR, dB)");
-  const Tensor& x = ctx.in(0);
-  const Tensor& hs = ctx.in(1);
-  const Tensor& dgt = ctx.in(3);
-  ctx.expect_dtype(x, DType::kFloat32, "X");
-  ctx.expect_dtype(hs, DType::kFloat32, "H");
-  ctx.expect_dtype(dgt, DType::kFloat32, "dGates");
-  if (ctx.attr_int("layout", 0) != 0) ctx.fail("layout=1 is not supported");
-  const std::string dir = ctx.attr_string("direction", "forward");
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
-    ctx.fail("unknown direction \"" + dir + "\"");
-  const int64_t D = dir == "bidirectional" ? 2 : 1;
-  if (x.rank() != 3) ctx.fail("X has shape " + shape_to_string(x.shape) + ", expected rank 3");
-  if (hs.rank() != 4) ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected rank 4");
-  const int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2], H = hs.shape[3], GH = 4 * H;
-  if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", H) != H)
-    ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected hidden size " +
-             std::to_string(ctx.attr_int("hidden_size", H)));
-  if (hs.shape != Shape{T, D, B, H})
-    ctx.fail("H has shape " + shape_to_string(hs.shape) + ", expected " +
-             shape_to_string({T, D, B, H}));
-  if (dgt.shape != Shape{T, D, B, GH})
-    ctx.fail("dGates has shape " + shape_to_string(dgt.shape) + ", expected " +
-             shape_to_string({T, D, B, GH}));
-  const float* h0 = grad_input(ctx, 2, {D, B, H}, "initial_h");
-  float* dw = grad_output(ctx, 0, {D, GH, I});
-  float* dr = grad_output(ctx, 1, {D, GH, H});
-  float* db = grad_output(ctx, 2, {D, 2 * GH});
-  const float* xp = x.as<float>();
-  const float* hp = hs.as<float>();
-  const float* dg = dgt.as<float>();
+  const LstmWeightsCall c = parse_lstm_grad_weights(ctx);
+  const int64_t T = c.r.T, B = c.r.B, I = c.r.I, H = c.r.H, D = c.r.D, GH = 4 * H;
+  const float *h0 = c.h0, *xp = c.X, *hp = c.Hs, *dg = c.dG;
+  float *dw = c.dw, *dr = c.dr, *db = c.db;
+  for (float* o : {dw, dr, db})
+    if (o) std::fill(o, o + (o == dw ? D * GH * I : o == dr ? D * GH * H : D * 2 * GH), 0.0f);
   for (int64_t d = 0; d < D; ++d) {
-    const bool reversed = dir == "reverse" || d == 1;
+    const bool reversed = c.r.reverse || d == 1;
     for (int64_t t = 0; t < T; ++t) {
       const float* g = dg + (t * D + d) * B * GH;  // [B, 4H]
       if (dw)
@@ -617,10 +476,10 @@ void lstm_grad_weights(const KernelContext& ctx) {
 }
 
 void gru_grad(const KernelContext& ctx) {
-  fused_backward(ctx, Cell::kGru);
+  fused_backward(ctx, RnnCell::kGru);
 }
 void rnn_grad(const KernelContext& ctx) {
-  fused_backward(ctx, Cell::kRnn);
+  fused_backward(ctx, RnnCell::kRnn);
 }
 
 }  // namespace rnn_reference
