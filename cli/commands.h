@@ -30,5 +30,6 @@ void configure_frontier(CLI::App& app, std::function<int()>& run);
 void configure_explain(CLI::App& app, std::function<int()>& run);
 void configure_compile(CLI::App& app, std::function<int()>& run);
 void configure_verify(CLI::App& app, std::function<int()>& run);
+void configure_generate(CLI::App& app, std::function<int()>& run);
 
 }  // namespace planner::cli

@@ -37,6 +37,8 @@ constexpr std::array kCommands = {
                 configure_compile},
     CommandSpec{"verify", "check a plan: run it partitioned and whole, compare the results",
                 configure_verify},
+    CommandSpec{"generate", "write a graph-only model of a given architecture and size (GPT)",
+                configure_generate},
 };
 
 // "did you mean …?" for a mistyped subcommand.
