@@ -401,6 +401,22 @@ Expected<LoweredPlan> PlanRecords::emit() const {
       if (op.outputs[o] != ir::kNoTensor)
         plan.tensor_sharding[static_cast<size_t>(op.outputs[o])] = rec.sharding[o];
   }
+  // Ops that wait for others without reading them (recomputation, ir::Op::after): each compute
+  // task waits for the other op's compute tasks on its device, or all of them where that op
+  // has none there.
+  for (ir::OpId id : graph.topo_order())
+    for (ir::OpId before : graph.op(id).after) {
+      const auto& mine = ops[static_cast<size_t>(id)].compute.tasks;
+      const auto& theirs = ops[static_cast<size_t>(before)].compute.tasks;
+      for (size_t k = 0; k < mine.size(); ++k) {
+        const TaskId to = base[static_cast<size_t>(id)][0] + static_cast<TaskId>(k);
+        bool same_device = false;
+        for (const Task& t : theirs) same_device |= t.resource == mine[k].resource;
+        for (size_t j = 0; j < theirs.size(); ++j)
+          if (!same_device || theirs[j].resource == mine[k].resource)
+            g.add_edge(base[static_cast<size_t>(before)][0] + static_cast<TaskId>(j), to);
+      }
+    }
   // Buffers in creation order, released by the tasks that read them.
   std::vector<Buffer> buffers;
   std::vector<std::vector<size_t>> buffer_base(ops.size());

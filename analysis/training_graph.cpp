@@ -6,6 +6,8 @@
 // with one ONNX Sum (the accumulation Tofu groups with the tensor, section 5.1).
 #include "analysis/training_graph.h"
 
+#include "analysis/recompute.h"
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -28,8 +30,20 @@ std::string_view phase_name(Phase phase) {
       return "backward";
     case Phase::kUpdate:
       return "update";
+    case Phase::kRecompute:
+      return "recompute";
   }
   return "?";
+}
+
+std::string_view recompute_name(Recompute recompute) {
+  return recompute == Recompute::kAll ? "all" : "none";
+}
+
+std::optional<Recompute> recompute_from_name(std::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "all") return Recompute::kAll;
+  return std::nullopt;
 }
 
 namespace {
@@ -974,6 +988,11 @@ Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
   auto result = builder.run();
   if (!result) return result.error();
   builder.fill_grad_tables(*result);
+  result->recomputes.assign(static_cast<size_t>(result->graph.num_tensors()), ir::kNoTensor);
+  if (options.recompute == Recompute::kAll) {
+    auto applied = apply_recompute(*result, source);
+    if (!applied) return applied.error();
+  }
   return result;
 }
 

@@ -2,7 +2,9 @@
 // update, with each backward operator tagged by the forward operator it belongs to.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -17,14 +19,30 @@ enum class Optimizer {
   kAdam,      ///< two moment tensors per parameter
 };
 
+/// Which forward activations the backward pass reads as saved, and which it recomputes
+/// (analysis/recompute.h).
+enum class Recompute : uint8_t {
+  kNone,  ///< every activation the backward pass reads is kept from the forward pass
+  kAll,   ///< only checkpoints are kept; the rest is recomputed segment by segment
+};
+
+std::string_view recompute_name(Recompute recompute);
+std::optional<Recompute> recompute_from_name(std::string_view name);
+
 /// Options for build_training_graph.
 struct TrainingOptions {
   Optimizer optimizer = Optimizer::kSgd;
   double learning_rate = 0.01;  ///< recorded on the update operators
+  Recompute recompute = Recompute::kNone;
 };
 
 /// The phase an operator runs in within one training step.
-enum class Phase : uint8_t { kForward, kBackward, kUpdate };
+enum class Phase : uint8_t {
+  kForward,
+  kBackward,
+  kUpdate,
+  kRecompute,  ///< a forward operator run again in the backward pass (analysis/recompute.h)
+};
 
 std::string_view phase_name(Phase phase);
 
@@ -41,6 +59,8 @@ struct TrainingGraph {
   std::vector<ir::TensorId> grad_of_tensor;
   /// Per tensor: the forward tensor it is the gradient of, or kNoTensor.
   std::vector<ir::TensorId> tensor_of_grad;
+  /// Per tensor: the forward tensor it recomputes (outputs of kRecompute ops), or kNoTensor.
+  std::vector<ir::TensorId> recomputes;
   /// Operator types that had no gradient rule: their backward is one opaque operator each,
   /// which the analysis keeps whole.
   std::vector<std::string> opaque_backward_types;

@@ -108,13 +108,33 @@ int run_plan(const PlanFlags& flags) {
   auto session = open_session(flags.pipeline, dumped);
   if (!session) return report(session.error());
   if (dumped) return 0;
-  const PreparedModel& m = *session->model;
-  if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(), m.graph, m.source);
+  if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(),
+                                              session->model->graph, session->model->source);
       !still)
     return report(still.error());
-  const importers::Topology& topology = *m.topology;
   auto outcome = plan_model(*session, flags.pipeline, flags.search);
   if (!outcome) return report(outcome.error());
+  // --recompute auto: where nothing fits, plan again with recomputation.
+  if (!outcome->fits && session->model->train && flags.pipeline.recompute == "auto") {
+    PipelineFlags again = flags.pipeline;
+    again.recompute = "all";
+    auto session2 = open_session(again, dumped);
+    if (!session2) return report(session2.error());
+    auto outcome2 = plan_model(*session2, again, flags.search);
+    if (!outcome2) return report(outcome2.error());
+    if (outcome2->fits) {
+      outcome2->notes.insert(
+          outcome2->notes.begin(),
+          fmt::format("recomputes activations in the backward pass (--recompute all): "
+                      "without it the plan needs {} on its largest device, over the limit of {}",
+                      format_bytes(static_cast<double>(outcome->plan.predicted.peak_memory_bytes)),
+                      format_bytes(static_cast<double>(outcome->memory_limit))));
+      session = std::move(session2);
+      outcome = std::move(outcome2);
+    }
+  }
+  const PreparedModel& m = *session->model;
+  const importers::Topology& topology = *m.topology;
   const search::Plan& plan = outcome->plan;
   const search::PlanMetrics& dp = plan.baselines.at("data_parallel");
 

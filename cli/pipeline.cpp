@@ -27,6 +27,11 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision "
                  "as PyTorch AMP)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+  app.add_option("--recompute", recompute,
+                 "train mode: none (keep every activation the backward pass reads), all (keep "
+                 "checkpoints, recompute the rest in the backward pass) or auto (the default: "
+                 "none, or all where plan finds nothing that fits without it)")
+      ->check(CLI::IsMember({"none", "all", "auto"}));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -113,6 +118,8 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     t.optimizer = flags.optimizer == "adam"       ? analysis::Optimizer::kAdam
                   : flags.optimizer == "momentum" ? analysis::Optimizer::kMomentum
                                                   : analysis::Optimizer::kSgd;
+    t.recompute =
+        analysis::recompute_from_name(flags.recompute).value_or(analysis::Recompute::kNone);
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));
     out->graph = out->training.graph;
   } else {

@@ -36,9 +36,12 @@ struct PipelineFlags {
   std::string mode = "train";      ///< train | infer
   std::string optimizer = "sgd";   ///< sgd | momentum | adam
   std::string precision = "fp32";  ///< fp32 | tf32 | fp16 | bf16 (ir::Precision)
-  std::string costs;               ///< --costs FILE: measured kernel times
-  std::string calibration;         ///< --calibration FILE: the kernel model's parameters
-  std::string dump_after;          ///< --dump-after STAGE: print a stage's text form
+  /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
+  /// when the plan without recomputation does not fit
+  std::string recompute = "auto";
+  std::string costs;        ///< --costs FILE: measured kernel times
+  std::string calibration;  ///< --calibration FILE: the kernel model's parameters
+  std::string dump_after;   ///< --dump-after STAGE: print a stage's text form
   /// The command goes on to a plan and its compiled step (plan, simulate): --dump-after plan
   /// and program are its stages; other commands refuse them.
   bool plans = false;

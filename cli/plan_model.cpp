@@ -91,6 +91,12 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
           flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("optimizer") && o["optimizer"].is_string())
       flags.optimizer = o["optimizer"].get<std::string>();
+    if (o.contains("recompute") && o["recompute"].is_string()) {
+      flags.recompute = o["recompute"].get<std::string>();
+      if (!analysis::recompute_from_name(flags.recompute))
+        return make_error("{}: unknown recompute '{}' in the plan", model.model_path,
+                          flags.recompute);
+    }
     if (o.contains("precision") && o["precision"].is_string()) {
       std::string p = o["precision"].get<std::string>();
       if (!ir::precision_from_name(p))

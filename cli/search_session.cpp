@@ -188,6 +188,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["budget_s"] = options.budget_s;
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
+  if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "analysis/comm_model.h"
@@ -258,6 +259,8 @@ void Builder::add_edges_and_buffers() {
   for (int r = 0; r < p_.num_ranks; ++r) {
     const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
     TaskId previous_kernel = kNoTask;
+    // Per op: its kernels on this rank so far, for the ops that wait for it (ir::Op::after).
+    std::unordered_map<ir::OpId, std::vector<TaskId>> kernels_of;
     for (size_t i = 0; i < prog.steps.size(); ++i) {
       const Step& s = prog.steps[i];
       TaskId task = out_.step_task[static_cast<size_t>(r)][i];
@@ -275,6 +278,14 @@ void Builder::add_edges_and_buffers() {
         // The compute stream runs kernels in program order.
         if (previous_kernel != kNoTask && in_order_) out_.graph.add_edge(previous_kernel, task);
         previous_kernel = task;
+        if (s.op != ir::kNoOp) {
+          for (ir::OpId before : g_.op(s.op).after) {
+            auto it = kernels_of.find(before);
+            if (it == kernels_of.end()) continue;
+            for (TaskId from : it->second) out_.graph.add_edge(from, task);
+          }
+          kernels_of[s.op].push_back(task);
+        }
       }
     }
   }

@@ -262,10 +262,20 @@ Expected<void> Graph::finalize(const std::string& source) {
 
   // Kahn's algorithm with a min-heap on op id: deterministic and close to model order.
   std::vector<int> pending(ops_.size(), 0);
-  for (OpId id = 0; id < num_ops(); ++id)
-    for (TensorId t : ops_[static_cast<size_t>(id)].inputs)
+  std::vector<std::vector<OpId>> followers(ops_.size());  // ops that wait for this one (after)
+  for (OpId id = 0; id < num_ops(); ++id) {
+    const Op& op = ops_[static_cast<size_t>(id)];
+    for (TensorId t : op.inputs)
       if (t != kNoTensor && tensors_[static_cast<size_t>(t)].producer != kNoOp)
         ++pending[static_cast<size_t>(id)];
+    for (OpId a : op.after) {
+      if (a < 0 || a >= num_ops() || a == id)
+        return fail(
+            make_error("{}: waits for an operator that is not in the graph", node_where(op)));
+      followers[static_cast<size_t>(a)].push_back(id);
+      ++pending[static_cast<size_t>(id)];
+    }
+  }
   std::priority_queue<OpId, std::vector<OpId>, std::greater<>> ready;
   for (OpId id = 0; id < num_ops(); ++id)
     if (pending[static_cast<size_t>(id)] == 0) ready.push(id);
@@ -279,6 +289,8 @@ Expected<void> Graph::finalize(const std::string& source) {
       for (OpId c : tensors_[static_cast<size_t>(t)].consumers)
         if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
     }
+    for (OpId c : followers[static_cast<size_t>(id)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
   }
   if (topo_order_.size() != ops_.size()) {
     for (OpId id = 0; id < num_ops(); ++id)
@@ -294,9 +306,21 @@ void Graph::erase_ops(const std::vector<bool>& erase) {
                 ops_.size());
   std::vector<Op> kept;
   kept.reserve(ops_.size());
+  std::vector<OpId> renumber(ops_.size(), kNoOp);
   for (size_t i = 0; i < ops_.size(); ++i)
-    if (!erase[i]) kept.push_back(std::move(ops_[i]));
+    if (!erase[i]) {
+      renumber[i] = static_cast<OpId>(kept.size());
+      kept.push_back(std::move(ops_[i]));
+    }
   ops_ = std::move(kept);
+  for (Op& op : ops_) {
+    std::vector<OpId> after;
+    for (OpId a : op.after)
+      if (a >= 0 && static_cast<size_t>(a) < renumber.size() &&
+          renumber[static_cast<size_t>(a)] != kNoOp)
+        after.push_back(renumber[static_cast<size_t>(a)]);
+    op.after = std::move(after);
+  }
   op_index_.clear();
   for (OpId id = 0; id < num_ops(); ++id) op_index_.emplace(ops_[static_cast<size_t>(id)].name, id);
   erase_unused_tensors();
@@ -376,7 +400,9 @@ std::string to_text(const Graph& graph) {
     std::string type = op.domain.empty() ? op.op_type : op.domain + "." + op.op_type;
     out << "  " << fmt::format("{}", fmt::join(outs, ", ")) << " = " << type;
     if (!attrs.empty()) out << "<" << fmt::format("{}", fmt::join(attrs, ", ")) << ">";
-    out << "(" << fmt::format("{}", fmt::join(ins, ", ")) << ")  # '" << op.name << "'\n";
+    out << "(" << fmt::format("{}", fmt::join(ins, ", ")) << ")  # '" << op.name << "'";
+    for (OpId a : op.after) out << " after '" << graph.op(a).name << "'";
+    out << "\n";
   }
   for (TensorId id : graph.outputs) out << "  output " << ref(id) << "\n";
   return out.str();

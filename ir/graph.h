@@ -98,6 +98,10 @@ struct Op {
   std::map<std::string, Attribute> attributes;  ///< sorted by name: deterministic
   std::vector<TensorId> inputs;                 ///< kNoTensor for an omitted optional input
   std::vector<TensorId> outputs;                ///< kNoTensor for an omitted optional output
+  /// Ops that must finish before this one starts, though it reads nothing of theirs: the
+  /// schedule of recomputation (analysis/recompute.h). Not part of ONNX; empty for imported
+  /// nodes.
+  std::vector<OpId> after;
 
   const Attribute* attribute(std::string_view key) const;
   int64_t int_attr(std::string_view key, int64_t fallback) const;

@@ -21,11 +21,11 @@ constexpr double kLaneGap = 4;
 constexpr double kTiny = 2;  // pixels: a box narrower than this merges with its neighbour
 
 // Box colours, by class.
-enum BoxClass { kForward, kBackward, kUpdate, kCompute, kComm, kNumClasses };
-constexpr const char* kClassColour[kNumClasses] = {"#4e79a7", "#f28e2b", "#59a14f", "#4e79a7",
-                                                   "#e15759"};
-constexpr const char* kClassName[kNumClasses] = {"forward", "backward", "update", "compute",
-                                                 "communication"};
+enum BoxClass { kForward, kBackward, kUpdate, kCompute, kComm, kRecompute, kNumClasses };
+constexpr const char* kClassColour[kNumClasses] = {"#4e79a7", "#f28e2b", "#59a14f",
+                                                   "#4e79a7", "#e15759", "#b07aa1"};
+constexpr const char* kClassName[kNumClasses] = {"forward", "backward",      "update",
+                                                 "compute", "communication", "recompute"};
 
 BoxClass class_of(const analysis::Task& task, const std::vector<analysis::Phase>& op_phase) {
   if (task.kind == analysis::TaskKind::kComm) return kComm;
@@ -37,6 +37,8 @@ BoxClass class_of(const analysis::Task& task, const std::vector<analysis::Phase>
       return kBackward;
     case analysis::Phase::kUpdate:
       return kUpdate;
+    case analysis::Phase::kRecompute:
+      return kRecompute;
   }
   return kCompute;
 }

@@ -39,7 +39,7 @@ std::string index_path(const std::string& path, size_t i) {
 // Names of enumerations as the file spells them.
 
 constexpr analysis::Phase kPhases[] = {analysis::Phase::kForward, analysis::Phase::kBackward,
-                                       analysis::Phase::kUpdate};
+                                       analysis::Phase::kUpdate, analysis::Phase::kRecompute};
 constexpr ir::TensorRole kRoles[] = {ir::TensorRole::kInput, ir::TensorRole::kParameter,
                                      ir::TensorRole::kActivation, ir::TensorRole::kConstant,
                                      ir::TensorRole::kOptimizerState};

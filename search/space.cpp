@@ -130,10 +130,14 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
     }
     return out;
   };
+  // A gradient stands for its forward tensor, and a recomputed tensor for its original.
   auto key = [&](ir::TensorId t) {
     if (training && static_cast<size_t>(t) < training->tensor_of_grad.size() &&
         training->tensor_of_grad[static_cast<size_t>(t)] != ir::kNoTensor)
       return training->tensor_of_grad[static_cast<size_t>(t)];
+    if (training && static_cast<size_t>(t) < training->recomputes.size() &&
+        training->recomputes[static_cast<size_t>(t)] != ir::kNoTensor)
+      return training->recomputes[static_cast<size_t>(t)];
     return t;
   };
 

@@ -10,6 +10,7 @@
 #include "analysis/training_graph.h"
 #include "ir/graph.h"
 #include "rt_test_util.h"
+#include "training_executor.h"
 
 using namespace rt_test;
 namespace ir = planner::ir;
@@ -66,65 +67,6 @@ struct GraphBuilder {
     o.outputs = std::move(outs);
     o.attributes = std::move(attrs);
     g.add_op(std::move(o));
-  }
-};
-
-planner::rt::Attributes convert(const std::map<std::string, ir::Attribute>& attrs) {
-  planner::rt::Attributes out;
-  for (const auto& [k, a] : attrs)
-    std::visit(
-        [&, &k = k](const auto& v) {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::shared_ptr<const ir::Tensor>>)
-            FAIL("tensor attribute " << k);
-          else
-            out[k] = v;
-        },
-        a.value);
-  return out;
-}
-
-/// Every tensor of a training graph with storage; runs ops through the runtime's kernels.
-struct Executor {
-  const an::TrainingGraph& tg;
-  std::vector<Buf> bufs;
-
-  explicit Executor(const an::TrainingGraph& t) : tg(t) {
-    uint64_t seed = 1;
-    for (const ir::Tensor& t : tg.graph.tensors()) {
-      Buf b(static_cast<DType>(static_cast<int32_t>(t.dtype)), t.shape);
-      if (t.has_data()) {
-        REQUIRE(static_cast<int64_t>(t.data.size()) == b.t.bytes());
-        std::memcpy(b.t.data, t.data.data(), t.data.size());
-      } else if (t.role == ir::TensorRole::kInput || t.role == ir::TensorRole::kParameter) {
-        if (t.dtype == ir::DType::kFloat32) planner::rt::fill_uniform(b.t, seed++, t.name, -1, 1);
-      }
-      bufs.push_back(std::move(b));
-    }
-  }
-  Tensor view(ir::TensorId id) const {
-    return id == ir::kNoTensor ? Tensor{} : bufs[static_cast<size_t>(id)].t;
-  }
-  void run(bool forward_only) {
-    for (ir::OpId id : tg.graph.topo_order()) {
-      if (forward_only && tg.op_phase[static_cast<size_t>(id)] != an::Phase::kForward) continue;
-      const ir::Op& op = tg.graph.op(id);
-      std::vector<Tensor> ins, outs;
-      for (ir::TensorId t : op.inputs) ins.push_back(view(t));
-      for (ir::TensorId t : op.outputs) outs.push_back(view(t));
-      planner::rt::run_kernel(op.domain, op.op_type, convert(op.attributes), ins, outs, op.name);
-    }
-  }
-  double loss(const std::vector<ir::TensorId>& outputs) {
-    run(true);
-    double l = 0;
-    for (ir::TensorId o : outputs) {
-      const std::vector<float> values = bufs[static_cast<size_t>(o)].values();
-      double sum = 0;
-      for (float v : values) sum += 0.5 * double(v) * v;
-      l += sum / static_cast<double>(std::max<size_t>(values.size(), 1));
-    }
-    return l;
   }
 };
 

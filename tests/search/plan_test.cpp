@@ -216,7 +216,8 @@ TEST_CASE("every validation error names the file and the JSON path") {
   CHECK(error_after([](json& j) { j["ops"] = json::object(); }) ==
         "plan.json: $.ops: expected an array, got an object");
   CHECK(error_after([](json& j) { j["ops"][0]["phase"] = "fwd"; }) ==
-        "plan.json: $.ops[0].phase: unknown phase 'fwd', expected forward, backward or update");
+        "plan.json: $.ops[0].phase: unknown phase 'fwd', expected forward, backward, update or "
+        "recompute");
   CHECK(error_after([](json& j) { j["ops"][1]["config"] = "{m:4}@0-2"; }) ==
         "plan.json: $.ops[1].config: bad operator configuration '{m:4}@0-2': the device list does "
         "not have one device per shard");

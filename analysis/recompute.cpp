@@ -1,0 +1,266 @@
+#include "analysis/recompute.h"
+
+#include <cmath>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace planner::analysis {
+namespace {
+
+using ir::OpId;
+using ir::TensorId;
+
+// The forward pass's cut points and the tensors the rewrite keeps.
+struct Checkpointing {
+  std::vector<bool> keep;  // per tensor: the backward pass reads the original
+  int checkpoints = 0;
+  int64_t checkpoint_bytes = 0;
+};
+
+Checkpointing choose_checkpoints(const TrainingGraph& tg) {
+  const ir::Graph& g = tg.graph;
+  const auto nt = static_cast<size_t>(g.num_tensors());
+  std::vector<int> pos(static_cast<size_t>(g.num_ops()), -1);
+  int n = 0;
+  for (OpId id : g.topo_order())
+    if (tg.op_phase[static_cast<size_t>(id)] == Phase::kForward) pos[static_cast<size_t>(id)] = n++;
+  auto forward_activation = [&](TensorId t) {
+    OpId p = g.tensor(t).producer;
+    return p != ir::kNoOp && pos[static_cast<size_t>(p)] >= 0;
+  };
+
+  Checkpointing c;
+  c.keep.assign(nt, true);
+  std::vector<bool> is_output(nt, false);
+  for (TensorId t : g.outputs) is_output[static_cast<size_t>(t)] = true;
+
+  // Per forward activation: where it is made, its last forward reader, whether the backward
+  // pass reads it (saved).
+  std::vector<int> first(nt, -1), last(nt, -1);
+  std::vector<bool> saved(nt, false), global(nt, false);
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    if (!forward_activation(t)) continue;
+    first[static_cast<size_t>(t)] = last[static_cast<size_t>(t)] =
+        pos[static_cast<size_t>(g.tensor(t).producer)];
+    for (OpId r : g.tensor(t).consumers) {
+      const int p = pos[static_cast<size_t>(r)];
+      if (p < 0)
+        saved[static_cast<size_t>(t)] = true;
+      else
+        last[static_cast<size_t>(t)] = std::max(last[static_cast<size_t>(t)], p);
+    }
+    // Read all through the pass (masks): kept, and no obstacle to a cut.
+    global[static_cast<size_t>(t)] =
+        2 * (last[static_cast<size_t>(t)] - first[static_cast<size_t>(t)]) > n;
+  }
+
+  // Activations alive across each cut (between forward positions p and p + 1), without the
+  // global ones: a cut is a candidate where exactly one is.
+  std::vector<int64_t> count(static_cast<size_t>(n) + 1, 0), idsum(static_cast<size_t>(n) + 1, 0);
+  std::vector<int64_t> saved_at(static_cast<size_t>(n), 0);
+  int64_t saved_total = 0;
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    const auto i = static_cast<size_t>(t);
+    if (first[i] < 0 || global[i]) continue;
+    if (saved[i] && !is_output[i]) {
+      saved_at[static_cast<size_t>(first[i])] += g.tensor(t).num_bytes();
+      saved_total += g.tensor(t).num_bytes();
+    }
+    if (last[i] > first[i]) {
+      count[static_cast<size_t>(first[i])] += 1, idsum[static_cast<size_t>(first[i])] += t;
+      count[static_cast<size_t>(last[i])] -= 1, idsum[static_cast<size_t>(last[i])] -= t;
+    }
+  }
+  std::vector<std::pair<int, TensorId>> cuts;  // (position, the one tensor alive across it)
+  int64_t live = 0, live_ids = 0, cut_bytes = 0;
+  for (int p = 0; p + 1 < n; ++p) {
+    live += count[static_cast<size_t>(p)];
+    live_ids += idsum[static_cast<size_t>(p)];
+    if (live == 1) {
+      const auto t = static_cast<TensorId>(live_ids);
+      cuts.push_back({p, t});
+      cut_bytes += g.tensor(t).num_bytes();
+    }
+  }
+
+  // Chen et al.'s budget: checkpoints every sqrt(saved x cut size) bytes of saved activations.
+  std::vector<bool> checkpoint(nt, false);
+  if (!cuts.empty()) {
+    const double mean_cut = static_cast<double>(cut_bytes) / static_cast<double>(cuts.size());
+    const double budget = std::sqrt(static_cast<double>(saved_total) * mean_cut);
+    double since = 0;
+    int next = 0;
+    for (const auto& [p, t] : cuts) {
+      for (; next <= p; ++next) since += static_cast<double>(saved_at[static_cast<size_t>(next)]);
+      if (since >= budget && !checkpoint[static_cast<size_t>(t)]) {
+        checkpoint[static_cast<size_t>(t)] = true;
+        ++c.checkpoints;
+        c.checkpoint_bytes += g.tensor(t).num_bytes();
+        since = 0;
+      }
+    }
+  }
+
+  // Kept: everything not made by the forward pass, checkpoints, global tensors, graph outputs,
+  // and outputs of operators that read no activation (a parameter's transpose: nothing to
+  // recompute it from before it is needed).
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    const auto i = static_cast<size_t>(t);
+    if (first[i] < 0 || checkpoint[i] || global[i] || is_output[i]) continue;
+    bool reads_activation = false;
+    for (TensorId in : g.op(g.tensor(t).producer).inputs)
+      reads_activation |= in != ir::kNoTensor && forward_activation(in);
+    if (reads_activation) c.keep[i] = false;
+  }
+  return c;
+}
+
+// Builds the rewritten graph: the ops in their old order, each clone inserted right before the
+// first op that needs it.
+class Rewriter {
+ public:
+  Rewriter(const TrainingGraph& tg, std::vector<bool> keep)
+      : tg_(tg), g_(tg.graph), keep_(std::move(keep)) {
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      names_.insert(g_.tensor(t).name);
+      out_.add_tensor(g_.tensor(t));
+    }
+    for (OpId o = 0; o < g_.num_ops(); ++o) names_.insert(g_.op(o).name);
+    out_.name = g_.name;
+    out_.inputs = g_.inputs;
+    out_.outputs = g_.outputs;
+    clone_of_.assign(static_cast<size_t>(g_.num_tensors()), ir::kNoTensor);
+    new_id_.assign(static_cast<size_t>(g_.num_ops()), ir::kNoOp);
+    state_.assign(static_cast<size_t>(g_.num_ops()), 0);
+  }
+
+  void run() {
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      ir::Op op = g_.op(o);
+      if (tg_.op_phase[static_cast<size_t>(o)] != Phase::kForward)
+        for (TensorId& t : op.inputs)
+          if (t != ir::kNoTensor && !keep_[static_cast<size_t>(t)]) t = recomputed(t);
+      op.after.clear();
+      const OpId id = out_.add_op(std::move(op));
+      new_id_[static_cast<size_t>(o)] = id;
+      phase_.push_back(tg_.op_phase[static_cast<size_t>(o)]);
+      group_.push_back(tg_.op_group[static_cast<size_t>(o)]);  // old ids: renumbered below
+      last_plain_ = id;
+    }
+    for (OpId& gr : group_)
+      if (gr != ir::kNoOp) gr = new_id_[static_cast<size_t>(gr)];
+  }
+
+  ir::Graph& graph() { return out_; }
+  std::vector<Phase>& phases() { return phase_; }
+  std::vector<OpId>& groups() { return group_; }
+  const std::vector<TensorId>& clone_of() const { return clone_of_; }
+  int cloned_ops() const { return cloned_; }
+
+ private:
+  // The clone of forward tensor `t`, made (with what it needs) if it is not there yet.
+  TensorId recomputed(TensorId t) {
+    if (clone_of_[static_cast<size_t>(t)] == ir::kNoTensor) clone(g_.tensor(t).producer);
+    return clone_of_[static_cast<size_t>(t)];
+  }
+
+  // Clones forward op `root` and every forward op it needs, producers first (an explicit stack:
+  // a long segment must not exhaust the call stack).
+  void clone(OpId root) {
+    std::vector<OpId> stack = {root};
+    while (!stack.empty()) {
+      const OpId o = stack.back();
+      auto& st = state_[static_cast<size_t>(o)];
+      if (st == 2) {
+        stack.pop_back();
+        continue;
+      }
+      if (st == 0) {
+        st = 1;
+        for (TensorId in : g_.op(o).inputs)
+          if (in != ir::kNoTensor && !keep_[static_cast<size_t>(in)] &&
+              clone_of_[static_cast<size_t>(in)] == ir::kNoTensor)
+            stack.push_back(g_.tensor(in).producer);
+        continue;
+      }
+      stack.pop_back();
+      emit_clone(o);
+      st = 2;
+    }
+  }
+
+  void emit_clone(OpId o) {
+    ir::Op op = g_.op(o);
+    for (TensorId& in : op.inputs)
+      if (in != ir::kNoTensor && !keep_[static_cast<size_t>(in)])
+        in = clone_of_[static_cast<size_t>(in)];
+    for (TensorId& out : op.outputs) {
+      if (out == ir::kNoTensor) continue;
+      ir::Tensor t = g_.tensor(out);
+      t.name = unique(t.name + ":recomputed");
+      t.data.clear();
+      const TensorId id = out_.add_tensor(std::move(t));
+      clone_of_[static_cast<size_t>(out)] = id;
+      clone_of_.push_back(ir::kNoTensor);
+      out = id;
+    }
+    op.name = unique("recompute/" + op.name);
+    op.after.clear();
+    if (last_plain_ != ir::kNoOp) op.after.push_back(last_plain_);
+    out_.add_op(std::move(op));
+    phase_.push_back(Phase::kRecompute);
+    group_.push_back(tg_.op_group[static_cast<size_t>(o)]);
+    ++cloned_;
+  }
+
+  std::string unique(const std::string& base) {
+    std::string name = base;
+    for (int i = 2; !names_.insert(name).second; ++i) name = fmt::format("{}#{}", base, i);
+    return name;
+  }
+
+  const TrainingGraph& tg_;
+  const ir::Graph& g_;
+  std::vector<bool> keep_;
+  ir::Graph out_;
+  std::unordered_set<std::string> names_;
+  std::vector<TensorId> clone_of_;  // old tensor -> its clone (grows with new tensors)
+  std::vector<OpId> new_id_;
+  std::vector<int> state_;  // per old op: 0 not cloned, 1 on the stack, 2 cloned
+  std::vector<Phase> phase_;
+  std::vector<OpId> group_;
+  OpId last_plain_ = ir::kNoOp;
+  int cloned_ = 0;
+};
+
+}  // namespace
+
+Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, const std::string& source) {
+  Checkpointing c = choose_checkpoints(tg);
+  RecomputeSummary summary;
+  summary.checkpoints = c.checkpoints;
+  summary.checkpoint_bytes = c.checkpoint_bytes;
+  const int old_tensors = tg.graph.num_tensors();
+  Rewriter rw(tg, c.keep);
+  rw.run();
+  ir::Graph& g = rw.graph();
+  if (auto done = g.finalize(source); !done) return done.error();
+  summary.cloned_ops = rw.cloned_ops();
+  tg.recomputes.assign(static_cast<size_t>(g.num_tensors()), ir::kNoTensor);
+  for (TensorId t = 0; t < old_tensors; ++t) {
+    const TensorId c2 = rw.clone_of()[static_cast<size_t>(t)];
+    if (c2 == ir::kNoTensor) continue;
+    tg.recomputes[static_cast<size_t>(c2)] = t;
+    summary.recomputed_bytes += g.tensor(t).num_bytes();
+  }
+  tg.graph = std::move(g);
+  tg.op_phase = std::move(rw.phases());
+  tg.op_group = std::move(rw.groups());
+  tg.grad_of_tensor.resize(static_cast<size_t>(tg.graph.num_tensors()), ir::kNoTensor);
+  tg.tensor_of_grad.resize(static_cast<size_t>(tg.graph.num_tensors()), ir::kNoTensor);
+  return summary;
+}
+
+}  // namespace planner::analysis

@@ -1,0 +1,46 @@
+// Activation recomputation (gradient checkpointing) as a pass over the training graph: the
+// backward pass reads forward activations from clones of their forward operators, run again in
+// the backward pass, instead of keeping them from the forward pass. Only checkpoints are kept.
+//
+// Checkpoints follow Chen et al. 2016 ("Training Deep Nets with Sublinear Memory Cost",
+// section 4.1): the forward pass, in topological order, has cut points where a single
+// activation carries everything later operators need (a residual stream between transformer
+// blocks, a ResNet block's output); tensors every part of the pass reads (attention masks)
+// are kept and ignored when finding cuts. Walking the cuts in order, one becomes a checkpoint
+// whenever the activations saved since the previous checkpoint reach sqrt(saved bytes x mean
+// cut bytes), the budget that balances checkpoint memory against the largest segment
+// recomputed at once (about one block per segment in a transformer).
+//
+// Everything the backward pass reads that is not kept is recomputed: each forward operator it
+// needs gets a clone (phase kRecompute, named "recompute/<name>", outputs "<name>:recomputed")
+// placed in the step's order right before the first backward operator that needs it, reading
+// kept tensors and other clones. A clone also waits for the operator before it (ir::Op::after),
+// so the simulator and the compiled program both run it when the backward pass reaches its
+// segment, not as soon as its inputs exist. Clones compute what their originals computed
+// (Dropout draws its mask from its seed and the element index, docs/runtime.md), so a step
+// with recomputation updates the parameters exactly as one without.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/training_graph.h"
+#include "support/expected.h"
+
+namespace planner::analysis {
+
+/// What apply_recompute did.
+struct RecomputeSummary {
+  int checkpoints = 0;           ///< cut tensors kept as checkpoints
+  int cloned_ops = 0;            ///< forward operators run again in the backward pass
+  int64_t recomputed_bytes = 0;  ///< bytes of the forward activations recomputed
+  int64_t checkpoint_bytes = 0;  ///< bytes of the checkpoints
+};
+
+/// Rewrites `training` (built with Recompute::kNone) so its backward pass recomputes every
+/// saved activation except checkpoints. Op ids change (clones are inserted in the order they
+/// run); tensor ids of the original graph stay, clones' tensors are appended.
+/// training.recomputes maps each clone tensor to its original. Errors name `source`.
+Expected<RecomputeSummary> apply_recompute(TrainingGraph& training, const std::string& source);
+
+}  // namespace planner::analysis
