@@ -88,6 +88,20 @@ std::string search_text(const search::PlanSearch& s) {
   return fmt::format("{} (seed {})", s.algorithm, s.seed);
 }
 
+// What the step is, from the search options the plan records: precision, optimizer and
+// recomputation (their defaults where a plan records none).
+std::string step_text(const search::PlanSearch& s) {
+  auto option = [&](const char* key, const char* fallback) {
+    const auto& o = s.options;
+    return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
+                                                                  : std::string(fallback);
+  };
+  std::string text = option("precision", "fp32");
+  if (s.options.is_object() && s.options.contains("optimizer"))
+    text += ", " + option("optimizer", "sgd");
+  return text + ", recompute " + option("recompute", "none");
+}
+
 // ---------------------------------------------------------------------------------------------
 // JSON output: everything, no truncation; a program reads it.
 
@@ -255,6 +269,9 @@ void print_table(const DiffFlags& flags, const search::PlanDiff& diff) {
   header.push_back({"mode", diff.old_mode == diff.new_mode
                                 ? diff.new_mode
                                 : diff.old_mode + " → " + diff.new_mode});
+  header.push_back({"step", step_text(diff.old_search) == step_text(diff.new_search)
+                                ? step_text(diff.new_search)
+                                : step_text(diff.old_search) + " → " + step_text(diff.new_search)});
   print_rows(header, "");
 
   std::printf("\npredicted\n");

@@ -61,6 +61,15 @@ int run_explain(ExplainFlags flags) {
               format_seconds(plan->predicted.step_time_s).c_str(),
               format_bytes(static_cast<double>(plan->predicted.peak_memory_bytes)).c_str(),
               format_bytes(static_cast<double>(plan->predicted.comm_bytes)).c_str());
+  if (m.train) {
+    // The backward pass's recomputation (analysis/recompute.h).
+    int clones = 0;
+    for (analysis::Phase p : m.training.op_phase) clones += p == analysis::Phase::kRecompute;
+    if (clones > 0)
+      std::printf(
+          "recompute %d forward operators run again in the backward pass (--recompute all)\n",
+          clones);
+  }
 
   if (flags.op.empty()) {
     // The groups that cost the most under the plan, with their choices.
