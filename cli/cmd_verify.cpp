@@ -125,6 +125,9 @@ int run_verify(VerifyFlags flags) {
     if (auto given = attach_test_data(model->graph, flags.inputs, flags.options); !given)
       return report(given.error());
   }
+  for (const ir::Op& op : model->graph.ops())
+    if (op.domain == analysis::kPlannerDomain && op.op_type == "Adam")
+      flags.options.adam_lr = std::max(flags.options.adam_lr, op.float_attr("lr", 0.01));
   auto part = compile_programs(*model, configs, ranks);
   if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);

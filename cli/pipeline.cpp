@@ -32,6 +32,11 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "checkpoints, recompute the rest in the backward pass) or auto (the default: "
                  "none, or all where plan finds nothing that fits without it)")
       ->check(CLI::IsMember({"none", "all", "auto"}));
+  app.add_option("--zero", zero,
+                 "train mode: 0 (every data-parallel replica keeps whole parameters, gradients "
+                 "and optimizer state; the default) or 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: "
+                 "they are sharded between steps, parameters gathered for the step)")
+      ->check(CLI::Range(0, 3));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");

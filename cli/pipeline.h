@@ -39,6 +39,9 @@ struct PipelineFlags {
   /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
   /// when the plan without recomputation does not fit
   std::string recompute = "auto";
+  /// ZeRO stage of the searches' space: 0 (replicated updates, as DDP) or 2 (updates sharded
+  /// over the devices that would replicate them: search::GroupSpace's shard_state)
+  int zero = 0;
   std::string costs;        ///< --costs FILE: measured kernel times
   std::string calibration;  ///< --calibration FILE: the kernel model's parameters
   std::string dump_after;   ///< --dump-after STAGE: print a stage's text form

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -94,8 +95,14 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
   s.lowering = s.model->lowering.get();
+  if (flags.zero == 1 || flags.zero == 3)
+    return make_error(
+        "--zero {}: not implemented yet; --zero 2 shards gradients, optimizer state "
+        "and parameters between steps (docs/search.md)",
+        flags.zero);
   auto space =
-      search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr);
+      search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr,
+                                 s.model->train && flags.zero == 2);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
   return s;
@@ -131,17 +138,28 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   if (!predicted) return predicted.error();
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
-                           info->name == "one-weird-trick" || info->name == "megatron";
+                           info->name == "one-weird-trick" || info->name == "megatron" ||
+                           info->name == "fsdp";
+  // With sharded state pinned (--zero 2), the data parallelism a search falls back to shards it
+  // too, over all the GPUs.
+  const bool sharded = m.train && pipeline.zero == 2;
   if (!is_baseline && !search_flags.no_fallback) {
     // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
     // searches' cuts make: the fastest that fits replaces a slower search result.
     const int n = topology.num_devices();
     std::vector<std::vector<analysis::OpConfig>> dps;
     std::vector<int> dp_blocks;
-    for (int b : options.fewer_devices ? search::device_blocks(n) : std::vector<int>{n}) {
-      auto c = b == n ? Expected<std::vector<analysis::OpConfig>>(dp->configs)
-                      : analysis::baseline_configs(*session.lowering,
-                                                   analysis::Baseline::kDataParallel, b);
+    std::vector<int> blocks =
+        options.fewer_devices && !sharded ? search::device_blocks(n) : std::vector<int>{n};
+    std::optional<search::SearchResult> fsdp;
+    if (sharded) {
+      PLANNER_TRY_ASSIGN(fsdp, search::run_fsdp(session.context(), options));
+    }
+    for (int b : blocks) {
+      auto c =
+          b == n
+              ? Expected<std::vector<analysis::OpConfig>>(fsdp ? fsdp->configs : dp->configs)
+              : analysis::baseline_configs(*session.lowering, analysis::Baseline::kDataParallel, b);
       if (!c) continue;
       dps.push_back(std::move(*c));
       dp_blocks.push_back(b);
@@ -159,11 +177,11 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
       result->options.erase("gpus_used");
       if (best_n < n) result->options["gpus_used"] = best_n;
       out.notes.push_back(
-          fmt::format("the search's plan ({}) was slower than data parallelism{} ({}) under the "
-                      "simulator: kept data parallelism",
-                      format_seconds(predicted->step_time_s),
+          fmt::format("the search's plan ({}) was slower than {}data parallelism{} ({}) under "
+                      "the simulator: kept {}data parallelism",
+                      format_seconds(predicted->step_time_s), sharded ? "sharded " : "",
                       best_n < n ? fmt::format(" over {} of the {} GPUs", best_n, n) : "",
-                      format_seconds(best_m.step_time_s)));
+                      format_seconds(best_m.step_time_s), sharded ? "sharded " : ""));
       configs = std::move(best_dp);
       predicted = best_m;
     }
@@ -189,6 +207,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
   if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
+  if (m.train && pipeline.zero != 0) o["zero"] = pipeline.zero;
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;

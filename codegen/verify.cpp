@@ -177,6 +177,19 @@ Tolerance default_tolerance(ir::Precision precision, int depth) {
   return t;
 }
 
+namespace {
+
+// The kind of optimizer state a dumped tensor is ("m", "v", "velocity"), or null.
+const char* state_kind(const std::string& name) {
+  for (const char* kind : {":m:updated", ":v:updated", ":velocity:updated"}) {
+    const size_t k = std::strlen(kind);
+    if (name.size() > k && name.compare(name.size() - k, k, kind) == 0) return kind;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector<DumpedSlice>& ref,
                          const Tolerance& tol) {
   Comparison c;
@@ -184,6 +197,10 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
   for (const DumpedSlice& r : ref) by_name[r.name] = &r;
   std::map<std::string, std::vector<bool>> covered;
   std::map<std::string, double> scale;
+  // Optimizer state is measured against the largest state of its kind over all parameters:
+  // one backward pass computes every gradient, with rounding relative to the whole gradient,
+  // so the state of a parameter whose gradient vanishes holds rounding alone.
+  std::map<std::string, double> state_scale;
   for (const auto& [name, r] : by_name) {
     int64_t n =
         static_cast<int64_t>(r->bytes.size() / std::max<size_t>(1, ir::dtype_size(r->dtype)));
@@ -198,6 +215,7 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
         ++non_finite;
     }
     scale[name] = m;
+    if (const char* kind = state_kind(name)) state_scale[kind] = std::max(state_scale[kind], m);
     if (non_finite && c.reference_finite && !tol.specials_equal) {
       c.ok = c.reference_finite = false;
       c.problem = fmt::format(
@@ -205,6 +223,8 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
           name, non_finite, r->dtype == ir::DType::kFloat16 ? " (f16 overflows past 65504)" : "");
     }
   }
+  for (const auto& [name, r] : by_name)
+    if (const char* kind = state_kind(name)) scale[name] = state_scale[kind];
   for (const DumpedSlice& s : part) {
     auto it = by_name.find(s.name);
     if (it == by_name.end() || it->second->global_shape != s.global_shape) {
@@ -213,6 +233,16 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       continue;
     }
     const DumpedSlice& r = *it->second;
+    // An Adam-updated parameter: its moments, to bound how far rounding turns its update.
+    const DumpedSlice *m1 = nullptr, *m2 = nullptr;
+    if (tol.adam_step > 0 && s.name.size() > 8 &&
+        s.name.compare(s.name.size() - 8, 8, ":updated") == 0) {
+      const std::string base = s.name.substr(0, s.name.size() - 8);
+      auto a = by_name.find(base + ":m:updated"), b = by_name.find(base + ":v:updated");
+      if (a != by_name.end() && b != by_name.end() && a->second->global_shape == s.global_shape &&
+          b->second->global_shape == s.global_shape)
+        m1 = a->second, m2 = b->second;
+    }
     int64_t n = 1;
     for (int64_t d : s.shape) n *= d;
     std::vector<int64_t> idx(s.shape.size(), 0);
@@ -227,9 +257,17 @@ Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector
       const double rel = diff / std::max(scale[s.name], 1e-30);
       // An updated parameter's change also carries the rounding of the update (two units in
       // the last place of the parameter, one per run).
-      const double allowed = tol.atol * scale[s.name] +
-                             tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0) +
-                             2 * std::max(s.floor, r.floor);
+      double allowed = tol.atol * scale[s.name] +
+                       tol.rtol * (std::isfinite(b) ? std::fabs(b) : 0.0) +
+                       2 * std::max(s.floor, r.floor);
+      if (m1) {
+        // The update lr * m / sqrt(v) moves by the moments' allowed relative errors.
+        const double m = std::fabs(element(*m1, g)), v = std::fabs(element(*m2, g));
+        const double dm = tol.atol * scale[m1->name] + tol.rtol * m;
+        const double dv = tol.atol * scale[m2->name] + tol.rtol * v;
+        const double turn = dm / std::max(m, 1e-300) + 0.5 * dv / std::max(v, 1e-300);
+        allowed += tol.adam_step * std::min(2.0, turn);
+      }
       // A NaN or infinity on either side is never within tolerance.
       const double ratio = diff == 0             ? 0
                            : std::isfinite(diff) ? diff / std::max(allowed, 1e-300)
@@ -500,6 +538,7 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
   Tolerance tolerance = default_tolerance(reference.precision, rounding_depth(reference, o.steps));
   if (o.atol >= 0) tolerance.atol = o.atol;
   if (o.rtol >= 0) tolerance.rtol = o.rtol;
+  tolerance.adam_step = o.adam_lr * o.steps;
   std::optional<Comparison> expected;
   if (!o.expected.empty()) {
     std::vector<DumpedSlice> produced = ref;

@@ -41,6 +41,11 @@ struct Tolerance {
   /// NaN matches NaN and an infinity the same infinity, and a reference holding them is fine
   /// (runs on given inputs whose expected outputs hold them); else both are errors.
   bool specials_equal = false;
+  /// Adam's learning rate times the steps run (0 without Adam): an update divides the first
+  /// moment by the root of the second, so where rounding moves the moments relative to their
+  /// size it moves the parameter by up to that fraction of this, and by up to twice this where
+  /// a gradient is nothing but rounding (a key bias under softmax).
+  double adam_step = 0;
 };
 
 /// The longest chain of roundings in `program`: kernel steps whose results are rounded to a
@@ -114,6 +119,7 @@ struct VerifyOptions {
   /// compared with `expected` as they are.
   std::vector<ir::Tensor> constant_outputs;
   double expected_atol = 1e-7, expected_rtol = 1e-3;  ///< ONNX's backend test defaults
+  double adam_lr = 0;  ///< the Adam updates' learning rate (0: no Adam), for Tolerance
 };
 
 /// What one partitioned program did against the reference.

@@ -71,6 +71,8 @@ void set_group(const GroupSpace& space, int group, const CutList& cuts, int n,
     configs[static_cast<size_t>(op)] = std::move(config);
 }
 
+}  // namespace
+
 Expected<SearchResult> data_parallel_fallback(const SearchContext& context, std::string note) {
   SearchResult r;
   PLANNER_TRY_ASSIGN(r.configs,
@@ -80,8 +82,6 @@ Expected<SearchResult> data_parallel_fallback(const SearchContext& context, std:
   r.plans_evaluated = 1;
   return r;
 }
-
-}  // namespace
 
 Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const SearchOptions&) {
   const analysis::Lowering& lowering = context.lowering;
@@ -228,6 +228,41 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
                   "row-parallel layers, {} operators following), {}-way data parallelism "
                   "across nodes",
                   per_node, column, row, followed, nodes));
+  r.plans_evaluated = 1;
+  return r;
+}
+
+}  // namespace planner::search
+
+namespace planner::search {
+
+Expected<SearchResult> run_fsdp(const SearchContext& context, const SearchOptions&) {
+  if (!context.training)
+    return data_parallel_fallback(context,
+                                  "inference: no optimizer state to shard; kept data "
+                                  "parallelism");
+  const analysis::Lowering& lowering = context.lowering;
+  const int n = lowering.topology().num_devices();
+  SearchResult r;
+  PLANNER_TRY_ASSIGN(r.configs,
+                     analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
+  // Data parallelism whose updates are sharded over the replicas (GroupSpace's shard_state).
+  PLANNER_TRY_ASSIGN(GroupSpace sharded, GroupSpace::create(lowering, context.training, true));
+  const std::vector<int> devices = all_devices(n);
+  int updates = 0;
+  for (int g = 0; g < sharded.num_groups(); ++g) {
+    auto cuts = sharded.cuts_of(g, r.configs[static_cast<size_t>(sharded.leader(g))]);
+    if (!cuts) continue;
+    for (auto& [op, config] : sharded.configs(g, *cuts, devices)) {
+      if (context.training->op_phase[static_cast<size_t>(op)] != analysis::Phase::kUpdate) continue;
+      updates += config.replicas == 1 ? 1 : 0;
+      r.configs[static_cast<size_t>(op)] = std::move(config);
+    }
+  }
+  r.notes.push_back(fmt::format(
+      "data parallelism with parameters, gradients and optimizer state sharded over the {} "
+      "replicas between steps (ZeRO stage 2, FSDP's SHARD_GRAD_OP): {} updates sharded",
+      n, updates));
   r.plans_evaluated = 1;
   return r;
 }

@@ -23,6 +23,10 @@ const std::vector<SearchInfo>& searches() {
       {"megatron",
        "baseline: tensor parallelism inside nodes, data parallelism across them (Megatron-LM)",
        &run_megatron},
+      {"fsdp",
+       "baseline: data parallelism with parameters, gradients and optimizer state sharded "
+       "(ZeRO stage 2, FSDP SHARD_GRAD_OP)",
+       &run_fsdp},
   };
   return table;
 }

@@ -99,6 +99,10 @@ int64_t default_memory_limit(const importers::Topology& topology);
 /// every group at once by the exact DP over the group graph given the earlier cuts; the first
 /// cut falls on the slowest links.
 Expected<SearchResult> run_dp(const SearchContext& context, const SearchOptions& options);
+/// Data parallelism with every update sharded over the replicas (ZeRO stage 2).
+Expected<SearchResult> run_fsdp(const SearchContext& context, const SearchOptions& options);
+/// Data parallelism, with `note` in the result (what a baseline keeps where it does not apply).
+Expected<SearchResult> data_parallel_fallback(const SearchContext& context, std::string note);
 
 /// Frontier tracking (TensorOpt 3.2): the (memory, time) frontier over every cut list of at
 /// most two cuts, then the fastest frontier plan that fits the memory limit by the simulator.

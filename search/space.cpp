@@ -82,7 +82,7 @@ analysis::OpConfig config_from_cuts(const CutList& cuts,
 }
 
 Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
-                                        const analysis::TrainingGraph* training) {
+                                        const analysis::TrainingGraph* training, bool shard_state) {
   const ir::Graph& g = lowering.graph();
   GroupSpace space;
   space.lowering_ = &lowering;
@@ -162,6 +162,18 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
     // tensors are labelled only by a later member (a partial sum of gradients that a second
     // Sum finishes) is matched too instead of left replicated.
     grp.var_map.assign(grp.members.size(), {});
+    grp.shard_vars.assign(grp.members.size(), {});
+    if (shard_state && training)
+      for (size_t i = 0; i < grp.members.size(); ++i) {
+        const ir::OpId m = grp.members[i];
+        if (training->op_phase[static_cast<size_t>(m)] != analysis::Phase::kUpdate) continue;
+        std::vector<std::pair<int64_t, std::string>> by_extent;
+        for (const auto& [var, extent] : lowering.splittable(m))
+          if (extent > 1) by_extent.push_back({-extent, var});
+        std::stable_sort(by_extent.begin(), by_extent.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (const auto& [neg, var] : by_extent) grp.shard_vars[i].push_back(var);
+      }
     std::vector<bool> done(grp.members.size(), false);
     std::vector<std::map<std::string, std::vector<std::pair<ir::TensorId, int>>>> member_walks(
         grp.members.size());
@@ -214,10 +226,38 @@ std::vector<std::pair<ir::OpId, analysis::OpConfig>> GroupSpace::configs(
     int group, const CutList& cuts, const std::vector<int>& devices) const {
   const Group& grp = groups_[static_cast<size_t>(group)];
   std::vector<std::pair<ir::OpId, analysis::OpConfig>> out;
-  for (size_t i = 0; i < grp.members.size(); ++i)
-    out.push_back(
-        {grp.members[i],
-         config_from_cuts(cuts, grp.var_map[i], lowering_->splittable(grp.members[i]), devices)});
+  for (size_t i = 0; i < grp.members.size(); ++i) {
+    // The largest variable no cut splits already.
+    std::string shard;
+    for (const std::string& v : grp.shard_vars[i]) {
+      bool used = false;
+      for (const Cut& c : cuts) {
+        auto it = grp.var_map[i].find(c.var);
+        used |= it != grp.var_map[i].end() && it->second == v;
+      }
+      if (!used) {
+        shard = v;
+        break;
+      }
+    }
+    if (shard.empty()) {
+      out.push_back(
+          {grp.members[i],
+           config_from_cuts(cuts, grp.var_map[i], lowering_->splittable(grp.members[i]), devices)});
+      continue;
+    }
+    // A sharded update: every cut that would replicate it splits its shard variable instead
+    // (config_from_cuts replicates again what the variable's extent cannot take).
+    CutList own = cuts;
+    std::map<std::string, std::string> vars = grp.var_map[i];
+    for (Cut& c : own)
+      if (c.var.empty() || !vars.count(c.var)) {
+        if (c.var.empty()) c.var = "#replicas";
+        vars[c.var] = shard;
+      }
+    out.push_back({grp.members[i],
+                   config_from_cuts(own, vars, lowering_->splittable(grp.members[i]), devices)});
+  }
   return out;
 }
 

@@ -52,8 +52,15 @@ class GroupSpace {
   /// Groups `lowering`'s graph. With a training graph, each forward op leads the group of
   /// training.op_group; ops in no group lead groups of their own. Without one (inference),
   /// every op is a group.
+  ///
+  /// `shard_state` (ZeRO stage 2 as FSDP's SHARD_GRAD_OP runs it, docs/search.md): a group's
+  /// update operators are split, not replicated, over the devices the cuts replicate their
+  /// parameter on (along the parameter's largest dimension), so parameters, gradients and
+  /// optimizer state are sharded between steps; the lowering then all-gathers each parameter
+  /// before its first use (kept through the backward pass) and reduce-scatters its gradient.
   static Expected<GroupSpace> create(const analysis::Lowering& lowering,
-                                     const analysis::TrainingGraph* training);
+                                     const analysis::TrainingGraph* training,
+                                     bool shard_state = false);
 
   int num_groups() const { return static_cast<int>(groups_.size()); }
   /// The op whose variables the group's cuts name.
@@ -92,6 +99,9 @@ class GroupSpace {
     std::vector<ir::OpId> members;
     /// Per member (parallel to members): leader variable -> member variable.
     std::vector<std::map<std::string, std::string>> var_map;
+    /// Per member: the variables a sharded update may split where the cuts replicate it,
+    /// largest extent first (empty for members that are not updates, or without shard_state).
+    std::vector<std::vector<std::string>> shard_vars;
   };
   GroupSpace() = default;
   const analysis::Lowering* lowering_ = nullptr;
