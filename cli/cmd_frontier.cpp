@@ -1,6 +1,8 @@
 // `planner frontier MODEL`: the memory/time frontier (TensorOpt) as a table, CSV and SVG, for
 // one GPU count or profiled across several (--gpus 1,2,4,8,16).
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,75 +42,109 @@ int run_frontier(const FrontierFlags& flags) {
   std::vector<search::FrontierSeries> series;
   std::string csv =
       "gpus,point,step_time_s,peak_memory_bytes,comm_bytes,fits,chosen,table_time_s,"
-      "table_memory_bytes\n";
+      "table_memory_bytes,step\n";
   std::string model_name, topology_name;
   int64_t limit = 0;
   for (size_t ci = 0; ci < counts.size(); ++ci) {
-    PipelineFlags pf = flags.pipeline;
-    if (counts[ci] > 0) pf.topology.gpus = counts[ci];
-    bool dumped = false;
-    auto session = open_session(pf, dumped);
-    if (!session) return report(session.error());
-    if (dumped) return 0;
-    const PreparedModel& m = *session->model;
-    if (ci == 0) {
-      auto still = check_outputs_after_import({{flags.csv}, {flags.svg}}, flags.pipeline.inputs(),
-                                              m.graph, m.source);
-      if (!still) return report(still.error());
-    }
-    const importers::Topology& topology = *m.topology;
-    auto options = flags.search.options(topology);
-    if (!options) return report(options.error());
-    options->judge = [&m](const std::vector<analysis::OpConfig>& c) {
-      return program_metrics(m, c);
+    // One frontier per step variant (--recompute and --zero auto: with and without each),
+    // merged: the points no other variant's point beats in both time and memory.
+    struct Point {
+      search::FrontierPoint point;
+      std::string step;  // the variant's label ("" for the plain step)
     };
-    limit = options->memory_limit;
-    const int n = topology.num_devices();
-    auto points = search::compute_frontier(session->context(), *options, search::all_devices(n));
-    if (options->progress) std::fprintf(stderr, "\r\033[K");
-    if (!points) return report(points.error().with_context(m.source));
-    auto dp = search::run_data_parallel(session->context(), *options);
-    if (!dp) return report(dp.error().with_context(m.source));
-    // Every figure shown is the compiled step's, simulated (options->judge); the tables' own
-    // figures (the frontier's axes) go to the CSV beside them.
-    auto dpm = program_metrics(m, dp->configs);
-    if (!dpm) return report(dpm.error());
-
-    int chosen = search::fastest_fitting(*points, limit);
+    std::vector<Point> merged;
+    std::optional<search::PlanMetrics> dpm;
+    int n = 0;
+    PipelineFlags base = flags.pipeline;
+    if (counts[ci] > 0) base.topology.gpus = counts[ci];
+    for (const PipelineFlags& pf : base.step_variants()) {
+      bool dumped = false;
+      auto session = open_session(pf, dumped);
+      if (!session) return report(session.error());
+      if (dumped) return 0;
+      const PreparedModel& m = *session->model;
+      if (ci == 0 && merged.empty() && !dpm) {
+        auto still = check_outputs_after_import({{flags.csv}, {flags.svg}}, flags.pipeline.inputs(),
+                                                m.graph, m.source);
+        if (!still) return report(still.error());
+      }
+      const importers::Topology& topology = *m.topology;
+      auto options = flags.search.options(topology);
+      if (!options) return report(options.error());
+      options->judge = [&m](const std::vector<analysis::OpConfig>& c) {
+        return program_metrics(m, c);
+      };
+      limit = options->memory_limit;
+      n = topology.num_devices();
+      auto points = search::compute_frontier(session->context(), *options, search::all_devices(n));
+      if (options->progress) std::fprintf(stderr, "\r\033[K");
+      if (!points) return report(points.error().with_context(m.source));
+      for (search::FrontierPoint& p : *points) {
+        p.configs.clear();  // configs belong to this variant's graph; only figures are kept
+        merged.push_back({std::move(p), pf.step_label()});
+      }
+      if (!dpm) {
+        // Every figure shown is the compiled step's, simulated (options->judge); the tables'
+        // own figures (the frontier's axes) go to the CSV beside them.
+        auto dp = search::run_data_parallel(session->context(), *options);
+        if (!dp) return report(dp.error().with_context(m.source));
+        auto metrics = program_metrics(m, dp->configs);
+        if (!metrics) return report(metrics.error());
+        dpm = *metrics;
+        model_name = m.graph.name.empty() ? m.source : m.graph.name;
+        topology_name = topology.name();
+        if (ci == 0)
+          std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(),
+                      pf.mode.c_str(), format_bytes(static_cast<double>(limit)).c_str());
+        std::printf("\n%s: %d GPUs, %d %s\n", topology.name().c_str(), n, topology.num_nodes(),
+                    topology.num_nodes() == 1 ? "node" : "nodes");
+      }
+    }
+    std::stable_sort(merged.begin(), merged.end(), [](const Point& a, const Point& b) {
+      const auto &x = a.point.simulated, &y = b.point.simulated;
+      return x.peak_memory_bytes != y.peak_memory_bytes ? x.peak_memory_bytes < y.peak_memory_bytes
+                                                        : x.step_time_s < y.step_time_s;
+    });
+    std::vector<Point> kept;
+    for (Point& p : merged)
+      if (kept.empty() || p.point.simulated.step_time_s < kept.back().point.simulated.step_time_s)
+        kept.push_back(std::move(p));
+    std::vector<search::FrontierPoint> frontier;
+    for (const Point& p : kept) frontier.push_back(p.point);
+    const bool variants = base.step_variants().size() > 1;
+    int chosen = search::fastest_fitting(frontier, limit);
     search::FrontierSeries s;
     s.gpus = n;
     s.data_parallel = *dpm;
     s.chosen = chosen;
-    model_name = m.graph.name.empty() ? m.source : m.graph.name;
-    topology_name = topology.name();
-    if (ci == 0)
-      std::printf("model        %s (%s)\nmemory       %s per device\n", m.source.c_str(),
-                  pf.mode.c_str(), format_bytes(static_cast<double>(limit)).c_str());
-    std::printf("\n%s: %d GPUs, %d %s\n", topology.name().c_str(), n, topology.num_nodes(),
-                topology.num_nodes() == 1 ? "node" : "nodes");
-    std::printf("  #  step time     peak memory    communication\n");
-    for (size_t i = 0; i < points->size(); ++i) {
-      const auto& p = (*points)[i].simulated;
+    std::printf("  #  step time     peak memory    communication%s\n", variants ? "  step" : "");
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const auto& p = kept[i].point.simulated;
       bool fits = p.peak_memory_bytes <= limit;
-      std::printf(
-          "%3zu  %-12s  %-13s  %-13s%s%s\n", i + 1, format_seconds(p.step_time_s).c_str(),
-          format_bytes(static_cast<double>(p.peak_memory_bytes)).c_str(),
-          format_bytes(static_cast<double>(p.comm_bytes)).c_str(),
-          (*points)[i].data_parallel ? "  (data parallelism)"
-          : fits                     ? ""
-                                     : "  (does not fit)",
+      std::string step =
+          variants ? "  " + (kept[i].step.empty() ? std::string("-") : kept[i].step) : "";
+      if (variants) step.resize(std::max<size_t>(step.size(), 26), ' ');
+      std::string line = fmt::format(
+          "{:3}  {:<12}  {:<13}  {:<13}{}{}{}", i + 1, format_seconds(p.step_time_s),
+          format_bytes(static_cast<double>(p.peak_memory_bytes)),
+          format_bytes(static_cast<double>(p.comm_bytes)), step,
+          kept[i].point.data_parallel ? "  (data parallelism)"
+          : fits                      ? ""
+                                      : "  (does not fit)",
           static_cast<int>(i) == chosen ? "  <- fastest that fits (--search frontier)" : "");
+      line.erase(line.find_last_not_of(' ') + 1);
+      std::printf("%s\n", line.c_str());
       s.points.push_back(p);
-      const search::Cost& table = (*points)[i].table;
-      csv +=
-          fmt::format("{},{},{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s, p.peak_memory_bytes,
-                      p.comm_bytes, fits ? 1 : 0, static_cast<int>(i) == chosen ? 1 : 0, table.time,
-                      static_cast<int64_t>(table.memory));
+      const search::Cost& table = kept[i].point.table;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", n, i + 1, p.step_time_s,
+                         p.peak_memory_bytes, p.comm_bytes, fits ? 1 : 0,
+                         static_cast<int>(i) == chosen ? 1 : 0, table.time,
+                         static_cast<int64_t>(table.memory), kept[i].step);
     }
     std::printf("  data parallel: %s, %s, %s\n", format_seconds(dpm->step_time_s).c_str(),
                 format_bytes(static_cast<double>(dpm->peak_memory_bytes)).c_str(),
                 format_bytes(static_cast<double>(dpm->comm_bytes)).c_str());
-    csv += fmt::format("{},data_parallel,{},{},{},{},0,,\n", n, dpm->step_time_s,
+    csv += fmt::format("{},data_parallel,{},{},{},{},0,,,\n", n, dpm->step_time_s,
                        dpm->peak_memory_bytes, dpm->comm_bytes,
                        dpm->peak_memory_bytes <= limit ? 1 : 0);
     series.push_back(std::move(s));

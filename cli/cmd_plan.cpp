@@ -104,34 +104,35 @@ int run_plan(const PlanFlags& flags) {
       {flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}};
   auto usable = check_outputs(outputs, flags.pipeline.inputs());
   if (!usable) return report(usable.error());
+  // --recompute and --zero auto: the cheapest step that fits (PipelineFlags::step_variants).
+  const std::vector<PipelineFlags> variants = flags.pipeline.step_variants();
   bool dumped = false;
-  auto session = open_session(flags.pipeline, dumped);
+  auto session = open_session(variants.front(), dumped);
   if (!session) return report(session.error());
   if (dumped) return 0;
   if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(),
                                               session->model->graph, session->model->source);
       !still)
     return report(still.error());
-  auto outcome = plan_model(*session, flags.pipeline, flags.search);
+  auto outcome = plan_model(*session, variants.front(), flags.search);
   if (!outcome) return report(outcome.error());
-  // --recompute auto: where nothing fits, plan again with recomputation.
-  if (!outcome->fits && session->model->train && flags.pipeline.recompute == "auto") {
-    PipelineFlags again = flags.pipeline;
-    again.recompute = "all";
-    auto session2 = open_session(again, dumped);
-    if (!session2) return report(session2.error());
-    auto outcome2 = plan_model(*session2, again, flags.search);
-    if (!outcome2) return report(outcome2.error());
-    if (outcome2->fits) {
-      outcome2->notes.insert(
-          outcome2->notes.begin(),
-          fmt::format("recomputes activations in the backward pass (--recompute all): "
-                      "without it the plan needs {} on its largest device, over the limit of {}",
-                      format_bytes(static_cast<double>(outcome->plan.predicted.peak_memory_bytes)),
-                      format_bytes(static_cast<double>(outcome->memory_limit))));
-      session = std::move(session2);
-      outcome = std::move(outcome2);
-    }
+  const int64_t first_peak = outcome->plan.predicted.peak_memory_bytes;
+  for (size_t v = 1; v < variants.size() && !outcome->fits && session->model->train; ++v) {
+    auto next_session = open_session(variants[v], dumped);
+    if (!next_session) return report(next_session.error());
+    auto next = plan_model(*next_session, variants[v], flags.search);
+    if (!next) return report(next.error());
+    if (!next->fits) continue;
+    std::string pinned;
+    if (variants[v].recompute == "all") pinned += " --recompute all";
+    if (variants[v].zero == "2") pinned += " --zero 2";
+    next->notes.insert(next->notes.begin(),
+                       fmt::format("planned with{}: without it the plan needs {} on its largest "
+                                   "device, over the limit of {}",
+                                   pinned, format_bytes(static_cast<double>(first_peak)),
+                                   format_bytes(static_cast<double>(outcome->memory_limit))));
+    session = std::move(next_session);
+    outcome = std::move(next);
   }
   const PreparedModel& m = *session->model;
   const importers::Topology& topology = *m.topology;

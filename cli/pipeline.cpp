@@ -1,6 +1,7 @@
 // The front of the pipeline, in its fixed order, each stage dumpable with --dump-after.
 #include "cli/pipeline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -34,9 +35,10 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"none", "all", "auto"}));
   app.add_option("--zero", zero,
                  "train mode: 0 (every data-parallel replica keeps whole parameters, gradients "
-                 "and optimizer state; the default) or 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: "
-                 "they are sharded between steps, parameters gathered for the step)")
-      ->check(CLI::Range(0, 3));
+                 "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
+                 "between steps, parameters gathered for the step) or auto (the default: 0, or 2 "
+                 "where plan finds nothing that fits without it; frontier shows both)")
+      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -45,6 +47,34 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "operator's splits), groups (what the searches cut); plan and simulate also "
                  "plan (the plan file) and program (the compiled step, rank by rank)")
       ->check(CLI::IsMember({"import", "train", "strategies", "groups", "plan", "program"}));
+}
+
+std::vector<PipelineFlags> PipelineFlags::step_variants() const {
+  std::vector<PipelineFlags> out;
+  for (const char* r : {"none", "all"})
+    for (const char* z : {"0", "2"}) {
+      if ((recompute == "auto" ? std::string("none") : recompute) != r && recompute != "auto")
+        continue;
+      if (zero != "auto" && zero != z) continue;
+      if (mode != "train" && (std::string(r) != "none" || std::string(z) != "0")) continue;
+      PipelineFlags v = *this;
+      v.recompute = r;
+      v.zero = z;
+      out.push_back(std::move(v));
+    }
+  if (out.empty()) out.push_back(*this);  // a pinned --zero 1 or 3: refused when opened
+  // Cheapest first: sharded state costs no compute, recomputation a forward pass.
+  std::stable_sort(out.begin(), out.end(), [](const PipelineFlags& a, const PipelineFlags& b) {
+    return (a.recompute == "all") < (b.recompute == "all");
+  });
+  return out;
+}
+
+std::string PipelineFlags::step_label() const {
+  std::string label;
+  if (recompute == "all") label = "recompute all";
+  if (zero != "auto" && zero != "0") label += (label.empty() ? "" : ", ") + ("zero " + zero);
+  return label;
 }
 
 std::vector<InputPath> PipelineFlags::inputs() const {

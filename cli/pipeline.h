@@ -39,9 +39,13 @@ struct PipelineFlags {
   /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
   /// when the plan without recomputation does not fit
   std::string recompute = "auto";
-  /// ZeRO stage of the searches' space: 0 (replicated updates, as DDP) or 2 (updates sharded
-  /// over the devices that would replicate them: search::GroupSpace's shard_state)
-  int zero = 0;
+  /// ZeRO stage of the searches' space: "0" (replicated updates, as DDP), "2" (updates sharded
+  /// over the devices that would replicate them: search::GroupSpace's shard_state), or "auto":
+  /// 0, except that `plan` tries 2 where nothing fits and `frontier` shows both
+  std::string zero = "auto";
+
+  /// The ZeRO stage a session is opened with ("auto" is 0).
+  int zero_stage() const { return zero == "auto" ? 0 : std::stoi(zero); }
   std::string costs;        ///< --costs FILE: measured kernel times
   std::string calibration;  ///< --calibration FILE: the kernel model's parameters
   std::string dump_after;   ///< --dump-after STAGE: print a stage's text form
@@ -50,6 +54,11 @@ struct PipelineFlags {
   bool plans = false;
 
   void add_to(CLI::App& app);
+  /// The steps `plan` and `frontier` try where --recompute and --zero are auto, cheapest first:
+  /// as given, then sharded state, then recomputation, then both (pinned flags stay pinned).
+  std::vector<PipelineFlags> step_variants() const;
+  /// "recompute all, zero 2" and the like, for tables; "" for the plain step.
+  std::string step_label() const;
   /// The files these flags read (model, topology file, TDL files, costs, calibration), for the
   /// output guard (support/output_file.h): no output may be one of them.
   std::vector<InputPath> inputs() const;

@@ -91,7 +91,8 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
           flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("optimizer") && o["optimizer"].is_string())
       flags.optimizer = o["optimizer"].get<std::string>();
-    if (o.contains("zero") && o["zero"].is_number_integer()) flags.zero = o["zero"].get<int>();
+    if (o.contains("zero") && o["zero"].is_number_integer())
+      flags.zero = std::to_string(o["zero"].get<int>());
     if (o.contains("recompute") && o["recompute"].is_string()) {
       flags.recompute = o["recompute"].get<std::string>();
       if (!analysis::recompute_from_name(flags.recompute))

@@ -95,14 +95,14 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
   s.lowering = s.model->lowering.get();
-  if (flags.zero == 1 || flags.zero == 3)
+  if (flags.zero == "1" || flags.zero == "3")
     return make_error(
         "--zero {}: not implemented yet; --zero 2 shards gradients, optimizer state "
         "and parameters between steps (docs/search.md)",
         flags.zero);
   auto space =
       search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr,
-                                 s.model->train && flags.zero == 2);
+                                 s.model->train && flags.zero_stage() == 2);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
   return s;
@@ -142,7 +142,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
                            info->name == "fsdp";
   // With sharded state pinned (--zero 2), the data parallelism a search falls back to shards it
   // too, over all the GPUs.
-  const bool sharded = m.train && pipeline.zero == 2;
+  const bool sharded = m.train && pipeline.zero_stage() == 2;
   if (!is_baseline && !search_flags.no_fallback) {
     // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
     // searches' cuts make: the fastest that fits replaces a slower search result.
@@ -207,7 +207,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
   if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
-  if (m.train && pipeline.zero != 0) o["zero"] = pipeline.zero;
+  if (m.train && pipeline.zero_stage() != 0) o["zero"] = pipeline.zero_stage();
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
