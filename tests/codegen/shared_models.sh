@@ -6,9 +6,13 @@
 # searched, compiled, run partitioned and whole, and compared. Skipped (exit 77), saying why,
 # where the shared models are absent.
 #
-#   shared_models.sh MODEL PLANNER MODELS_DIR
+# With a fourth argument `steps`, the plans are instead the step variants of issue 16 on 4
+# GPUs: recomputation under dp, sharded state with Adam under the fsdp baseline, and both
+# under mcmc.
+#
+#   shared_models.sh MODEL PLANNER MODELS_DIR [steps]
 set -euo pipefail
-model=$1 planner=$2 models=$3
+model=$1 planner=$2 models=$3 what=${4:-plans}
 if [ ! -f "$models/$model.onnx" ]; then
   echo "SKIPPED: $model needs $models/$model.onnx, which is absent"; exit 77
 fi
@@ -17,6 +21,19 @@ source "$(dirname "$0")/shrink_maps.sh"
 shrink_map "$model"
 
 status=0
+if [ "$what" = steps ]; then
+  while read -r variant; do
+    echo "== $model --shrink $shrink --gpus 4 $variant"
+    # shellcheck disable=SC2086
+    "$planner" verify "$models/$model.onnx" --shrink "$shrink" --gpus 4 $variant \
+      ${batch:+--batch "$batch"} ${steps:+--steps "$steps"} || status=1
+  done <<'VARIANTS'
+--search dp --recompute all
+--search fsdp --optimizer adam
+--search mcmc --max-proposals 100 --zero 2 --recompute all
+VARIANTS
+  exit $status
+fi
 for plan in $plans; do
   IFS=: read -r search gpus mode <<< "$plan"
   echo "== $model --shrink $shrink --search $search --gpus $gpus --mode ${mode:-train}"
