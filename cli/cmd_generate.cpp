@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "importers/gpt_model.h"
+#include "importers/llama_model.h"
 #include "support/output_file.h"
 #include "support/text.h"
 #include "support/units.h"
@@ -20,28 +21,71 @@ struct GenerateFlags {
   std::string preset;
   bool list = false;
   importers::GptShape shape;
+  int64_t kv_heads = 0;  ///< llama: key/value heads (0: as many as heads)
   // Which size flags the user gave (they override the preset's).
   CLI::Option *layers = nullptr, *hidden = nullptr, *heads = nullptr, *seq = nullptr,
-              *vocab = nullptr;
+              *vocab = nullptr, *kv = nullptr, *ffn = nullptr;
 };
 
-int list_presets() {
+int list_presets(const std::string& architecture) {
   std::printf("%-12s %-20s %7s %7s %6s %6s %15s\n", "preset", "what", "layers", "hidden", "heads",
               "seq", "parameters");
-  for (const importers::GptPreset& p : importers::gpt_presets())
-    std::printf("%-12s %-20s %7lld %7lld %6lld %6lld %15s\n", p.name, p.what,
-                static_cast<long long>(p.shape.layers), static_cast<long long>(p.shape.hidden),
-                static_cast<long long>(p.shape.heads), static_cast<long long>(p.shape.seq),
-                format_count(importers::gpt_parameter_count(p.shape)).c_str());
+  auto row = [](const char* name, const char* what, int64_t layers, int64_t hidden, int64_t heads,
+                int64_t seq, int64_t params) {
+    std::printf("%-12s %-20s %7lld %7lld %6lld %6lld %15s\n", name, what,
+                static_cast<long long>(layers), static_cast<long long>(hidden),
+                static_cast<long long>(heads), static_cast<long long>(seq),
+                format_count(params).c_str());
+  };
+  if (architecture == "llama")
+    for (const importers::LlamaPreset& p : importers::llama_presets())
+      row(p.name, p.what, p.shape.layers, p.shape.hidden, p.shape.heads, p.shape.seq,
+          importers::llama_parameter_count(p.shape));
+  else
+    for (const importers::GptPreset& p : importers::gpt_presets())
+      row(p.name, p.what, p.shape.layers, p.shape.hidden, p.shape.heads, p.shape.seq,
+          importers::gpt_parameter_count(p.shape));
   return 0;
 }
 
+// The LLaMA-style decoder: the preset's sizes where no flag overrides them.
+Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags,
+                                                      const std::string& name,
+                                                      const std::string& data_file) {
+  importers::LlamaShape shape;
+  shape.layers = 2, shape.hidden = 256, shape.heads = 4, shape.seq = 128, shape.vocab = 1000;
+  if (!flags.preset.empty()) {
+    const importers::LlamaPreset* found = nullptr;
+    for (const importers::LlamaPreset& p : importers::llama_presets())
+      if (flags.preset == p.name) found = &p;
+    if (!found)
+      return make_error("--preset {}: unknown (planner generate llama --list)", flags.preset);
+    shape = found->shape;
+  }
+  const importers::GptShape& g = flags.shape;
+  if (*flags.layers) shape.layers = g.layers;
+  if (*flags.hidden) shape.hidden = g.hidden;
+  if (*flags.heads) shape.heads = g.heads;
+  if (*flags.seq) shape.seq = g.seq;
+  if (*flags.vocab) shape.vocab = g.vocab;
+  if (*flags.kv) shape.kv_heads = flags.kv_heads;
+  if (*flags.ffn) shape.ffn = g.ffn;
+  shape.batch = g.batch;
+  PLANNER_TRY_ASSIGN(std::string bytes, importers::llama_model_bytes(shape, name, data_file));
+  return std::pair{std::move(bytes), importers::llama_parameter_count(shape)};
+}
+
 int run_generate(GenerateFlags& flags) {
-  if (flags.list) return list_presets();
+  if (flags.list) return list_presets(flags.architecture);
   if (flags.output.empty())
     return report(make_error("generate {}: give the output file (OUT.onnx)", flags.architecture));
+  const bool llama = flags.architecture == "llama";
+  if (!llama && *flags.kv)
+    return report(make_error("--kv-heads: only for llama (grouped-query attention)"));
+  if (llama && flags.shape.dropout != 0)
+    return report(make_error("--dropout: only for gpt (LLaMA trains without dropout)"));
   importers::GptShape shape = flags.shape;
-  if (!flags.preset.empty()) {
+  if (!llama && !flags.preset.empty()) {
     const importers::GptPreset* found = nullptr;
     for (const importers::GptPreset& p : importers::gpt_presets())
       if (flags.preset == p.name) found = &p;
@@ -55,7 +99,8 @@ int run_generate(GenerateFlags& flags) {
     if (!*flags.seq) shape.seq = p.seq;
     if (!*flags.vocab) shape.vocab = p.vocab;
   }
-  if (auto ok = importers::check_gpt_shape(shape); !ok) return report(ok.error());
+  if (!llama)
+    if (auto ok = importers::check_gpt_shape(shape); !ok) return report(ok.error());
 
   // A file already there is replaced only when this command wrote it.
   namespace fs = std::filesystem;
@@ -69,19 +114,25 @@ int run_generate(GenerateFlags& flags) {
   const fs::path out(flags.output);
   const std::string name = out.stem().string();
   const std::string data_file = name + ".weights";
-  auto bytes = importers::gpt_model_bytes(shape, name, data_file);
-  if (!bytes) return report(bytes.error());
-  if (auto written = write_file_atomically(flags.output, *bytes); !written)
+  std::string bytes;
+  int64_t params = 0;
+  if (llama) {
+    auto made = llama_bytes(flags, name, data_file);
+    if (!made) return report(made.error());
+    bytes = std::move(made->first);
+    params = made->second;
+  } else {
+    auto made = importers::gpt_model_bytes(shape, name, data_file);
+    if (!made) return report(made.error());
+    bytes = std::move(*made);
+    params = importers::gpt_parameter_count(shape);
+  }
+  if (auto written = write_file_atomically(flags.output, bytes); !written)
     return report(written.error());
-  std::printf(
-      "%s: GPT-style decoder, %lld layers, hidden %lld, %lld heads, seq %lld, vocabulary %lld, "
-      "%s parameters (%s in fp32, external data '%s', not written)\n",
-      flags.output.c_str(), static_cast<long long>(shape.layers),
-      static_cast<long long>(shape.hidden), static_cast<long long>(shape.heads),
-      static_cast<long long>(shape.seq), static_cast<long long>(shape.vocab),
-      format_count(importers::gpt_parameter_count(shape)).c_str(),
-      format_bytes(4.0 * static_cast<double>(importers::gpt_parameter_count(shape))).c_str(),
-      data_file.c_str());
+  std::printf("%s: %s decoder, %s parameters (%s in fp32, external data '%s', not written)\n",
+              flags.output.c_str(), llama ? "LLaMA-style" : "GPT-style",
+              format_count(params).c_str(), format_bytes(4.0 * static_cast<double>(params)).c_str(),
+              data_file.c_str());
   return 0;
 }
 
@@ -89,18 +140,25 @@ int run_generate(GenerateFlags& flags) {
 
 void configure_generate(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<GenerateFlags>();
-  app.add_option("architecture", flags->architecture, "what to generate: gpt")
+  app.add_option("architecture", flags->architecture,
+                 "what to generate: gpt (GPT-2/GPT-3) or llama (RMSNorm, rotary embeddings, "
+                 "SwiGLU, grouped-query attention)")
       ->required()
-      ->check(CLI::IsMember({"gpt"}));
+      ->check(CLI::IsMember({"gpt", "llama"}));
   app.add_option("output", flags->output, "the ONNX file to write (graph only)");
   app.add_flag("--list", flags->list, "list the presets and their sizes");
-  app.add_option("--preset", flags->preset, "a named size: gpt2-small, gpt3-125m ... gpt3-175b");
+  app.add_option("--preset", flags->preset,
+                 "a named size: gpt2-small, gpt3-125m ... gpt3-175b; llama-7b ... llama2-70b");
   flags->layers = app.add_option("--layers", flags->shape.layers, "decoder blocks");
   flags->hidden = app.add_option("--hidden", flags->shape.hidden, "model width d_model");
   flags->heads = app.add_option("--heads", flags->shape.heads, "attention heads");
   flags->seq = app.add_option("--seq", flags->shape.seq, "context length");
   flags->vocab = app.add_option("--vocab", flags->shape.vocab, "vocabulary size");
-  app.add_option("--ffn", flags->shape.ffn, "MLP width (default 4 x hidden)");
+  flags->ffn = app.add_option("--ffn", flags->shape.ffn,
+                              "MLP width (default 4 x hidden; llama: 2/3 of that, rounded up to "
+                              "a multiple of 256)");
+  flags->kv = app.add_option("--kv-heads", flags->kv_heads,
+                             "llama: key/value heads (grouped-query attention; default: heads)");
   app.add_option("--batch", flags->shape.batch,
                  "a static batch (default: a dynamic 'batch' dimension, bound by --batch when "
                  "planning)");

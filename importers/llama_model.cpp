@@ -1,0 +1,191 @@
+#include "importers/llama_model.h"
+
+#include <cmath>
+
+#include <onnx/onnx_pb.h>
+
+#include "importers/gpt_model.h"
+#include "importers/onnx_builder.h"
+
+namespace planner::importers {
+
+using detail::Builder;
+
+const std::vector<LlamaPreset>& llama_presets() {
+  // LLaMA (Touvron et al. 2023a), table 2; Llama 2 (Touvron et al. 2023b), table 1 and the
+  // released configurations (70B: 8 key/value heads, SwiGLU width 28672). Vocabulary 32000.
+  static const std::vector<LlamaPreset> presets = {
+      {"llama-7b", "LLaMA 7B", {32, 4096, 32, 0, 2048, 32000}},
+      {"llama-13b", "LLaMA 13B", {40, 5120, 40, 0, 2048, 32000}},
+      {"llama2-7b", "Llama 2 7B", {32, 4096, 32, 0, 4096, 32000}},
+      {"llama2-13b", "Llama 2 13B", {40, 5120, 40, 0, 4096, 32000}},
+      {"llama2-70b", "Llama 2 70B (GQA)", {80, 8192, 64, 8, 4096, 32000, 28672}},
+  };
+  return presets;
+}
+
+int64_t llama_ffn(const LlamaShape& s) {
+  if (s.ffn) return s.ffn;
+  const int64_t f = (2 * 4 * s.hidden + 2) / 3;  // 2/3 of 4 x hidden, rounded up
+  return (f + 255) / 256 * 256;
+}
+
+Expected<void> check_llama_shape(const LlamaShape& s) {
+  constexpr int64_t kBig = int64_t{1} << 24;
+  for (auto [flag, v] :
+       {std::pair{"layers", s.layers}, std::pair{"hidden", s.hidden}, std::pair{"heads", s.heads},
+        std::pair{"seq", s.seq}, std::pair{"vocab", s.vocab}})
+    if (v < 1 || v > kBig) return make_error("--{} {}: must be between 1 and {}", flag, v, kBig);
+  for (auto [flag, v] :
+       {std::pair{"kv-heads", s.kv_heads}, std::pair{"ffn", s.ffn}, std::pair{"batch", s.batch}})
+    if (v < 0 || v > kBig) return make_error("--{} {}: must be between 0 and {}", flag, v, kBig);
+  if (s.hidden % s.heads != 0)
+    return make_error("--heads {}: does not divide --hidden {}", s.heads, s.hidden);
+  if ((s.hidden / s.heads) % 2 != 0)
+    return make_error("--heads {}: the head size {} must be even for rotary embeddings", s.heads,
+                      s.hidden / s.heads);
+  const int64_t kv = s.kv_heads ? s.kv_heads : s.heads;
+  if (s.heads % kv != 0)
+    return make_error("--kv-heads {}: does not divide --heads {}", kv, s.heads);
+  return {};
+}
+
+int64_t llama_parameter_count(const LlamaShape& s) {
+  const int64_t d = s.hidden, dh = d / s.heads, kv = s.kv_heads ? s.kv_heads : s.heads;
+  const int64_t per_layer = d * d + 2 * d * kv * dh + d * d + 3 * d * llama_ffn(s) + 2 * d;
+  return 2 * s.vocab * d + s.layers * per_layer + d;
+}
+
+Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& name,
+                                        const std::string& data_file) {
+  if (auto ok = check_llama_shape(s); !ok) return ok.error();
+  const int64_t d = s.hidden, h = s.heads, dh = d / h, S = s.seq, V = s.vocab;
+  const int64_t kv = s.kv_heads ? s.kv_heads : h, f = llama_ffn(s);
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name(std::string(kGeneratorProducer));
+  model.set_producer_version("0.1.0");
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name(name);
+  const std::pair<int64_t, std::string> batch = s.batch
+                                                    ? std::pair<int64_t, std::string>{s.batch, ""}
+                                                    : std::pair<int64_t, std::string>{0, "batch"};
+  detail::set_type(g.add_input(), "input_ids", onnx::TensorProto::INT64, {batch, {S, ""}});
+  detail::set_type(g.add_output(), "logits", onnx::TensorProto::FLOAT, {batch, {S, ""}, {V, ""}});
+
+  Builder b(g, data_file);
+  const std::string embed = b.param("tok_embeddings.weight", {V, d});
+  const std::string eps = b.scalar("rms_eps", 1e-5f);
+  const std::string scale = b.scalar("attention_scale", 1.0f / std::sqrt(static_cast<float>(dh)));
+  const std::string q_shape = b.ints("q_shape", {-1, S, h, dh}, false);
+  const std::string kv_shape = b.ints("kv_shape", {-1, S, kv, dh}, false);
+  const std::string rep_shape = b.ints("repeat_shape", {1, 1, h / kv, 1, 1}, false);
+  const std::string heads_shape = b.ints("heads_shape", {-1, h, S, dh}, false);
+  const std::string model_shape = b.ints("model_shape", {-1, S, d}, false);
+  const std::string axis2 = b.ints("axis2", {2}, false);
+  const std::string mask = detail::causal_mask(b, S);
+
+  // Rotary tables [S, dh]: angle(p, i) = p * theta^(-2i/dh), cos and sin of [angles, angles].
+  std::string pos = b.node("Range", "rope/positions",
+                           {b.ints("rope/start", {0}, true), b.ints("rope/limit", {S}, true),
+                            b.ints("rope/delta", {1}, true)});
+  pos = b.node("Cast", "rope/positions_float", {pos});
+  b.attr("to", int64_t{onnx::TensorProto::FLOAT});
+  pos = b.node("Unsqueeze", "rope/column", {pos, b.ints("rope/axis1", {1}, false)});
+  {
+    onnx::TensorProto inv;
+    inv.set_data_type(onnx::TensorProto::FLOAT);
+    inv.add_dims(1);
+    inv.add_dims(dh / 2);
+    for (int64_t i = 0; i < dh / 2; ++i)
+      inv.add_float_data(static_cast<float>(
+          std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dh))));
+    b.node("Constant", "rope/inv_freq", {});
+    b.attr("value", std::move(inv));
+  }
+  std::string angles = b.node("Mul", "rope/angles", {pos, "rope/inv_freq"});
+  angles = b.node("Concat", "rope/angles2", {angles, angles});
+  b.attr("axis", int64_t{1});
+  const std::string cos = b.node("Cos", "rope/cos", {angles});
+  const std::string sin = b.node("Sin", "rope/sin", {angles});
+  const std::string half_starts = b.ints("rope/half", {dh / 2}, false);
+  const std::string zero = b.ints("rope/zero", {0}, false), end = b.ints("rope/end", {dh}, false);
+  const std::string last_axis = b.ints("rope/last_axis", {3}, false);
+
+  auto rms_norm = [&](const std::string& x, const std::string& p) {
+    std::string sq = b.node("Mul", p + "/square", {x, x});
+    std::string ms = b.node("ReduceMean", p + "/mean", {sq});
+    b.attr("axes", std::vector<int64_t>{-1});
+    b.attr("keepdims", int64_t{1});
+    std::string root = b.node("Sqrt", p + "/sqrt", {b.node("Add", p + "/eps", {ms, eps})});
+    std::string y = b.node("Div", p + "/div", {x, root});
+    return b.node("Mul", p, {y, b.param(p + ".weight", {d})});
+  };
+  auto linear = [&](const std::string& x, const std::string& p, int64_t in, int64_t out) {
+    return b.node("MatMul", p, {x, b.param(p + ".weight", {in, out})});
+  };
+  // [B, S, n*dh] -> [B, n, S, dh] with rotary embeddings applied (rotate-half form).
+  auto rotary_heads = [&](const std::string& x, const std::string& p, const std::string& shape) {
+    std::string t = b.node("Reshape", p + "/heads", {x, shape});
+    t = b.node("Transpose", p + "/transpose", {t});
+    b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
+    std::string lo = b.node("Slice", p + "/lo", {t, zero, half_starts, last_axis});
+    std::string hi = b.node("Slice", p + "/hi", {t, half_starts, end, last_axis});
+    std::string rot = b.node("Concat", p + "/rotate", {b.node("Neg", p + "/neg", {hi}), lo});
+    b.attr("axis", int64_t{3});
+    return b.node("Add", p + "/rope",
+                  {b.node("Mul", p + "/cos", {t, cos}), b.node("Mul", p + "/sin", {rot, sin})});
+  };
+  // Grouped-query attention: each key/value head serves heads / kv query heads.
+  auto repeat_kv = [&](const std::string& t, const std::string& p) {
+    if (kv == h) return t;
+    std::string u = b.node("Unsqueeze", p + "/unsqueeze", {t, axis2});
+    u = b.node("Expand", p + "/expand", {u, rep_shape});
+    return b.node("Reshape", p + "/repeat", {u, heads_shape});
+  };
+
+  std::string x = b.node("Gather", "tok_embeddings", {embed, "input_ids"});
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l);
+    std::string a = rms_norm(x, p + ".attention_norm");
+    std::string q = rotary_heads(linear(a, p + ".attention.wq", d, h * dh), p + "/q", q_shape);
+    std::string k = rotary_heads(linear(a, p + ".attention.wk", d, kv * dh), p + "/k", kv_shape);
+    std::string v =
+        b.node("Reshape", p + "/v/heads", {linear(a, p + ".attention.wv", d, kv * dh), kv_shape});
+    v = b.node("Transpose", p + "/v/transpose", {v});
+    b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
+    k = repeat_kv(k, p + "/k");
+    v = repeat_kv(v, p + "/v");
+    std::string kt = b.node("Transpose", p + "/k/transpose_t", {k});
+    b.attr("perm", std::vector<int64_t>{0, 1, 3, 2});
+    std::string scores =
+        b.node("Mul", p + "/scale", {b.node("MatMul", p + "/scores", {q, kt}), scale});
+    scores = b.node("Add", p + "/mask", {scores, mask});
+    std::string probs = b.node("Softmax", p + "/softmax", {scores});
+    b.attr("axis", int64_t{-1});
+    std::string ctx = b.node("MatMul", p + "/context", {probs, v});
+    ctx = b.node("Transpose", p + "/context/transpose", {ctx});
+    b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
+    ctx = b.node("Reshape", p + "/context/merge", {ctx, model_shape});
+    x = b.node("Add", p + "/residual_1", {x, linear(ctx, p + ".attention.wo", d, d)});
+    // SwiGLU.
+    std::string m = rms_norm(x, p + ".ffn_norm");
+    std::string gate = linear(m, p + ".feed_forward.w1", d, f);
+    gate = b.node("Mul", p + "/silu", {gate, b.node("Sigmoid", p + "/sigmoid", {gate})});
+    std::string up = linear(m, p + ".feed_forward.w3", d, f);
+    std::string down = linear(b.node("Mul", p + "/glu", {gate, up}), p + ".feed_forward.w2", f, d);
+    x = b.node("Add", p + "/residual_2", {x, down});
+  }
+  x = rms_norm(x, "norm");
+  b.nodes("MatMul", "output", {x, b.param("output.weight", {d, V})}, {"logits"});
+
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return make_error("cannot serialise the generated model");
+  return bytes;
+}
+
+}  // namespace planner::importers

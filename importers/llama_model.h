@@ -1,0 +1,59 @@
+// A graph-only LLaMA-style decoder (Touvron et al. 2023, "LLaMA", section 2.2; "Llama 2",
+// section 2.2 and table 1 for grouped-query attention): the architecture most models trained
+// today follow, written in the operators exporters emit for it, so that planning and the
+// runtime meet them:
+// - RMSNorm (Zhang and Sennrich 2019) as x / sqrt(mean(x^2) + eps) * w (Mul, ReduceMean, Add,
+//   Sqrt, Div, Mul), before attention, before the MLP and at the end;
+// - rotary position embeddings (Su et al. 2021) on queries and keys, in the rotate-half form
+//   (Slice, Neg, Concat, Mul, Add) with cos and sin computed in the graph from the positions
+//   (Range, Cast, Unsqueeze, Mul, Concat, Cos, Sin);
+// - grouped-query attention (Ainslie et al. 2023): `kv_heads` key/value heads, each repeated
+//   for heads / kv_heads query heads (Unsqueeze, Expand, Reshape);
+// - the SwiGLU MLP (Shazeer 2020): W2 (silu(x W1) * (x W3)), SiLU as x * sigmoid(x);
+// - no biases, an untied output head, a causal mask as in gpt_model.h.
+// Every initializer is an external-data reference into a file that is never written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/expected.h"
+
+namespace planner::importers {
+
+/// The shape of a LLaMA-style decoder.
+struct LlamaShape {
+  int64_t layers = 32;
+  int64_t hidden = 4096;
+  int64_t heads = 32;
+  int64_t kv_heads = 0;  ///< 0: as many as heads (multi-head attention)
+  int64_t seq = 2048;
+  int64_t vocab = 32000;
+  int64_t ffn = 0;    ///< SwiGLU width; 0: 2/3 of 4 x hidden rounded up to a multiple of 256
+  int64_t batch = 0;  ///< 0: a dynamic dimension named "batch"
+};
+
+struct LlamaPreset {
+  const char* name;
+  const char* what;
+  LlamaShape shape;
+};
+
+/// LLaMA 7B and 13B, Llama 2 7B, 13B and 70B, as their papers give them.
+const std::vector<LlamaPreset>& llama_presets();
+
+/// Checks a shape (errors name the flag).
+Expected<void> check_llama_shape(const LlamaShape& shape);
+
+/// The SwiGLU width the shape uses.
+int64_t llama_ffn(const LlamaShape& shape);
+
+/// Trainable parameters.
+int64_t llama_parameter_count(const LlamaShape& shape);
+
+/// The serialised ONNX ModelProto (opset 17), initializers pointing into `data_file`.
+Expected<std::string> llama_model_bytes(const LlamaShape& shape, const std::string& name,
+                                        const std::string& data_file);
+
+}  // namespace planner::importers
