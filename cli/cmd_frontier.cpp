@@ -57,7 +57,8 @@ int run_frontier(const FrontierFlags& flags) {
     int n = 0;
     PipelineFlags base = flags.pipeline;
     if (counts[ci] > 0) base.topology.gpus = counts[ci];
-    for (const PipelineFlags& pf : base.step_variants()) {
+    const std::vector<PipelineFlags> steps = base.step_variants();
+    for (const PipelineFlags& pf : steps) {
       bool dumped = false;
       auto session = open_session(pf, dumped);
       if (!session) return report(session.error());
@@ -71,6 +72,8 @@ int run_frontier(const FrontierFlags& flags) {
       const importers::Topology& topology = *m.topology;
       auto options = flags.search.options(topology);
       if (!options) return report(options.error());
+      // --budget bounds the command: each step's frontier gets its share.
+      options->budget_s /= static_cast<double>(steps.size());
       options->judge = [&m](const std::vector<analysis::OpConfig>& c) {
         return program_metrics(m, c);
       };
@@ -111,7 +114,7 @@ int run_frontier(const FrontierFlags& flags) {
         kept.push_back(std::move(p));
     std::vector<search::FrontierPoint> frontier;
     for (const Point& p : kept) frontier.push_back(p.point);
-    const bool variants = base.step_variants().size() > 1;
+    const bool variants = steps.size() > 1;
     int chosen = search::fastest_fitting(frontier, limit);
     search::FrontierSeries s;
     s.gpus = n;

@@ -13,7 +13,9 @@ shift 3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 status=0
 for g in "$@"; do
+  # The plain step (no recomputation, no sharded state): the tables against the simulator.
   if ! "$planner" frontier "$models/$m.onnx" --gpus "$g" --budget 0 --no-progress \
+       --recompute none --zero 0 \
        --csv "$tmp/f.csv" > "$tmp/out" 2>&1; then
     echo "$m $g GPUs: frontier failed: $(tail -1 "$tmp/out")"; status=1; continue
   fi
