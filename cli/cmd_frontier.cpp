@@ -108,14 +108,35 @@ int run_frontier(const FrontierFlags& flags) {
       return x.peak_memory_bytes != y.peak_memory_bytes ? x.peak_memory_bytes < y.peak_memory_bytes
                                                         : x.step_time_s < y.step_time_s;
     });
+    // The point --search frontier picks: the fastest that fits of the first step (in
+    // step_variants' order) with any point that fits, as plan takes the cheapest step that
+    // fits. It stays in the table even where another step's point beats it.
+    std::string chosen_step;
+    double chosen_time = -1;
+    for (const PipelineFlags& pf : steps) {
+      for (const Point& p : merged)
+        if (p.step == pf.step_label() && p.point.simulated.peak_memory_bytes <= limit &&
+            (chosen_time < 0 || p.point.simulated.step_time_s < chosen_time))
+          chosen_time = p.point.simulated.step_time_s;
+      if (chosen_time >= 0) {
+        chosen_step = pf.step_label();
+        break;
+      }
+    }
     std::vector<Point> kept;
-    for (Point& p : merged)
-      if (kept.empty() || p.point.simulated.step_time_s < kept.back().point.simulated.step_time_s)
-        kept.push_back(std::move(p));
-    std::vector<search::FrontierPoint> frontier;
-    for (const Point& p : kept) frontier.push_back(p.point);
+    int chosen = -1;
+    double best_time = -1;  // the fastest point kept so far
+    for (Point& p : merged) {
+      const bool is_chosen = chosen < 0 && chosen_time >= 0 && p.step == chosen_step &&
+                             p.point.simulated.step_time_s == chosen_time &&
+                             p.point.simulated.peak_memory_bytes <= limit;
+      const double t = p.point.simulated.step_time_s;
+      if (!is_chosen && best_time >= 0 && t >= best_time) continue;
+      if (is_chosen) chosen = static_cast<int>(kept.size());
+      best_time = best_time < 0 ? t : std::min(best_time, t);
+      kept.push_back(std::move(p));
+    }
     const bool variants = steps.size() > 1;
-    int chosen = search::fastest_fitting(frontier, limit);
     search::FrontierSeries s;
     s.gpus = n;
     s.data_parallel = *dpm;

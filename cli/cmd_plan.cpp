@@ -106,11 +106,7 @@ int run_plan(const PlanFlags& flags) {
   if (!usable) return report(usable.error());
   // --recompute and --zero auto: the cheapest step that fits (PipelineFlags::step_variants).
   const std::vector<PipelineFlags> variants = flags.pipeline.step_variants();
-  // The frontier search runs once per step (below): --budget bounds the command, each its share.
-  const bool every =
-      flags.search.search == "frontier" && variants.size() > 1 && flags.pipeline.mode == "train";
   SearchFlags search = flags.search;
-  if (every) search.budget_s /= static_cast<double>(variants.size());
   bool dumped = false;
   auto session = open_session(variants.front(), dumped);
   if (!session) return report(session.error());
@@ -121,11 +117,8 @@ int run_plan(const PlanFlags& flags) {
     return report(still.error());
   auto outcome = plan_model(*session, variants.front(), search);
   if (!outcome) return report(outcome.error());
-  // The frontier search picks the fastest plan that fits among every step's frontier, as
-  // `planner frontier` draws them; the other searches take the first step that fits.
   const search::PlanMetrics first = outcome->plan.predicted;
-  for (size_t v = 1; v < variants.size() && (!outcome->fits || every) && session->model->train;
-       ++v) {
+  for (size_t v = 1; v < variants.size() && !outcome->fits && session->model->train; ++v) {
     auto next_session = open_session(variants[v], dumped);
     if (!next_session) return report(next_session.error());
     auto next = plan_model(*next_session, variants[v], search);
@@ -136,15 +129,12 @@ int run_plan(const PlanFlags& flags) {
     std::string pinned;
     if (variants[v].recompute == "all") pinned += " --recompute all";
     if (variants[v].zero == "2") pinned += " --zero 2";
-    const bool fitted = first.peak_memory_bytes <= outcome->memory_limit;
     next->notes.insert(
         next->notes.begin(),
-        fitted ? fmt::format("planned with{}: the fastest step that fits ({} without it)", pinned,
-                             format_seconds(first.step_time_s))
-               : fmt::format("planned with{}: without it the plan needs {} on its largest "
-                             "device, over the limit of {}",
-                             pinned, format_bytes(static_cast<double>(first.peak_memory_bytes)),
-                             format_bytes(static_cast<double>(outcome->memory_limit))));
+        fmt::format("planned with{}: without it the plan needs {} on its largest "
+                    "device, over the limit of {}",
+                    pinned, format_bytes(static_cast<double>(first.peak_memory_bytes)),
+                    format_bytes(static_cast<double>(outcome->memory_limit))));
     session = std::move(next_session);
     outcome = std::move(next);
   }
