@@ -118,23 +118,36 @@ int run_plan(const PlanFlags& flags) {
   auto outcome = plan_model(*session, variants.front(), search);
   if (!outcome) return report(outcome.error());
   const search::PlanMetrics first = outcome->plan.predicted;
-  for (size_t v = 1; v < variants.size() && !outcome->fits && session->model->train; ++v) {
+  // --min-gpus: every step is tried, and one that fits on fewer GPUs wins (ties: the cheaper
+  // step, the earlier one).
+  const bool fewest = flags.search.min_gpus;
+  auto gpus_used = [](const PlanOutcome& o) {
+    const auto& opts = o.plan.search.options;
+    return opts.is_object() && opts.contains("gpus_used") && opts["gpus_used"].is_number_integer()
+               ? opts["gpus_used"].get<int>()
+               : o.plan.topology.num_devices;
+  };
+  const int first_gpus = gpus_used(*outcome);
+  for (size_t v = 1; v < variants.size() && (!outcome->fits || fewest) && session->model->train;
+       ++v) {
     auto next_session = open_session(variants[v], dumped);
     if (!next_session) return report(next_session.error());
     auto next = plan_model(*next_session, variants[v], search);
     if (!next) return report(next.error());
     if (!next->fits) continue;
-    if (outcome->fits && next->plan.predicted.step_time_s >= outcome->plan.predicted.step_time_s)
-      continue;
+    if (outcome->fits && gpus_used(*next) >= gpus_used(*outcome)) continue;
     std::string pinned;
     if (variants[v].recompute == "all") pinned += " --recompute all";
     if (variants[v].zero == "2") pinned += " --zero 2";
     next->notes.insert(
         next->notes.begin(),
-        fmt::format("planned with{}: without it the plan needs {} on its largest "
-                    "device, over the limit of {}",
-                    pinned, format_bytes(static_cast<double>(first.peak_memory_bytes)),
-                    format_bytes(static_cast<double>(outcome->memory_limit))));
+        first.peak_memory_bytes <= outcome->memory_limit
+            ? fmt::format("planned with{}: it fits on {} GPU{}, the step without it on {}", pinned,
+                          gpus_used(*next), gpus_used(*next) == 1 ? "" : "s", first_gpus)
+            : fmt::format("planned with{}: without it the plan needs {} on its largest "
+                          "device, over the limit of {}",
+                          pinned, format_bytes(static_cast<double>(first.peak_memory_bytes)),
+                          format_bytes(static_cast<double>(outcome->memory_limit))));
     session = std::move(next_session);
     outcome = std::move(next);
   }

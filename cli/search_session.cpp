@@ -143,7 +143,12 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   // With sharded state pinned (--zero 2), the data parallelism a search falls back to shards it
   // too, over all the GPUs.
   const bool sharded = m.train && pipeline.zero_stage() == 2;
-  if (!is_baseline && !search_flags.no_fallback) {
+  // --min-gpus with sharded state on fewer GPUs than all: no data parallelism to compare.
+  const bool min_gpus_sharded = options.min_gpus && sharded &&
+                                result->options.contains("gpus_used") &&
+                                result->options["gpus_used"].is_number_integer() &&
+                                result->options["gpus_used"].get<int>() < topology.num_devices();
+  if (!is_baseline && !search_flags.no_fallback && !min_gpus_sharded) {
     // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
     // searches' cuts make: the fastest that fits replaces a slower search result.
     const int n = topology.num_devices();
@@ -151,6 +156,12 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     std::vector<int> dp_blocks;
     std::vector<int> blocks =
         options.fewer_devices && !sharded ? search::device_blocks(n) : std::vector<int>{n};
+    // --min-gpus: data parallelism over the GPUs the search settled on, never more.
+    if (options.min_gpus && result->options.contains("gpus_used") &&
+        result->options["gpus_used"].is_number_integer()) {
+      const int used = result->options["gpus_used"].get<int>();
+      blocks = {used};
+    }
     std::optional<search::SearchResult> fsdp;
     if (sharded) {
       PLANNER_TRY_ASSIGN(fsdp, search::run_fsdp(session.context(), options));
