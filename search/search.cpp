@@ -23,6 +23,10 @@ const std::vector<SearchInfo>& searches() {
       {"megatron",
        "baseline: tensor parallelism inside nodes, data parallelism across them (Megatron-LM)",
        &run_megatron},
+      {"megatron-2d",
+       "baseline: Megatron-LM's tensor x data parallelism at the fastest tensor-parallel degree "
+       "that fits (enumerated)",
+       &run_megatron_2d},
       {"fsdp",
        "baseline: data parallelism with parameters, gradients and optimizer state sharded "
        "(ZeRO stage 2, FSDP SHARD_GRAD_OP)",

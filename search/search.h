@@ -134,5 +134,8 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context,
 /// row-parallel linear layers, attention heads split alike, the rest replicated) and data
 /// parallelism across nodes. Models without attention fall back to data parallelism (noted).
 Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOptions& options);
+/// Megatron-LM's layout at every tensor-parallel degree dividing a node, data parallelism over
+/// the rest: the fastest that fits (as practitioners tune the degrees; no pipeline stages).
+Expected<SearchResult> run_megatron_2d(const SearchContext& context, const SearchOptions& options);
 
 }  // namespace planner::search
