@@ -38,7 +38,7 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
                  "between steps, parameters gathered for the step) or auto (the default: 0, or 2 "
                  "where plan finds nothing that fits without it; frontier shows both)")
-      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}));
+      ->check(CLI::IsMember({"0", "2", "auto"}));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -62,7 +62,7 @@ std::vector<PipelineFlags> PipelineFlags::step_variants() const {
       v.zero = z;
       out.push_back(std::move(v));
     }
-  if (out.empty()) out.push_back(*this);  // a pinned --zero 1 or 3: refused when opened
+  if (out.empty()) out.push_back(*this);  // infer with a pinned train-only step: nothing to vary
   // Cheapest first: sharded state costs no compute, recomputation a forward pass.
   std::stable_sort(out.begin(), out.end(), [](const PipelineFlags& a, const PipelineFlags& b) {
     return (a.recompute == "all") < (b.recompute == "all");

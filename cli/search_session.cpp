@@ -95,11 +95,6 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
   s.lowering = s.model->lowering.get();
-  if (flags.zero == "1" || flags.zero == "3")
-    return make_error(
-        "--zero {}: not implemented yet; --zero 2 shards gradients, optimizer state "
-        "and parameters between steps (docs/search.md)",
-        flags.zero);
   auto space =
       search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr,
                                  s.model->train && flags.zero_stage() == 2);

@@ -12,7 +12,6 @@
 
 namespace planner::importers {
 using detail::Builder;
-using detail::set_type;
 
 const std::vector<GptPreset>& gpt_presets() {
   // GPT-3 paper (Brown et al. 2020), table 2.1: n_layers, d_model, n_heads; n_ctx 2048.
@@ -72,19 +71,7 @@ Expected<std::string> gpt_model_bytes(const GptShape& s, const std::string& name
   const int64_t S = s.seq, V = s.vocab;
 
   onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.set_producer_name(std::string(kGeneratorProducer));
-  model.set_producer_version("0.1.0");
-  onnx::OperatorSetIdProto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  onnx::GraphProto& g = *model.mutable_graph();
-  g.set_name(name);
-  const std::pair<int64_t, std::string> batch = s.batch
-                                                    ? std::pair<int64_t, std::string>{s.batch, ""}
-                                                    : std::pair<int64_t, std::string>{0, "batch"};
-  set_type(g.add_input(), "input_ids", onnx::TensorProto::INT64, {batch, {S, ""}});
-  set_type(g.add_output(), "logits", onnx::TensorProto::FLOAT, {batch, {S, ""}, {V, ""}});
+  onnx::GraphProto& g = detail::start_decoder(model, name, s.batch, S, V);
 
   Builder b(g, data_file);
   const std::string wte = b.param("wte", {V, d});

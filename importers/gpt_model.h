@@ -33,13 +33,17 @@ struct GptShape {
   double dropout = 0.0;  ///< 0: no Dropout nodes
 };
 
-/// A named shape from the GPT-3 paper's table 2.1 (context 2048, vocabulary 50257) or GPT-2
-/// small (context 1024).
-struct GptPreset {
+/// A named size of a generated architecture (`--preset NAME`).
+template <typename Shape>
+struct ModelPreset {
   const char* name;
   const char* what;
-  GptShape shape;
+  Shape shape;
 };
+
+/// A named shape from the GPT-3 paper's table 2.1 (context 2048, vocabulary 50257) or GPT-2
+/// small (context 1024).
+using GptPreset = ModelPreset<GptShape>;
 
 /// The presets, smallest first.
 const std::vector<GptPreset>& gpt_presets();

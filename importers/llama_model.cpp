@@ -63,19 +63,7 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
   const int64_t kv = s.kv_heads ? s.kv_heads : h, f = llama_ffn(s);
 
   onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.set_producer_name(std::string(kGeneratorProducer));
-  model.set_producer_version("0.1.0");
-  onnx::OperatorSetIdProto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  onnx::GraphProto& g = *model.mutable_graph();
-  g.set_name(name);
-  const std::pair<int64_t, std::string> batch = s.batch
-                                                    ? std::pair<int64_t, std::string>{s.batch, ""}
-                                                    : std::pair<int64_t, std::string>{0, "batch"};
-  detail::set_type(g.add_input(), "input_ids", onnx::TensorProto::INT64, {batch, {S, ""}});
-  detail::set_type(g.add_output(), "logits", onnx::TensorProto::FLOAT, {batch, {S, ""}, {V, ""}});
+  onnx::GraphProto& g = detail::start_decoder(model, name, s.batch, S, V);
 
   Builder b(g, data_file);
   const std::string embed = b.param("tok_embeddings.weight", {V, d});

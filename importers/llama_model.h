@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "importers/gpt_model.h"
 #include "support/expected.h"
 
 namespace planner::importers {
@@ -34,11 +35,7 @@ struct LlamaShape {
   int64_t batch = 0;  ///< 0: a dynamic dimension named "batch"
 };
 
-struct LlamaPreset {
-  const char* name;
-  const char* what;
-  LlamaShape shape;
-};
+using LlamaPreset = ModelPreset<LlamaShape>;
 
 /// LLaMA 7B and 13B, Llama 2 7B, 13B and 70B, as their papers give them.
 const std::vector<LlamaPreset>& llama_presets();

@@ -10,6 +10,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "importers/gpt_model.h"
+
 namespace planner::importers::detail {
 
 // Builds the graph node by node; initializers are appended to one external-data file in order.
@@ -130,6 +132,26 @@ inline void set_type(onnx::ValueInfoProto* v, const std::string& name, int elem,
     else
       d->set_dim_param(param);
   }
+}
+
+// A decoder-only language model's ModelProto, opset 17, producer kGeneratorProducer: input
+// `input_ids` int64 [batch, seq] and output `logits` float [batch, seq, vocab] (batch 0: a
+// dynamic dimension named "batch"). Returns the graph to fill.
+inline onnx::GraphProto& start_decoder(onnx::ModelProto& model, const std::string& name,
+                                       int64_t batch, int64_t seq, int64_t vocab) {
+  model.set_ir_version(8);
+  model.set_producer_name(std::string(kGeneratorProducer));
+  model.set_producer_version("0.1.0");
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name(name);
+  const std::pair<int64_t, std::string> b = batch ? std::pair<int64_t, std::string>{batch, ""}
+                                                  : std::pair<int64_t, std::string>{0, "batch"};
+  set_type(g.add_input(), "input_ids", onnx::TensorProto::INT64, {b, {seq, ""}});
+  set_type(g.add_output(), "logits", onnx::TensorProto::FLOAT, {b, {seq, ""}, {vocab, ""}});
+  return g;
 }
 
 // The additive causal mask of a context of `seq` positions: -10000 above the diagonal, 0 on

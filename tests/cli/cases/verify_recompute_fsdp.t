@@ -4,4 +4,4 @@ $PLANNER verify $EXAMPLES/transformer_block.onnxtxt --gpus 4 --recompute all --s
 $PLANNER verify $EXAMPLES/transformer_block.onnxtxt --gpus 4 --search fsdp --optimizer adam | grep -v 'step:'
 $PLANNER verify $EXAMPLES/small_cnn.onnxtxt --gpus 4 --search dp --zero 2 --recompute all --optimizer momentum | grep -v 'step:'
 $PLANNER verify $EXAMPLES/lstm.onnxtxt --gpus 2 --search fsdp --recompute all --precision bf16 | grep -v 'step:'
-$PLANNER plan $EXAMPLES/mlp.onnxtxt --gpus 4 --zero 1 -o $TMP/p.json; echo "[$?]"
+$PLANNER plan $EXAMPLES/mlp.onnxtxt --gpus 4 --zero 1 -o $TMP/p.json 2>&1 | head -1; echo "[${PIPESTATUS[0]}]"
