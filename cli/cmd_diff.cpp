@@ -99,7 +99,13 @@ std::string step_text(const search::PlanSearch& s) {
   std::string text = option("precision", "fp32");
   if (s.options.is_object() && s.options.contains("optimizer"))
     text += ", " + option("optimizer", "sgd");
-  return text + ", recompute " + option("recompute", "none");
+  text += ", recompute " + option("recompute", "none");
+  const auto& o = s.options;
+  if (o.is_object() && o.contains("zero") && o["zero"].is_number_integer())
+    text += fmt::format(", zero {}", o["zero"].get<int>());
+  if (o.is_object() && o.contains("micro_batches") && o["micro_batches"].is_number_integer())
+    text += fmt::format(", {} micro-batches", o["micro_batches"].get<int64_t>());
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------

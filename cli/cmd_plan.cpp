@@ -225,6 +225,10 @@ int run_plan(const PlanFlags& flags) {
               topology.num_nodes(), topology.num_nodes() == 1 ? "node" : "nodes");
   std::printf("search       %s, %s\n", plan.search.algorithm.c_str(),
               format_seconds(outcome->search_seconds).c_str());
+  if (m.micro_batches > 1)
+    std::printf("batch        %lld in %d micro-batches of %lld, gradients accumulated\n",
+                static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
+                static_cast<long long>(m.micro_batch));
   std::printf("\n               %-14s %-14s\n", "this plan", "data parallel");
   std::printf("step time      %-14s %-14s %s\n", format_seconds(plan.predicted.step_time_s).c_str(),
               format_seconds(dp.step_time_s).c_str(),

@@ -39,6 +39,11 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "between steps, parameters gathered for the step) or auto (the default: 0, or 2 "
                  "where plan finds nothing that fits without it; frontier shows both)")
       ->check(CLI::IsMember({"0", "2", "auto"}));
+  app.add_option("--micro-batches", micro_batches,
+                 "train mode: forward and backward passes per optimizer step, gradients "
+                 "accumulated between them; --batch is the global batch, which they divide "
+                 "(default 1)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -137,6 +142,21 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   auto out = std::make_unique<PreparedModel>();
   out->source = flags.model.model_path;
   PLANNER_TRY_ASSIGN(importers::ImportOptions options, flags.model.import_options());
+  out->micro_batches = flags.micro_batches;
+  if (flags.micro_batches > 1) {
+    if (flags.mode != "train")
+      return make_error("--micro-batches {}: micro-batches are for training (--mode train)",
+                        flags.micro_batches);
+    if (!options.batch)
+      return make_error(
+          "--micro-batches {}: give the global batch with --batch (the micro-batches divide it)",
+          flags.micro_batches);
+    if (*options.batch % flags.micro_batches != 0)
+      return make_error("--micro-batches {}: they do not divide the global batch {}",
+                        flags.micro_batches, *options.batch);
+    options.batch = *options.batch / flags.micro_batches;
+  }
+  out->micro_batch = options.batch.value_or(0);
   PLANNER_TRY_ASSIGN(ir::Graph forward, importers::import_model(flags.model.model_path, options));
   if ((flags.dump_after == "plan" || flags.dump_after == "program") && !flags.plans)
     return make_error("--dump-after {}: this command makes no plan (plan and simulate do)",

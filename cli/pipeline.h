@@ -44,6 +44,10 @@ struct PipelineFlags {
   /// 0, except that `plan` tries 2 where nothing fits and `frontier` shows both
   std::string zero = "auto";
 
+  /// Train mode: forward and backward passes per optimizer step (--micro-batches), gradients
+  /// accumulated between them (codegen/micro_batch.h); --batch is the global batch.
+  int micro_batches = 1;
+
   /// The ZeRO stage a session is opened with ("auto" is 0).
   int zero_stage() const { return zero == "2" ? 2 : 0; }
   std::string costs;        ///< --costs FILE: measured kernel times
@@ -77,6 +81,10 @@ struct PreparedModel {
   std::unique_ptr<analysis::MeasuredCosts> costs;  ///< null without --costs
   analysis::ComputeCostOptions compute;  ///< the kernel model (defaults, or --calibration)
   std::string source;                    ///< the model path, for messages
+  /// Train mode: passes per optimizer step, and the batch of one (the graph's); 0 when the
+  /// model's batch was not set with --batch.
+  int micro_batches = 1;
+  int64_t micro_batch = 0;
   /// The graph on the topology with lowering_options(): what every command that prices,
   /// searches or compiles this model shares (set once the topology and costs are known).
   std::unique_ptr<analysis::Lowering> lowering;

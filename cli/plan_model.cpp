@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include "analysis/lowering.h"
+#include "codegen/micro_batch.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
 #include "search/search.h"
@@ -91,6 +92,12 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
           flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
     if (o.contains("optimizer") && o["optimizer"].is_string())
       flags.optimizer = o["optimizer"].get<std::string>();
+    if (o.contains("micro_batches") && o["micro_batches"].is_number_integer()) {
+      const int64_t mb = o["micro_batches"].get<int64_t>();
+      if (mb < 1 || mb > (1 << 20))
+        return make_error("{}: micro_batches {} in the plan is not a count", model.model_path, mb);
+      flags.micro_batches = static_cast<int>(mb);
+    }
     if (o.contains("zero") && o["zero"].is_number_integer())
       flags.zero = std::to_string(o["zero"].get<int>());
     if (o.contains("recompute") && o["recompute"].is_string()) {
@@ -166,7 +173,7 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
 
 Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks) {
+                                             int num_ranks, int micro_batches) {
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
   if (num_ranks <= m.topology->num_devices()) {
@@ -175,7 +182,13 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
     if (!ordered) return ordered.error().with_context(m.source);
   }
   p->precision = m.precision;
-  return p;
+  const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
+  if (!m.train || passes <= 1) return p;
+  // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass runs
+  // in the order the lowering priced, one after the other.
+  auto whole = codegen::unroll_micro_batches(*p, m.training, {passes, m.micro_batch});
+  if (!whole) return whole.error().with_context(m.source);
+  return whole;
 }
 
 Expected<codegen::ProgramCost> price_programs(const PreparedModel& m,
@@ -207,9 +220,29 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     auto it = cache->metrics.find(key);
     if (it != cache->metrics.end()) return it->second;
   }
-  PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
-  search::PlanMetrics out{s.cost.step_time_s, s.cost.peak_memory_bytes,
-                          static_cast<int64_t>(s.cost.comm_bytes)};
+  search::PlanMetrics out;
+  if (m.train && m.micro_batches > kSimulatedPasses) {
+    // Passes after the first two repeat the same steps on the same buffers' lifetimes: the
+    // step of M passes is the one of three plus M - 3 times what the third added (the peak is
+    // the three passes' peak). tests/codegen/micro_batch_test.cpp holds this against the
+    // whole program.
+    codegen::ProgramCost c[2];
+    int64_t peak = 0;
+    for (int i = 0; i < 2; ++i) {
+      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, m.topology->num_devices(),
+                                                         kSimulatedPasses - 1 + i));
+      PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
+      if (i == 1)
+        peak = codegen::extended_peak_bytes(programs, m.graph, kSimulatedPasses, m.micro_batches);
+    }
+    const double more = m.micro_batches - kSimulatedPasses;
+    out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
+    out.peak_memory_bytes = peak;
+    out.comm_bytes = static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
+  } else {
+    PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
+    out = {s.cost.step_time_s, s.cost.peak_memory_bytes, static_cast<int64_t>(s.cost.comm_bytes)};
+  }
   if (cache) {
     std::lock_guard<std::mutex> lock(cache->mutex);
     cache->metrics.emplace(std::move(key), out);

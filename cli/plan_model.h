@@ -51,10 +51,16 @@ Expected<void> check_plan_precision(const search::Plan& plan, const std::string&
 /// The plan's configs, in graph order.
 std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 
-/// Partitions `configs` over `num_ranks` ranks, errors prefixed with the model file.
+/// Partitions `configs` over `num_ranks` ranks, errors prefixed with the model file. In train
+/// mode with micro-batches the step runs `micro_batches` passes (0: the model's
+/// --micro-batches), gradients accumulated between them (codegen/micro_batch.h).
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks);
+                                             int num_ranks, int micro_batches = 0);
+
+/// Above this many micro-batches, program_metrics simulates the step of this many passes and
+/// of one fewer, and extends the difference to the rest.
+inline constexpr int kSimulatedPasses = 3;
 
 /// The compiled step `programs` of `model` simulated on its topology with its cost model
 /// (codegen::simulate_programs): the figures plan, simulate and compile report. `tasks` and

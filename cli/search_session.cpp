@@ -100,6 +100,7 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
                                  s.model->train && flags.zero_stage() == 2);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
+  s.space->set_micro_batches(s.model->micro_batches);
   return s;
 }
 
@@ -217,6 +218,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
+  if (m.micro_batches > 1) o["micro_batches"] = m.micro_batches;
   if (!pipeline.model.dims.empty()) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::object();
     for (const std::string& d : pipeline.model.dims) {

@@ -235,10 +235,16 @@ MemoryPlan plan_memory(const Programs& p) {
       else
         kept[static_cast<size_t>(updated)] = true;  // copied back at the end of the step
     }
-    // All-reduces in place: the input is read by nothing after the reduction.
+    // All-reduces in place: the input is read by nothing after the reduction; so are the
+    // gradient accumulations of micro-batches (micro_batch.h: a helper Add into its first
+    // input), so a gradient's accumulator keeps one place over the passes.
     for (size_t k = 0; k < prog.steps.size(); ++k) {
       const Step& s = prog.steps[k];
-      if (s.kind != StepKind::kAllReduce || s.inputs.empty() || s.outputs.empty()) continue;
+      const bool accumulate = s.kind == StepKind::kKernel && s.op == ir::kNoOp &&
+                              s.op_type == "Add" && s.domain.empty() && s.inputs.size() == 2;
+      if ((s.kind != StepKind::kAllReduce && !accumulate) || s.inputs.empty() ||
+          s.outputs.empty())
+        continue;
       const int in = s.inputs[0], out = s.outputs[0];
       if (in < 0 || out < 0 || in == out) continue;
       const Buffer& ib = p.buffers[static_cast<size_t>(in)];

@@ -14,7 +14,8 @@
 //   element-wise, docs/runtime.md); otherwise it gets its own bytes and is copied back at the end
 //   of the step;
 // - an all-reduce's result is its input's buffer (NCCL reduces in place) when nothing reads the
-//   input after it.
+//   input after it; so is a micro-batch's gradient accumulation's (an element-wise Add into its
+//   first input, codegen/micro_batch.h).
 // Offsets come from a best-fit allocation with coalescing, replayed over the program: the arena
 // is the high-water mark of that allocation, at least the largest sum of live bytes and in
 // practice within a few percent of it (MemoryPlan::live_peak_bytes keeps the lower bound).

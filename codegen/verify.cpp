@@ -188,11 +188,57 @@ const char* state_kind(const std::string& name) {
   return nullptr;
 }
 
+// The reference's outputs as whole tensors: a step of several micro-batches leaves each
+// micro-batch's rows of a model output in its own slice (micro_batch.h).
+std::vector<DumpedSlice> whole_tensors(const std::vector<DumpedSlice>& ref) {
+  std::map<std::string, std::vector<const DumpedSlice*>> slices;
+  for (const DumpedSlice& r : ref) slices[r.name].push_back(&r);
+  std::vector<DumpedSlice> out;
+  for (const auto& [name, list] : slices) {
+    const DumpedSlice& first = *list.front();
+    if (list.size() == 1 && first.shape == first.global_shape) {
+      out.push_back(first);
+      continue;
+    }
+    DumpedSlice w;
+    w.name = name;
+    w.dtype = first.dtype;
+    w.rank = first.rank;
+    w.global_shape = w.shape = first.global_shape;
+    w.offset.assign(first.global_shape.size(), 0);
+    const size_t es = ir::dtype_size(first.dtype);
+    int64_t total = 1;
+    for (int64_t d : w.global_shape) total *= d;
+    w.bytes.assign(static_cast<size_t>(total) * es, 0);
+    for (const DumpedSlice* s : list) {
+      if (s->global_shape != w.global_shape || s->dtype != w.dtype) continue;
+      w.floor = std::max(w.floor, s->floor);
+      int64_t n = 1;
+      for (int64_t d : s->shape) n *= d;
+      std::vector<int64_t> idx(s->shape.size(), 0);
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t g = 0;
+        for (size_t d = 0; d < s->shape.size(); ++d)
+          g = g * s->global_shape[d] + s->offset[d] + idx[d];
+        std::memcpy(w.bytes.data() + static_cast<size_t>(g) * es,
+                    s->bytes.data() + static_cast<size_t>(e) * es, es);
+        for (size_t d = s->shape.size(); d-- > 0;) {
+          if (++idx[d] < s->shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 }  // namespace
 
-Comparison compare_dumps(const std::vector<DumpedSlice>& part, const std::vector<DumpedSlice>& ref,
-                         const Tolerance& tol) {
+Comparison compare_dumps(const std::vector<DumpedSlice>& part,
+                         const std::vector<DumpedSlice>& ref_slices, const Tolerance& tol) {
   Comparison c;
+  const std::vector<DumpedSlice> ref = whole_tensors(ref_slices);
   std::map<std::string, const DumpedSlice*> by_name;
   for (const DumpedSlice& r : ref) by_name[r.name] = &r;
   std::map<std::string, std::vector<bool>> covered;

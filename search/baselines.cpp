@@ -311,6 +311,7 @@ Expected<SearchResult> run_fsdp(const SearchContext& context, const SearchOption
                      analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
   // Data parallelism whose updates are sharded over the replicas (GroupSpace's shard_state).
   PLANNER_TRY_ASSIGN(GroupSpace sharded, GroupSpace::create(lowering, context.training, true));
+  sharded.set_micro_batches(context.space.micro_batches());
   const std::vector<int> devices = all_devices(n);
   int updates = 0;
   for (int g = 0; g < sharded.num_groups(); ++g) {

@@ -320,7 +320,9 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
       double op_time =
           count_bytes ? 0.0
                       : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
-      time += op_time;
+      const double passes = is_update_op(op) ? 1.0 : space.micro_batches();
+      time += passes * op_time;
+      // The gradient reductions overlap the last pass's backward computation.
       if (m != space.leader(gi) && !is_update_op(op)) backward += op_time;
       MemberWork& mw = w.members.emplace_back();
       mw.op = m;
@@ -374,8 +376,10 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
             }
           bool feeds_update = !t.consumers.empty();
           for (ir::OpId r : t.consumers) feeds_update &= is_update_op(g.op(r));
-          (feeds_update && !bytes_objective_reductions_count(objective) ? overlappable : time) +=
-              worst;
+          if (feeds_update && !bytes_objective_reductions_count(objective))
+            overlappable += worst;
+          else
+            time += (feeds_update ? 1.0 : space.micro_batches()) * worst;
         }
       }
     }
@@ -462,10 +466,12 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
       return f.resident ? pf.need[static_cast<size_t>(f.slot)]
                         : pf.held[static_cast<size_t>(f.slot)];
     };
+    // A conversion runs once per pass, except into an update (of the accumulated gradient).
+    const double passes = is_update_op(g.op(f.consumer)) ? 1.0 : space.micro_batches();
     if (gp == gc) {
       auto& node = out.node_[static_cast<size_t>(gp)];
       for (size_t c = 0; c < node.size(); ++c)
-        node[c].time += pricer.price(
+        node[c].time += passes * pricer.price(
             held_of(c),
             facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
       continue;
@@ -486,7 +492,7 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
     for (size_t cp = 0; cp < np; ++cp) {
       int held = held_of(cp);
       for (size_t cc = 0; cc < nc; ++cc) {
-        double t = pricer.price(
+        double t = passes * pricer.price(
             held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
         size_t ca = gp == a ? cp : cc, cb = gp == a ? cc : cp;
         e.cost[ca * static_cast<size_t>(e.nb) + cb] += t;

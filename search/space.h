@@ -62,6 +62,11 @@ class GroupSpace {
                                      const analysis::TrainingGraph* training,
                                      bool shard_state = false);
 
+  /// Forward and backward passes per optimizer step (--micro-batches): the cost tables count
+  /// what runs per pass that many times, updates and the conversions feeding them once.
+  int micro_batches() const { return micro_batches_; }
+  void set_micro_batches(int m) { micro_batches_ = m > 0 ? m : 1; }
+
   int num_groups() const { return static_cast<int>(groups_.size()); }
   /// The op whose variables the group's cuts name.
   ir::OpId leader(int group) const { return groups_[static_cast<size_t>(group)].leader; }
@@ -105,6 +110,7 @@ class GroupSpace {
   };
   GroupSpace() = default;
   const analysis::Lowering* lowering_ = nullptr;
+  int micro_batches_ = 1;
   std::vector<Group> groups_;
   std::vector<int> group_of_;
 };

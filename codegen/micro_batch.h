@@ -1,0 +1,67 @@
+// Micro-batches with gradient accumulation: one optimizer step made of M forward and backward
+// passes over micro-batches of the global batch, as `loss.backward()` M times under DDP's
+// `no_sync()` and one `optimizer.step()` (docs/training.md, "Micro-batches").
+//
+// The unit is the compiled step of one micro-batch (partition.h). Its steps fall in two kinds:
+// - micro steps, run once per micro-batch: every kernel of a forward, backward or recompute
+//   operator, and every transfer, collective or helper whose result such a step (or a graph
+//   output, or a carry) reads;
+// - optimizer steps, run once: update kernels, and the collectives and helpers that only feed
+//   them — the reduction of partial gradients (all-reduce, reduce-scatter) among them.
+// Buffers that micro steps write and optimizer steps read are gradients: each micro-batch adds
+// its own into an accumulator on the rank that holds it, in the layout it was produced in
+// (partial sums stay partial), so the gradient collectives run once per step, on the sum.
+// The step's loss is the mean over the global batch, so each pass seeds its backward pass with
+// 1/M of its own mean's gradient (LossGrad's scale divided by M, as a training loop divides the
+// loss by the accumulation steps): the accumulated gradient is the whole batch's.
+//
+// Micro-batch i reads rows [i*b, (i+1)*b) of the global batch along axis 0 of every model input
+// whose axis 0 is the micro-batch size b; other inputs are drawn afresh per micro-batch.
+// So a step of M micro-batches of b updates the parameters as one pass over a batch of M*b
+// does, where no operator mixes the rows of a batch (batch statistics). The step's model
+// outputs are its last micro-batch's (as a training loop's `loss` after the loop): keeping every
+// micro-batch's would hold memory no training job holds.
+// Dropout draws a different mask per micro-batch (its seed is mixed with i). State that forward
+// operators update (BatchNormalization's running statistics) passes from one micro-batch to
+// the next.
+#pragma once
+
+#include <cstdint>
+
+#include "analysis/training_graph.h"
+#include "codegen/program.h"
+#include "support/expected.h"
+
+namespace planner::codegen {
+
+struct MicroBatchOptions {
+  int micro_batches = 1;       ///< M: forward and backward passes per optimizer step
+  int64_t micro_batch = 0;     ///< b: the batch of one pass (the graph's batch); 0: unknown
+};
+
+/// How a step's program splits into micro and optimizer steps (for reports and tests).
+struct MicroBatchSplit {
+  std::vector<std::vector<bool>> optimizer_step;  ///< per rank, per step: runs once per step
+  std::vector<int> accumulated;                   ///< buffers accumulated over micro-batches
+};
+
+/// Classifies the steps of `step` (one micro-batch's compiled training step). Errors: a buffer
+/// the optimizer steps read that micro steps write and that is not a gradient.
+Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
+                                                  const analysis::TrainingGraph& training);
+
+/// The peak memory of the step of `passes` passes from `programs`, the compiled step of
+/// `simulated` passes (2 <= simulated <= passes): every pass after the second repeats the
+/// lifetimes of the one before, except that the compiled step holds each pass's model inputs
+/// all step (the launcher draws them once), so each rank's arena grows by its inputs per pass.
+int64_t extended_peak_bytes(const Programs& programs, const ir::Graph& graph, int simulated,
+                            int passes);
+
+/// The whole optimizer step: `step`'s micro steps once per micro-batch, in order, gradients
+/// accumulated, then (in the last micro-batch, interleaved as `step` had them) the optimizer
+/// steps. M = 1 returns `step` unchanged.
+Expected<Programs> unroll_micro_batches(const Programs& step,
+                                        const analysis::TrainingGraph& training,
+                                        const MicroBatchOptions& options);
+
+}  // namespace planner::codegen
