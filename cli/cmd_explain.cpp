@@ -62,10 +62,11 @@ int run_explain(ExplainFlags flags) {
               format_bytes(static_cast<double>(plan->predicted.peak_memory_bytes)).c_str(),
               format_bytes(static_cast<double>(plan->predicted.comm_bytes)).c_str());
   if (m.micro_batches > 1)
-    std::printf("batch     %lld in %d micro-batches of %lld: %d forward and backward passes, "
-                "gradients accumulated, one update\n",
-                static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
-                static_cast<long long>(m.micro_batch), m.micro_batches);
+    std::printf(
+        "batch     %lld in %d micro-batches of %lld: %d forward and backward passes, "
+        "gradients accumulated, one update\n",
+        static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
+        static_cast<long long>(m.micro_batch), m.micro_batches);
   if (m.train) {
     // The backward pass's recomputation (analysis/recompute.h).
     int clones = 0;

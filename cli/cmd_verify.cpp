@@ -132,9 +132,12 @@ int run_verify(VerifyFlags flags) {
   if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);
   if (!ref) return report(ref.error());
-  std::printf("verify %s: %d ranks, %s, %s, %s, %d steps\n", terminal_safe(model->source).c_str(),
+  std::printf("verify %s: %d ranks, %s, %s, %s, %d steps%s\n", terminal_safe(model->source).c_str(),
               ranks, what.c_str(), model->train ? "train" : "infer",
-              std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps);
+              std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps,
+              model->micro_batches > 1
+                  ? fmt::format(" of {} micro-batches", model->micro_batches).c_str()
+                  : "");
   auto results = codegen::verify_programs(*ref, {*part}, flags.options);
   if (!results) return report(results.error().with_context(model->source));
   const codegen::VerifyResult& r = results->front();

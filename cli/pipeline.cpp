@@ -43,7 +43,7 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "train mode: forward and backward passes per optimizer step, gradients "
                  "accumulated between them; --batch is the global batch, which they divide "
                  "(default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 65536));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -157,7 +157,12 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     options.batch = *options.batch / flags.micro_batches;
   }
   out->micro_batch = options.batch.value_or(0);
-  PLANNER_TRY_ASSIGN(ir::Graph forward, importers::import_model(flags.model.model_path, options));
+  auto imported = importers::import_model(flags.model.model_path, options);
+  if (!imported && flags.micro_batches > 1)
+    return make_error("--micro-batches {} (passes of {} of the batch {}): {}", flags.micro_batches,
+                      out->micro_batch, out->micro_batch * flags.micro_batches,
+                      imported.error().message());
+  PLANNER_TRY_ASSIGN(ir::Graph forward, std::move(imported));
   if ((flags.dump_after == "plan" || flags.dump_after == "program") && !flags.plans)
     return make_error("--dump-after {}: this command makes no plan (plan and simulate do)",
                       flags.dump_after);

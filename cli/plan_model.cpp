@@ -238,7 +238,8 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     const double more = m.micro_batches - kSimulatedPasses;
     out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
     out.peak_memory_bytes = peak;
-    out.comm_bytes = static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
+    out.comm_bytes =
+        static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
   } else {
     PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
     out = {s.cost.step_time_s, s.cost.peak_memory_bytes, static_cast<int64_t>(s.cost.comm_bytes)};

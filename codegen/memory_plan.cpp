@@ -242,8 +242,7 @@ MemoryPlan plan_memory(const Programs& p) {
       const Step& s = prog.steps[k];
       const bool accumulate = s.kind == StepKind::kKernel && s.op == ir::kNoOp &&
                               s.op_type == "Add" && s.domain.empty() && s.inputs.size() == 2;
-      if ((s.kind != StepKind::kAllReduce && !accumulate) || s.inputs.empty() ||
-          s.outputs.empty())
+      if ((s.kind != StepKind::kAllReduce && !accumulate) || s.inputs.empty() || s.outputs.empty())
         continue;
       const int in = s.inputs[0], out = s.outputs[0];
       if (in < 0 || out < 0 || in == out) continue;

@@ -22,7 +22,7 @@ bool is_collective_kind(StepKind k) {
 // Matching follows the programs' own rule (program.h): the k-th collective over one group on
 // every member, and point-to-point messages between two ranks in FIFO order.
 struct Instances {
-  std::vector<std::vector<int>> of;       // per rank, per step: its instance
+  std::vector<std::vector<int>> of;  // per rank, per step: its instance
   std::vector<std::vector<StepRef>> members;
 
   explicit Instances(const Programs& p) {
@@ -81,8 +81,8 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
   const Instances inst(step);
   const size_t n_inst = inst.members.size();
   const size_t n_buf = step.buffers.size();
-  std::vector<int> producer(n_buf, -1);            // instance writing each buffer
-  std::vector<std::vector<int>> readers(n_buf);    // instances reading it
+  std::vector<int> producer(n_buf, -1);          // instance writing each buffer
+  std::vector<std::vector<int>> readers(n_buf);  // instances reading it
   for (size_t r = 0; r < step.ranks.size(); ++r)
     for (size_t i = 0; i < step.ranks[r].steps.size(); ++i) {
       const Step& s = step.ranks[r].steps[i];
@@ -148,9 +148,9 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
               buf.tensor_name);
         if (!is_once || once[static_cast<size_t>(p)] || accumulated[static_cast<size_t>(b)])
           continue;
-        const bool gradient = buf.tensor != ir::kNoTensor &&
-                              training.tensor_of_grad[static_cast<size_t>(buf.tensor)] !=
-                                  ir::kNoTensor;
+        const bool gradient =
+            buf.tensor != ir::kNoTensor &&
+            training.tensor_of_grad[static_cast<size_t>(buf.tensor)] != ir::kNoTensor;
         if (!gradient)
           return make_error(
               "micro-batches: the optimizer step reads '{}', which is not a gradient and so "
@@ -224,8 +224,7 @@ class Unroller {
           Step s = steps[i];
           for (int& b : s.inputs) resolve(b);
           for (int& b : s.outputs) resolve(b);
-          if (s.kind == StepKind::kKernel && s.op_type == "DropoutTrain" && c > 0)
-            mix_seed(s, c);
+          if (s.kind == StepKind::kKernel && s.op_type == "DropoutTrain" && c > 0) mix_seed(s, c);
           if (s.kind == StepKind::kKernel && s.op_type == "LossGrad") scale_loss(s);
           out_.ranks[r].steps.push_back(std::move(s));
           for (int b : steps[i].outputs) {
@@ -296,9 +295,8 @@ class Unroller {
 
   static void mix_seed(Step& s, int c) {
     auto it = s.attributes.find("seed");
-    const int64_t seed = it != s.attributes.end() && it->second.is_int()
-                             ? std::get<int64_t>(it->second.value)
-                             : 0;
+    const int64_t seed =
+        it != s.attributes.end() && it->second.is_int() ? std::get<int64_t>(it->second.value) : 0;
     const uint64_t mixed = (static_cast<uint64_t>(seed) ^ 0x6a09e667f3bcc909ull) +
                            static_cast<uint64_t>(c) * 0x9e3779b97f4a7c15ull;
     s.attributes["seed"] = ir::Attribute{static_cast<int64_t>(mixed >> 1)};

@@ -35,8 +35,8 @@
 namespace planner::codegen {
 
 struct MicroBatchOptions {
-  int micro_batches = 1;       ///< M: forward and backward passes per optimizer step
-  int64_t micro_batch = 0;     ///< b: the batch of one pass (the graph's batch); 0: unknown
+  int micro_batches = 1;    ///< M: forward and backward passes per optimizer step
+  int64_t micro_batch = 0;  ///< b: the batch of one pass (the graph's batch); 0: unknown
 };
 
 /// How a step's program splits into micro and optimizer steps (for reports and tests).

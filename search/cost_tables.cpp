@@ -471,9 +471,11 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
     if (gp == gc) {
       auto& node = out.node_[static_cast<size_t>(gp)];
       for (size_t c = 0; c < node.size(); ++c)
-        node[c].time += passes * pricer.price(
-            held_of(c),
-            facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
+        node[c].time +=
+            passes *
+            pricer.price(
+                held_of(c),
+                facts[static_cast<size_t>(f.consumer)][c].need[static_cast<size_t>(f.input)]);
       continue;
     }
     int a = std::min(gp, gc), b = std::max(gp, gc);
@@ -492,8 +494,11 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
     for (size_t cp = 0; cp < np; ++cp) {
       int held = held_of(cp);
       for (size_t cc = 0; cc < nc; ++cc) {
-        double t = passes * pricer.price(
-            held, facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
+        double t =
+            passes *
+            pricer.price(
+                held,
+                facts[static_cast<size_t>(f.consumer)][cc].need[static_cast<size_t>(f.input)]);
         size_t ca = gp == a ? cp : cc, cb = gp == a ? cc : cp;
         e.cost[ca * static_cast<size_t>(e.nb) + cb] += t;
       }

@@ -36,7 +36,8 @@ net (float[batch,16] x) => (float[batch,8] y)
 }
 )";
 
-std::unique_ptr<Model> net(int64_t batch, analysis::Optimizer opt = analysis::Optimizer::kMomentum) {
+std::unique_ptr<Model> net(int64_t batch,
+                           analysis::Optimizer opt = analysis::Optimizer::kMomentum) {
   importers::ImportOptions o;
   o.batch = batch;
   auto g = importers::import_model_text(kNet, "net.onnxtxt", o);
@@ -74,9 +75,9 @@ Programs compiled(const Model& m, const std::string& kind, int n, int passes, in
   const importers::Topology topo = importers::h100_cluster(n);
   const analysis::Lowering lowering(m.graph, m.strategies, topo);
   const std::vector<OpConfig> configs =
-      kind == "whole" ? std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()),
-                                              OpConfig::single(0))
-                      : configs_of(m, lowering, kind, n);
+      kind == "whole"
+          ? std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0))
+          : configs_of(m, lowering, kind, n);
   auto p = partition(lowering, configs, n, true);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
   REQUIRE(order_by_schedule(*p, m.graph, topo, lowering.compute_model()).has_value());
@@ -160,8 +161,7 @@ TEST_CASE("micro-batches: M passes of b update the parameters as one pass of M*b
   auto big = net(16);
   auto small = net(4);
   Programs reference = compiled(*big, "whole", 1, 1, 16);
-  std::vector<Programs> plans = {compiled(*small, "dp", 4, 4, 4),
-                                 compiled(*small, "mp", 2, 4, 4),
+  std::vector<Programs> plans = {compiled(*small, "dp", 4, 4, 4), compiled(*small, "mp", 2, 4, 4),
                                  compiled(*small, "dp", 2, 2, 4),  // micro-batches of 4 of 8
                                  compiled(*small, "mcmc", 4, 4, 4)};
   // Batch 8 in two passes of 4 has its own reference.

@@ -8,7 +8,7 @@
 #
 # With a fourth argument `steps`, the plans are instead the step variants of issue 16 on 4
 # GPUs: recomputation under dp, sharded state with Adam under the fsdp baseline, and both
-# under mcmc.
+# under mcmc; and, for the models with a batch to bind, micro-batches under dp and fsdp.
 #
 #   shared_models.sh MODEL PLANNER MODELS_DIR [steps]
 set -euo pipefail
@@ -32,6 +32,16 @@ if [ "$what" = steps ]; then
 --search fsdp --optimizer adam
 --search mcmc --max-proposals 100 --zero 2 --recompute all
 VARIANTS
+  # Micro-batches (the models with a batch to bind): the batch in two passes, gradients
+  # accumulated, under the dp search and with sharded state.
+  if [ -n "$batch" ]; then
+    for variant in "--search dp" "--search fsdp --optimizer adam"; do
+      echo "== $model --shrink $shrink --gpus 4 --batch $batch --micro-batches 2 $variant"
+      # shellcheck disable=SC2086
+      "$planner" verify "$models/$model.onnx" --shrink "$shrink" --gpus 4 --batch "$batch" \
+        --micro-batches 2 $variant ${steps:+--steps "$steps"} || status=1
+    done
+  fi
   exit $status
 fi
 for plan in $plans; do
