@@ -126,6 +126,8 @@ class Lowering {
 
   const ir::Graph& graph() const { return graph_; }
   const importers::Topology& topology() const { return topology_; }
+  const GraphStrategies& strategies() const { return strategies_; }
+  const LoweringOptions& options() const { return options_; }
   /// The kernel model every compute task of a plan is priced with.
   const ComputeCostModel& compute_model() const { return compute_; }
 

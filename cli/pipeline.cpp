@@ -44,6 +44,13 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "accumulated between them; --batch is the global batch, which they divide "
                  "(default 1)")
       ->check(CLI::Range(1, 65536));
+  app.add_option("--pipeline-stages", pipeline_stages,
+                 "train mode: cut the model into this many pipeline stages on consecutive blocks "
+                 "of the GPUs, the micro-batches flowing through them (default 1)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--schedule", schedule,
+                 "the pipeline schedule: 1f1b (default; PipeDream-Flush) or gpipe")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -157,6 +164,11 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     options.batch = *options.batch / flags.micro_batches;
   }
   out->micro_batch = options.batch.value_or(0);
+  out->pipeline_stages = flags.pipeline_stages;
+  out->schedule = codegen::schedule_from_name(flags.schedule).value_or(codegen::Schedule::k1F1B);
+  if (flags.pipeline_stages > 1 && flags.mode != "train")
+    return make_error("--pipeline-stages {}: pipeline stages are for training (--mode train)",
+                      flags.pipeline_stages);
   auto imported = importers::import_model(flags.model.model_path, options);
   if (!imported && flags.micro_batches > 1)
     return make_error("--micro-batches {} (passes of {} of the batch {}): {}", flags.micro_batches,
@@ -202,6 +214,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     return out;
   }
   PLANNER_TRY_ASSIGN(importers::Topology topology, flags.topology.resolve());
+  if (topology.num_devices() % flags.pipeline_stages != 0)
+    return make_error("--pipeline-stages {}: the stages must divide the {} GPUs",
+                      flags.pipeline_stages, topology.num_devices());
   out->topology.emplace(std::move(topology));
   if (!flags.calibration.empty()) {
     PLANNER_TRY_ASSIGN(out->compute, analysis::load_calibration(flags.calibration));

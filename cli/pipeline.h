@@ -18,6 +18,7 @@
 #include "cli/options.h"
 #include "cli/tdl_flags.h"
 #include "cli/topology_flags.h"
+#include "codegen/pipeline_schedule.h"
 #include "importers/topology.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
@@ -47,6 +48,10 @@ struct PipelineFlags {
   /// Train mode: forward and backward passes per optimizer step (--micro-batches), gradients
   /// accumulated between them (codegen/micro_batch.h); --batch is the global batch.
   int micro_batches = 1;
+  /// Train mode: pipeline stages (--pipeline-stages, consecutive blocks of the GPUs,
+  /// search/pipeline.h) and the order the micro-batches run through them (--schedule).
+  int pipeline_stages = 1;
+  std::string schedule = "1f1b";
 
   /// The ZeRO stage a session is opened with ("auto" is 0).
   int zero_stage() const { return zero == "2" ? 2 : 0; }
@@ -85,6 +90,9 @@ struct PreparedModel {
   /// model's batch was not set with --batch.
   int micro_batches = 1;
   int64_t micro_batch = 0;
+  /// Train mode: pipeline stages, and the schedule of a pipelined plan's passes.
+  int pipeline_stages = 1;
+  codegen::Schedule schedule = codegen::Schedule::k1F1B;
   /// The graph on the topology with lowering_options(): what every command that prices,
   /// searches or compiles this model shares (set once the topology and costs are known).
   std::unique_ptr<analysis::Lowering> lowering;

@@ -11,6 +11,7 @@
 #include "codegen/micro_batch.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
+#include "search/pipeline.h"
 #include "search/search.h"
 #include "support/sha256.h"
 
@@ -98,6 +99,18 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
         return make_error("{}: micro_batches {} in the plan is not a count", model.model_path, mb);
       flags.micro_batches = static_cast<int>(mb);
     }
+    if (o.contains("pipeline_stages") && o["pipeline_stages"].is_number_integer()) {
+      const int64_t k = o["pipeline_stages"].get<int64_t>();
+      if (k < 1 || k > 4096)
+        return make_error("{}: pipeline_stages {} in the plan is not a count", model.model_path, k);
+      flags.pipeline_stages = static_cast<int>(k);
+    }
+    if (o.contains("schedule") && o["schedule"].is_string()) {
+      flags.schedule = o["schedule"].get<std::string>();
+      if (!codegen::schedule_from_name(flags.schedule))
+        return make_error("{}: unknown schedule '{}' in the plan", model.model_path,
+                          flags.schedule);
+    }
     if (o.contains("zero") && o["zero"].is_number_integer())
       flags.zero = std::to_string(o["zero"].get<int>());
     if (o.contains("recompute") && o["recompute"].is_string()) {
@@ -184,9 +197,16 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   p->precision = m.precision;
   const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
   if (!m.train || passes <= 1) return p;
-  // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass runs
-  // in the order the lowering priced, one after the other.
-  auto whole = codegen::unroll_micro_batches(*p, m.training, {passes, m.micro_batch});
+  // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass in the
+  // order the lowering priced; passes one after the other, or, where the plan sits on pipeline
+  // stages, in the pipeline schedule.
+  codegen::MicroBatchOptions o{passes, m.micro_batch};
+  if (search::on_stage_blocks(configs, num_ranks, m.pipeline_stages)) {
+    o.schedule = m.schedule;
+    o.stages = m.pipeline_stages;
+    o.rank_stage = search::rank_stages(num_ranks, m.pipeline_stages);
+  }
+  auto whole = codegen::unroll_micro_batches(*p, m.training, o);
   if (!whole) return whole.error().with_context(m.source);
   return whole;
 }
@@ -221,7 +241,25 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     if (it != cache->metrics.end()) return it->second;
   }
   search::PlanMetrics out;
-  if (m.train && m.micro_batches > kSimulatedPasses) {
+  const int n = m.topology->num_devices();
+  const bool pipelined = search::on_stage_blocks(configs, n, m.pipeline_stages);
+  if (m.train && pipelined && m.micro_batches > m.pipeline_stages + 2) {
+    // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
+    // one of K + 2 plus M - K - 2 times what the last pass added, in time and in memory.
+    codegen::ProgramCost c[2];
+    for (int i = 0; i < 2; ++i) {
+      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, n, m.pipeline_stages + 1 + i));
+      PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
+    }
+    const double more = m.micro_batches - (m.pipeline_stages + 2);
+    out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
+    out.peak_memory_bytes =
+        c[1].peak_memory_bytes +
+        static_cast<int64_t>(more) *
+            std::max<int64_t>(0, c[1].peak_memory_bytes - c[0].peak_memory_bytes);
+    out.comm_bytes =
+        static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
+  } else if (m.train && !pipelined && m.micro_batches > kSimulatedPasses) {
     // Passes after the first two repeat the same steps on the same buffers' lifetimes: the
     // step of M passes is the one of three plus M - 3 times what the third added (the peak is
     // the three passes' peak). tests/codegen/micro_batch_test.cpp holds this against the

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/plan_model.h"
+#include "search/pipeline.h"
 #include "search/plan_builder.h"
 #include "support/sha256.h"
 #include "support/units.h"
@@ -115,7 +116,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   out.memory_limit = options.memory_limit;
 
   auto start = std::chrono::steady_clock::now();
-  auto result = info->run(session.context(), options);
+  auto result = search::run_pipelined(*info, session.context(), options, m.pipeline_stages);
   if (options.progress) std::fprintf(stderr, "\r\033[K");
   if (!result) return result.error().with_context(m.source);
   out.search_seconds =
@@ -144,7 +145,8 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
                                 result->options.contains("gpus_used") &&
                                 result->options["gpus_used"].is_number_integer() &&
                                 result->options["gpus_used"].get<int>() < topology.num_devices();
-  if (!is_baseline && !search_flags.no_fallback && !min_gpus_sharded) {
+  // Pinned pipeline stages: no fallback to a plan without them.
+  if (!is_baseline && !search_flags.no_fallback && !min_gpus_sharded && m.pipeline_stages == 1) {
     // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
     // searches' cuts make: the fastest that fits replaces a slower search result.
     const int n = topology.num_devices();
@@ -219,6 +221,10 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
   if (m.micro_batches > 1) o["micro_batches"] = m.micro_batches;
+  if (m.pipeline_stages > 1) {
+    o["pipeline_stages"] = m.pipeline_stages;
+    o["schedule"] = codegen::schedule_name(m.schedule);
+  }
   if (!pipeline.model.dims.empty()) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::object();
     for (const std::string& d : pipeline.model.dims) {

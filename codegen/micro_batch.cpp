@@ -127,15 +127,61 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
       }
     }
   }
+  // Forward part: forward kernels, and what a forward-part step reads (or, for what nobody
+  // reads, what reads only forward-part results); the rest is the backward part.
+  std::vector<char> forward(n_inst, 0);
+  for (size_t id = 0; id < n_inst; ++id) {
+    const Step& s = step_at(step, inst.members[id][0]);
+    if (s.kind == StepKind::kKernel && s.op != ir::kNoOp)
+      forward[id] = phase_of(s.op) == analysis::Phase::kForward;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t id = 0; id < n_inst; ++id) {
+      const Step& first = step_at(step, inst.members[id][0]);
+      if (forward[id] || once[id] || (first.kind == StepKind::kKernel && first.op != ir::kNoOp))
+        continue;
+      bool promote = false, unread = true, inputs_forward = true;
+      for (const StepRef& m : inst.members[id]) {
+        const Step& s = step_at(step, m);
+        for (int b : s.outputs)
+          if (b >= 0)
+            for (int x : readers[static_cast<size_t>(b)]) {
+              unread = false;
+              promote |= forward[static_cast<size_t>(x)] != 0;
+            }
+        for (int b : s.inputs)
+          if (b >= 0 && producer[static_cast<size_t>(b)] >= 0)
+            inputs_forward &= forward[static_cast<size_t>(producer[static_cast<size_t>(b)])] != 0;
+      }
+      if (promote || (unread && inputs_forward)) {
+        forward[id] = 1;
+        changed = true;
+      }
+    }
+  }
   MicroBatchSplit out;
   out.optimizer_step.resize(step.ranks.size());
+  out.backward_part.resize(step.ranks.size());
+  out.instance.resize(step.ranks.size());
   std::vector<char> accumulated(n_buf, 0);
   for (size_t r = 0; r < step.ranks.size(); ++r) {
     out.optimizer_step[r].resize(step.ranks[r].steps.size());
+    out.backward_part[r].resize(step.ranks[r].steps.size());
+    out.instance[r].resize(step.ranks[r].steps.size());
     for (size_t i = 0; i < step.ranks[r].steps.size(); ++i) {
-      const bool is_once = once[static_cast<size_t>(inst.of[r][i])];
+      const int id = inst.of[r][i];
+      const bool is_once = once[static_cast<size_t>(id)];
       out.optimizer_step[r][i] = is_once;
+      out.backward_part[r][i] = !forward[static_cast<size_t>(id)];
       const Step& s = step.ranks[r].steps[i];
+      out.instance[r][i] = s.kind == StepKind::kKernel ? -1 : id;
+      if (forward[static_cast<size_t>(id)])
+        for (int b : s.inputs)
+          if (b >= 0 && producer[static_cast<size_t>(b)] >= 0 &&
+              !forward[static_cast<size_t>(producer[static_cast<size_t>(b)])] &&
+              out.forward_reads_backward.empty())
+            out.forward_reads_backward = step.buffers[static_cast<size_t>(b)].tensor_name;
       for (int b : s.inputs) {
         if (b < 0) continue;
         const int p = producer[static_cast<size_t>(b)];
@@ -173,7 +219,7 @@ class Unroller {
            const MicroBatchOptions& options, MicroBatchSplit split)
       : step_(step), training_(training), options_(options), split_(std::move(split)) {}
 
-  Programs run() {
+  Expected<Programs> run() {
     out_ = step_;
     for (RankProgram& r : out_.ranks) r.steps.clear();
     const int m = options_.micro_batches;
@@ -192,6 +238,11 @@ class Unroller {
 
     std::vector<int> acc(step_.buffers.size(), -1);  // accumulator so far, per gradient
     std::vector<int> previous;                       // the last micro-batch's buffer map
+    // Per rank, per pass: its forward and backward parts (all in the forward part when the
+    // passes run one after the other).
+    const bool split_parts = options_.schedule != Schedule::kSequential;
+    std::vector<std::vector<PassChunk>> chunks(step_.ranks.size(),
+                                               std::vector<PassChunk>(static_cast<size_t>(2 * m)));
     for (int c = 0; c < m; ++c) {
       const bool last = c == m - 1;
       // Buffers of this micro-batch, made when a step first names them (the optimizer steps'
@@ -217,8 +268,12 @@ class Unroller {
         for (size_t i = 0; i < steps.size(); ++i) {
           const bool once = split_.optimizer_step[r][i];
           if (once && !last) continue;
+          const bool backward = split_parts && split_.backward_part[r][i];
+          PassChunk& chunk = chunks[r][static_cast<size_t>(2 * c + (backward ? 1 : 0))];
+          const int inst = split_.instance[r][i];
+          chunk.tags.push_back(inst < 0 ? -1 : static_cast<int64_t>(inst) * m + c);
           if (once) {
-            out_.ranks[r].steps.push_back(steps[i]);
+            chunk.steps.push_back(steps[i]);
             continue;
           }
           Step s = steps[i];
@@ -226,7 +281,7 @@ class Unroller {
           for (int& b : s.outputs) resolve(b);
           if (s.kind == StepKind::kKernel && s.op_type == "DropoutTrain" && c > 0) mix_seed(s, c);
           if (s.kind == StepKind::kKernel && s.op_type == "LossGrad") scale_loss(s);
-          out_.ranks[r].steps.push_back(std::move(s));
+          chunk.steps.push_back(std::move(s));
           for (int b : steps[i].outputs) {
             if (b < 0 || !accumulated[static_cast<size_t>(b)]) continue;
             const int mine = map[static_cast<size_t>(b)];
@@ -236,13 +291,16 @@ class Unroller {
               continue;
             }
             const int sum = last ? b : clone(b);
-            out_.ranks[r].steps.push_back(add_step(a, mine, sum));
+            chunk.steps.push_back(add_step(a, mine, sum));
+            chunk.tags.push_back(-1);
             a = sum;
           }
         }
       }
       previous = std::move(map);
     }
+    PLANNER_TRY(
+        assemble_passes(out_, chunks, options_.schedule, options_.rank_stage, options_.stages, m));
     return std::move(out_);
   }
 
@@ -350,6 +408,11 @@ Expected<Programs> unroll_micro_batches(const Programs& step,
     return make_error("micro-batches: {} is not a positive count", options.micro_batches);
   if (options.micro_batches == 1 || !step.train) return step;
   PLANNER_TRY_ASSIGN(MicroBatchSplit split, split_micro_batch_steps(step, training));
+  if (options.schedule != Schedule::kSequential && !split.forward_reads_backward.empty())
+    return make_error(
+        "the {} schedule cannot run this step: '{}' is read in the forward part of a pass but "
+        "written in its backward part",
+        schedule_name(options.schedule), split.forward_reads_backward);
   return Unroller(step, training, options, std::move(split)).run();
 }
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "analysis/training_graph.h"
+#include "codegen/pipeline_schedule.h"
 #include "codegen/program.h"
 #include "support/expected.h"
 
@@ -37,12 +38,26 @@ namespace planner::codegen {
 struct MicroBatchOptions {
   int micro_batches = 1;    ///< M: forward and backward passes per optimizer step
   int64_t micro_batch = 0;  ///< b: the batch of one pass (the graph's batch); 0: unknown
+  /// The order of the passes on each rank (pipeline_schedule.h), and the pipeline stage of
+  /// each rank (empty: one stage).
+  Schedule schedule = Schedule::kSequential;
+  int stages = 1;
+  std::vector<int> rank_stage;
 };
 
 /// How a step's program splits into micro and optimizer steps (for reports and tests).
 struct MicroBatchSplit {
   std::vector<std::vector<bool>> optimizer_step;  ///< per rank, per step: runs once per step
-  std::vector<int> accumulated;                   ///< buffers accumulated over micro-batches
+  /// Per rank, per step: part of a pass's backward part (backward and recompute kernels, what
+  /// only they read, the optimizer step), not its forward part.
+  std::vector<std::vector<bool>> backward_part;
+  /// Per rank, per step: the communication it takes part in (one id for a collective's members
+  /// or a send and its receive), -1 for kernels.
+  std::vector<std::vector<int>> instance;
+  /// A buffer a forward-part step reads that the backward part writes ("" if none): such a
+  /// step runs only in the sequential schedule.
+  std::string forward_reads_backward;
+  std::vector<int> accumulated;  ///< buffers accumulated over micro-batches
 };
 
 /// Classifies the steps of `step` (one micro-batch's compiled training step). Errors: a buffer

@@ -86,6 +86,7 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
   const ir::Graph& g = lowering.graph();
   GroupSpace space;
   space.lowering_ = &lowering;
+  space.shard_state_ = shard_state;
   space.group_of_.assign(static_cast<size_t>(g.num_ops()), -1);
   std::map<ir::OpId, int> group_of_leader;
   for (ir::OpId id : g.topo_order()) {

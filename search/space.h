@@ -65,6 +65,7 @@ class GroupSpace {
   /// Forward and backward passes per optimizer step (--micro-batches): the cost tables count
   /// what runs per pass that many times, updates and the conversions feeding them once.
   int micro_batches() const { return micro_batches_; }
+  bool shard_state() const { return shard_state_; }
   void set_micro_batches(int m) { micro_batches_ = m > 0 ? m : 1; }
 
   int num_groups() const { return static_cast<int>(groups_.size()); }
@@ -111,6 +112,7 @@ class GroupSpace {
   GroupSpace() = default;
   const analysis::Lowering* lowering_ = nullptr;
   int micro_batches_ = 1;
+  bool shard_state_ = false;
   std::vector<Group> groups_;
   std::vector<int> group_of_;
 };

@@ -1,0 +1,165 @@
+// Pass schedules: see pipeline_schedule.h.
+#include "codegen/pipeline_schedule.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace planner::codegen {
+
+const char* schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::kSequential:
+      return "sequential";
+    case Schedule::kGPipe:
+      return "gpipe";
+    case Schedule::k1F1B:
+      return "1f1b";
+  }
+  return "?";
+}
+
+std::optional<Schedule> schedule_from_name(std::string_view name) {
+  for (Schedule s : {Schedule::kSequential, Schedule::kGPipe, Schedule::k1F1B})
+    if (name == schedule_name(s)) return s;
+  return std::nullopt;
+}
+
+std::vector<std::pair<int, bool>> chunk_order(Schedule schedule, int stage, int stages,
+                                              int passes) {
+  std::vector<std::pair<int, bool>> out;
+  switch (schedule) {
+    case Schedule::kSequential:
+      for (int c = 0; c < passes; ++c) {
+        out.push_back({c, false});
+        out.push_back({c, true});
+      }
+      break;
+    case Schedule::kGPipe:
+      for (int c = 0; c < passes; ++c) out.push_back({c, false});
+      for (int c = 0; c < passes; ++c) out.push_back({c, true});
+      break;
+    case Schedule::k1F1B: {
+      const int warmup = std::min(std::max(stages - stage - 1, 0), passes);
+      for (int c = 0; c < warmup; ++c) out.push_back({c, false});
+      for (int c = warmup; c < passes; ++c) {
+        out.push_back({c, false});
+        out.push_back({c - warmup, true});
+      }
+      for (int c = passes - warmup; c < passes; ++c) out.push_back({c, true});
+      break;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool is_collective_step(StepKind k) {
+  return k == StepKind::kAllReduce || k == StepKind::kAllGather || k == StepKind::kAllToAll ||
+         k == StepKind::kReduceScatter;
+}
+
+// The programs run to the end with buffered sends: a receive waits for its send, a collective
+// for every member to reach it. Steps that wait for nothing run at once.
+Expected<void> check_runs(const Programs& p) {
+  const size_t n = p.ranks.size();
+  std::vector<size_t> at(n, 0);
+  std::map<std::pair<int, int>, int64_t> sent, received;
+  // Per rank: (kind, group) -> collectives of that key passed.
+  std::vector<std::map<std::pair<StepKind, std::vector<int>>, int64_t>> passed(n);
+  size_t left = 0;
+  for (const RankProgram& r : p.ranks) left += r.steps.size();
+  while (left > 0) {
+    bool moved = false;
+    for (size_t r = 0; r < n; ++r) {
+      const auto& steps = p.ranks[r].steps;
+      while (at[r] < steps.size()) {
+        const Step& s = steps[at[r]];
+        const int rank = static_cast<int>(r);
+        if (s.kind == StepKind::kRecv) {
+          if (sent[{s.peer, rank}] <= received[{s.peer, rank}]) break;
+          ++received[{s.peer, rank}];
+        } else if (s.kind == StepKind::kSend) {
+          ++sent[{rank, s.peer}];
+        } else if (is_collective_step(s.kind)) {
+          const auto key = std::make_pair(s.kind, s.group);
+          const int64_t k = passed[r][key];
+          bool all = true;
+          for (int m : s.group) {
+            const auto& ms = p.ranks[static_cast<size_t>(m)].steps;
+            const size_t i = at[static_cast<size_t>(m)];
+            all &= i < ms.size() && ms[i].kind == s.kind && ms[i].group == s.group &&
+                   passed[static_cast<size_t>(m)][key] == k;
+          }
+          if (!all) break;
+          for (int m : s.group) {
+            ++passed[static_cast<size_t>(m)][key];
+            if (static_cast<size_t>(m) != r) {
+              ++at[static_cast<size_t>(m)];
+              --left;
+            }
+          }
+        }
+        ++at[r];
+        --left;
+        moved = true;
+      }
+    }
+    if (!moved) {
+      for (size_t r = 0; r < n; ++r)
+        if (at[r] < p.ranks[r].steps.size())
+          return make_error(
+              "the scheduled programs cannot run to the end: rank {} waits at its step {} ({})", r,
+              at[r], step_kind_name(p.ranks[r].steps[at[r]].kind));
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+Expected<void> assemble_passes(Programs& out, std::vector<std::vector<PassChunk>>& chunks,
+                               Schedule schedule, const std::vector<int>& rank_stage, int stages,
+                               int passes) {
+  using Key = std::pair<StepKind, std::vector<int>>;
+  std::vector<std::map<Key, std::vector<int64_t>>> collective_tags(out.ranks.size());
+  std::map<std::pair<int, int>, std::vector<int64_t>> send_tags, recv_tags;
+  for (size_t r = 0; r < out.ranks.size(); ++r) {
+    const int stage = r < rank_stage.size() ? rank_stage[r] : 0;
+    std::vector<Step>& steps = out.ranks[r].steps;
+    steps.clear();
+    for (auto [pass, backward] : chunk_order(schedule, stage, stages, passes)) {
+      PassChunk& c = chunks[r][static_cast<size_t>(2 * pass + (backward ? 1 : 0))];
+      for (size_t i = 0; i < c.steps.size(); ++i) {
+        const Step& s = c.steps[i];
+        const int rank = static_cast<int>(r);
+        if (is_collective_step(s.kind))
+          collective_tags[r][{s.kind, s.group}].push_back(c.tags[i]);
+        else if (s.kind == StepKind::kSend)
+          send_tags[{rank, s.peer}].push_back(c.tags[i]);
+        else if (s.kind == StepKind::kRecv)
+          recv_tags[{s.peer, rank}].push_back(c.tags[i]);
+        steps.push_back(std::move(c.steps[i]));
+      }
+      c = PassChunk{};
+    }
+  }
+  for (size_t r = 0; r < out.ranks.size(); ++r)
+    for (const auto& [key, tags] : collective_tags[r])
+      for (int m : key.second)
+        if (collective_tags[static_cast<size_t>(m)][key] != tags)
+          return make_error(
+              "the {} schedule orders a {} over ranks {} differently on ranks {} and {}: its "
+              "stages do not split the plan's collectives",
+              schedule_name(schedule), step_kind_name(key.first), fmt::join(key.second, ","), r, m);
+  for (const auto& [pair, tags] : send_tags)
+    if (recv_tags[pair] != tags)
+      return make_error(
+          "the {} schedule orders the messages from rank {} to rank {} "
+          "differently on the two sides",
+          schedule_name(schedule), pair.first, pair.second);
+  return check_runs(out);
+}
+
+}  // namespace planner::codegen

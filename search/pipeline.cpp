@@ -1,0 +1,141 @@
+// Pipeline stages: see pipeline.h.
+#include "search/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analysis/lowering.h"
+#include "importers/topology.h"
+
+namespace planner::search {
+
+std::vector<int> rank_stages(int num_devices, int stages) {
+  std::vector<int> out(static_cast<size_t>(std::max(num_devices, 0)), 0);
+  if (stages <= 1 || num_devices % stages != 0) return out;
+  const int block = num_devices / stages;
+  for (int r = 0; r < num_devices; ++r) out[static_cast<size_t>(r)] = r / block;
+  return out;
+}
+
+bool on_stage_blocks(const std::vector<analysis::OpConfig>& configs, int num_devices, int stages) {
+  if (stages <= 1 || num_devices % stages != 0) return false;
+  const int block = num_devices / stages;
+  for (const analysis::OpConfig& c : configs) {
+    if (c.devices.empty()) continue;
+    const int stage = c.devices.front() / block;
+    for (int d : c.devices)
+      if (d / block != stage) return false;
+  }
+  return true;
+}
+
+std::vector<int> balance_stages(const SearchContext& context,
+                                const std::vector<analysis::OpConfig>& configs, int stages) {
+  const GroupSpace& space = context.space;
+  const ir::Graph& g = context.lowering.graph();
+  const int groups = space.num_groups();
+  std::vector<int> stage(static_cast<size_t>(groups), -1);
+  auto is_forward = [&](ir::OpId op) {
+    return !context.training ||
+           context.training->op_phase[static_cast<size_t>(op)] == analysis::Phase::kForward;
+  };
+  // The forward-led groups in the order their leaders run, each with its operators' time.
+  std::vector<size_t> place(static_cast<size_t>(g.num_ops()));
+  for (size_t i = 0; i < g.topo_order().size(); ++i)
+    place[static_cast<size_t>(g.topo_order()[i])] = i;
+  std::vector<int> order;
+  for (int grp = 0; grp < groups; ++grp)
+    if (is_forward(space.leader(grp))) order.push_back(grp);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return place[static_cast<size_t>(space.leader(a))] <
+           place[static_cast<size_t>(space.leader(b))];
+  });
+  std::vector<double> time(static_cast<size_t>(groups), 0.0);
+  double total = 0;
+  for (int grp : order) {
+    for (ir::OpId m : space.members(grp)) {
+      auto sharded = context.lowering.shard_op(m, configs[static_cast<size_t>(m)]);
+      if (sharded && !sharded->shard_time.empty())
+        time[static_cast<size_t>(grp)] +=
+            *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+    }
+    total += time[static_cast<size_t>(grp)];
+  }
+  const double per_stage = total > 0 ? total / stages : 1.0;
+  double before = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const double t = time[static_cast<size_t>(order[i])];
+    int s = total > 0 ? static_cast<int>((before + 0.5 * t) / per_stage)
+                      : static_cast<int>(i * static_cast<size_t>(stages) / order.size());
+    stage[static_cast<size_t>(order[i])] = std::clamp(s, 0, stages - 1);
+    before += t;
+  }
+  // Other groups: the latest stage among the forward operators their members read from.
+  for (int grp = 0; grp < groups; ++grp) {
+    if (stage[static_cast<size_t>(grp)] >= 0) continue;
+    int s = -1;
+    for (ir::OpId m : space.members(grp))
+      for (ir::TensorId t : g.op(m).inputs) {
+        if (t == ir::kNoTensor) continue;
+        const ir::OpId p = g.tensor(t).producer;
+        if (p != ir::kNoOp && is_forward(p))
+          s = std::max(s, stage[static_cast<size_t>(space.group_of(p))]);
+      }
+    stage[static_cast<size_t>(grp)] = s >= 0 ? s : stages - 1;
+  }
+  return stage;
+}
+
+std::vector<analysis::OpConfig> place_on_stages(const GroupSpace& space,
+                                                std::vector<analysis::OpConfig> configs,
+                                                const std::vector<int>& group_stage, int block) {
+  for (int grp = 0; grp < space.num_groups(); ++grp) {
+    const int offset = group_stage[static_cast<size_t>(grp)] * block;
+    for (ir::OpId m : space.members(grp))
+      for (int& d : configs[static_cast<size_t>(m)].devices) d = d % block + offset;
+  }
+  return configs;
+}
+
+Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext& context,
+                                     const SearchOptions& options, int stages) {
+  const analysis::Lowering& lowering = context.lowering;
+  const int n = lowering.topology().num_devices();
+  if (stages < 1 || n % stages != 0)
+    return make_error("--pipeline-stages {}: the stages must divide the {} GPUs", stages, n);
+  if (stages == 1) return info.run(context, options);
+  const int block = n / stages;
+  PLANNER_TRY_ASSIGN(importers::Topology sub, importers::first_devices(lowering.topology(), block));
+  const analysis::Lowering inner(lowering.graph(), lowering.strategies(), sub, lowering.options());
+  PLANNER_TRY_ASSIGN(GroupSpace space,
+                     GroupSpace::create(inner, context.training, context.space.shard_state()));
+  space.set_micro_batches(context.space.micro_batches());
+  const SearchContext inner_context{inner, space, context.training};
+  auto placed = [&](const std::vector<analysis::OpConfig>& configs) {
+    return place_on_stages(context.space, configs, balance_stages(inner_context, configs, stages),
+                           block);
+  };
+  SearchOptions o = options;
+  if (options.judge)
+    o.judge = [&](const std::vector<analysis::OpConfig>& configs) {
+      return options.judge(placed(configs));
+    };
+  PLANNER_TRY_ASSIGN(SearchResult r, info.run(inner_context, o));
+  const std::vector<int> group_stage = balance_stages(inner_context, r.configs, stages);
+  r.configs = place_on_stages(context.space, std::move(r.configs), group_stage, block);
+  std::vector<int> forward_ops(static_cast<size_t>(stages), 0);
+  for (int grp = 0; grp < context.space.num_groups(); ++grp)
+    if (!context.training ||
+        context.training->op_phase[static_cast<size_t>(context.space.leader(grp))] ==
+            analysis::Phase::kForward)
+      ++forward_ops[static_cast<size_t>(group_stage[static_cast<size_t>(grp)])];
+  r.options["pipeline_stages"] = stages;
+  r.notes.push_back(fmt::format(
+      "{} pipeline stages of {} GPUs, each running this plan for its block; forward operator "
+      "groups per stage: {}",
+      stages, block, fmt::join(forward_ops, ", ")));
+  return r;
+}
+
+}  // namespace planner::search

@@ -1,0 +1,44 @@
+// Pipeline stages (issue 16): a plan whose operators sit on K consecutive blocks of n / K
+// devices, the forward operators in topological order cut into K runs of about equal time.
+// Each stage runs the intra-operator plan a search found for one block (tensor and data
+// parallelism inside it, as Megatron-LM's 3-D layouts and Alpa's inter-/intra-operator split
+// do), and the compiled step runs the micro-batches through the stages in a pipeline schedule
+// (codegen/pipeline_schedule.h), so the simulator sees the bubbles and each stage's
+// activations as they are.
+//
+// The search inside a stage prices its block alone (its cost tables know nothing of the other
+// stages); the stage count is pinned (--pipeline-stages), and every whole plan is judged on the
+// compiled pipelined step. docs/search.md, "Pipeline stages", says what is and is not searched.
+#pragma once
+
+#include <vector>
+
+#include "search/search.h"
+
+namespace planner::search {
+
+/// The pipeline stage of each of `num_devices` ranks: K consecutive blocks of n / K.
+std::vector<int> rank_stages(int num_devices, int stages);
+
+/// Whether `configs` put every operator on one block of n / K devices (a pipelined plan).
+bool on_stage_blocks(const std::vector<analysis::OpConfig>& configs, int num_devices, int stages);
+
+/// Which stage each group of `context.space` runs on: the groups led by forward operators, in
+/// topological order, cut into `stages` runs of about equal time (their operators' slowest
+/// shards under `configs`); every other group runs where the forward operators it reads from
+/// run (the last stage if none).
+std::vector<int> balance_stages(const SearchContext& context,
+                                const std::vector<analysis::OpConfig>& configs, int stages);
+
+/// `configs` (all on the first block of `block` devices) with each group's operators moved to
+/// its stage's block.
+std::vector<analysis::OpConfig> place_on_stages(const GroupSpace& space,
+                                                std::vector<analysis::OpConfig> configs,
+                                                const std::vector<int>& group_stage, int block);
+
+/// `info`'s search on the first n / K devices of `context`'s topology (a lowering of its own),
+/// its plan then placed on K stages; whole plans the search judges are judged placed.
+Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext& context,
+                                     const SearchOptions& options, int stages);
+
+}  // namespace planner::search
