@@ -103,6 +103,9 @@ std::string step_text(const search::PlanSearch& s) {
   const auto& o = s.options;
   if (o.is_object() && o.contains("zero") && o["zero"].is_number_integer())
     text += fmt::format(", zero {}", o["zero"].get<int>());
+  if (o.is_object() && o.contains("pipeline_stages") && o["pipeline_stages"].is_number_integer())
+    text += fmt::format(", {} pipeline stages ({})", o["pipeline_stages"].get<int64_t>(),
+                        option("schedule", "1f1b"));
   if (o.is_object() && o.contains("micro_batches") && o["micro_batches"].is_number_integer())
     text += fmt::format(", {} micro-batches", o["micro_batches"].get<int64_t>());
   return text;

@@ -11,6 +11,7 @@
 #include "cli/plan_model.h"
 #include "search/cost_tables.h"
 #include "search/explain.h"
+#include "search/pipeline.h"
 #include "search/plan.h"
 #include "search/space.h"
 #include "support/text.h"
@@ -61,6 +62,9 @@ int run_explain(ExplainFlags flags) {
               format_seconds(plan->predicted.step_time_s).c_str(),
               format_bytes(static_cast<double>(plan->predicted.peak_memory_bytes)).c_str(),
               format_bytes(static_cast<double>(plan->predicted.comm_bytes)).c_str());
+  if (search::on_stage_blocks(configs, plan->topology.num_devices, m.pipeline_stages))
+    std::printf("pipeline  %d stages of %d GPUs, %s schedule\n", m.pipeline_stages,
+                plan->topology.num_devices / m.pipeline_stages, codegen::schedule_name(m.schedule));
   if (m.micro_batches > 1)
     std::printf(
         "batch     %lld in %d micro-batches of %lld: %d forward and backward passes, "

@@ -12,6 +12,7 @@
 #include "cli/search_session.h"
 #include "codegen/verify.h"
 #include "importers/onnx_import.h"
+#include "search/pipeline.h"
 #include "search/plan.h"
 #include "support/output_file.h"
 #include "support/text.h"
@@ -132,12 +133,15 @@ int run_verify(VerifyFlags flags) {
   if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);
   if (!ref) return report(ref.error());
+  std::string passes;
+  if (model->micro_batches > 1) passes = fmt::format(" of {} micro-batches", model->micro_batches);
+  if (search::on_stage_blocks(configs, ranks, model->pipeline_stages))
+    passes += fmt::format(", {} pipeline stages ({})", model->pipeline_stages,
+                          codegen::schedule_name(model->schedule));
   std::printf("verify %s: %d ranks, %s, %s, %s, %d steps%s\n", terminal_safe(model->source).c_str(),
               ranks, what.c_str(), model->train ? "train" : "infer",
               std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps,
-              model->micro_batches > 1
-                  ? fmt::format(" of {} micro-batches", model->micro_batches).c_str()
-                  : "");
+              passes.c_str());
   auto results = codegen::verify_programs(*ref, {*part}, flags.options);
   if (!results) return report(results.error().with_context(model->source));
   const codegen::VerifyResult& r = results->front();

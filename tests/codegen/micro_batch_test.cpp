@@ -8,11 +8,13 @@
 
 #include "analysis/lowering.h"
 #include "codegen/micro_batch.h"
+#include "codegen/pipeline_schedule.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
 #include "codegen/verify.h"
 #include "importers/onnx_import.h"
 #include "importers/topology.h"
+#include "search/pipeline.h"
 #include "search/search.h"
 #include "tests/codegen/prepared_model.h"
 #include "tests/test_util.h"
@@ -70,18 +72,44 @@ std::vector<OpConfig> configs_of(const Model& m, const analysis::Lowering& lower
   return r->configs;
 }
 
-// `kind`'s plan of `m` on n ranks, compiled, scheduled, and unrolled into `passes` passes.
-Programs compiled(const Model& m, const std::string& kind, int n, int passes, int64_t micro) {
+// `kind`'s plan of `m` on n ranks (on `stages` pipeline stages), compiled, scheduled, and
+// unrolled into `passes` passes.
+Programs compiled(const Model& m, const std::string& kind, int n, int passes, int64_t micro,
+                  int stages = 1, Schedule schedule = Schedule::k1F1B) {
   const importers::Topology topo = importers::h100_cluster(n);
   const analysis::Lowering lowering(m.graph, m.strategies, topo);
-  const std::vector<OpConfig> configs =
-      kind == "whole"
-          ? std::vector<OpConfig>(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0))
-          : configs_of(m, lowering, kind, n);
+  std::vector<OpConfig> configs;
+  if (kind == "whole") {
+    configs.assign(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0));
+  } else if (stages > 1) {
+    auto space = search::GroupSpace::create(lowering, &m.training);
+    REQUIRE(space.has_value());
+    auto info = search::find_search(kind == "mp"   ? "model-parallel"
+                                    : kind == "dp" ? "data-parallel"
+                                                   : kind);
+    REQUIRE(info.has_value());
+    search::SearchOptions o;
+    o.budget_s = 0;
+    o.max_proposals = 100;
+    o.fewer_devices = false;
+    o.memory_limit = search::default_memory_limit(topo);
+    auto r = search::run_pipelined(**info, {lowering, *space, &m.training}, o, stages);
+    REQUIRE_MESSAGE(r.has_value(), r.error().message());
+    configs = r->configs;
+    REQUIRE(search::on_stage_blocks(configs, n, stages));
+  } else {
+    configs = configs_of(m, lowering, kind, n);
+  }
   auto p = partition(lowering, configs, n, true);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
   REQUIRE(order_by_schedule(*p, m.graph, topo, lowering.compute_model()).has_value());
-  auto u = unroll_micro_batches(*p, m.training, {passes, micro});
+  MicroBatchOptions mo{passes, micro};
+  if (stages > 1) {
+    mo.schedule = schedule;
+    mo.stages = stages;
+    mo.rank_stage = search::rank_stages(n, stages);
+  }
+  auto u = unroll_micro_batches(*p, m.training, mo);
   REQUIRE_MESSAGE(u.has_value(), u.error().message());
   return std::move(*u);
 }
@@ -188,6 +216,81 @@ TEST_CASE("micro-batches: M passes of b update the parameters as one pass of M*b
     CHECK(r.comparison.ok);
     CHECK(r.comparison.tensors >= 8);
     CHECK(r.comparison.max_rel < 1e-4);
+  }
+}
+
+}  // namespace planner::codegen
+
+namespace planner::codegen {
+
+TEST_CASE("pipeline: the schedules' orders of forward and backward parts") {
+  using P = std::vector<std::pair<int, bool>>;
+  // GPipe: every forward part, then every backward part, on every stage.
+  CHECK(chunk_order(Schedule::kGPipe, 0, 2, 3) ==
+        P{{0, false}, {1, false}, {2, false}, {0, true}, {1, true}, {2, true}});
+  // 1F1B: stage 0 of 3 runs two passes ahead; the last stage alternates from the start.
+  CHECK(chunk_order(Schedule::k1F1B, 0, 3, 4) == P{{0, false}, {1, false}, {2, false}, {0, true},
+                                                   {3, false}, {1, true}, {2, true}, {3, true}});
+  CHECK(chunk_order(Schedule::k1F1B, 2, 3, 3) ==
+        P{{0, false}, {0, true}, {1, false}, {1, true}, {2, false}, {2, true}});
+  // Fewer passes than stages: the warm-up is every pass.
+  CHECK(chunk_order(Schedule::k1F1B, 0, 4, 2) == P{{0, false}, {1, false}, {0, true}, {1, true}});
+  CHECK(chunk_order(Schedule::kSequential, 1, 4, 2) ==
+        P{{0, false}, {0, true}, {1, false}, {1, true}});
+  CHECK(schedule_from_name("gpipe") == Schedule::kGPipe);
+  CHECK(!schedule_from_name("zb-h1").has_value());
+}
+
+TEST_CASE("pipeline: 1F1B holds fewer passes' activations than GPipe, in the same time") {
+  auto m = net(16);
+  const importers::Topology topo = importers::h100_cluster(4);
+  const analysis::Lowering lowering(m->graph, m->strategies, topo);
+  auto cost = [&](Schedule s, int passes) {
+    auto c = simulate_programs(compiled(*m, "dp", 4, passes, 16, 4, s), m->graph, topo,
+                               lowering.compute_model());
+    REQUIRE(c.has_value());
+    return *c;
+  };
+  const ProgramCost gpipe = cost(Schedule::kGPipe, 8), one = cost(Schedule::k1F1B, 8);
+  CHECK(one.peak_memory_bytes < gpipe.peak_memory_bytes);
+  CHECK(one.step_time_s == doctest::Approx(gpipe.step_time_s).epsilon(0.1));
+  // GPipe's memory grows with the passes' activations; 1F1B's only by the inputs the compiled
+  // step holds for every pass (a 16x16 f32 box per pass on the first stage).
+  const int64_t inputs = 4 * 16 * 16 * 4;
+  CHECK(cost(Schedule::kGPipe, 12).peak_memory_bytes - gpipe.peak_memory_bytes > 2 * inputs);
+  CHECK(cost(Schedule::k1F1B, 12).peak_memory_bytes - one.peak_memory_bytes <= inputs);
+}
+
+TEST_CASE("pipeline: 2 and 4 stages, GPipe and 1F1B, update the parameters as one pass does") {
+  auto big = net(16);
+  auto small = net(4);
+  Programs reference = compiled(*big, "whole", 1, 1, 16);
+  std::vector<Programs> plans = {
+      compiled(*small, "dp", 4, 4, 4, 2, Schedule::kGPipe),
+      compiled(*small, "dp", 4, 4, 4, 2, Schedule::k1F1B),
+      compiled(*small, "mp", 4, 4, 4, 4, Schedule::kGPipe),
+      compiled(*small, "dp", 8, 4, 4, 4, Schedule::k1F1B),
+      compiled(*small, "mcmc", 8, 4, 4, 2, Schedule::k1F1B)};
+  auto updates_only = [](Programs& p) {
+    std::vector<int> kept;
+    for (int b : p.outputs)
+      if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
+    p.outputs = kept;
+  };
+  updates_only(reference);
+  for (Programs& p : plans) {
+    updates_only(p);
+    int sends = 0;
+    for (const RankProgram& r : p.ranks)
+      for (const Step& s : r.steps) sends += s.kind == StepKind::kSend;
+    CHECK(sends > 0);  // activations and their gradients cross the stages
+  }
+  auto results = verify_programs(reference, plans, VerifyOptions{});
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  for (const VerifyResult& r : *results) {
+    INFO(r.comparison.problem, " worst '", r.comparison.worst, "' max rel ", r.comparison.max_rel);
+    CHECK(r.comparison.ok);
+    CHECK(r.comparison.tensors >= 8);
   }
 }
 

@@ -8,7 +8,8 @@
 #
 # With a fourth argument `steps`, the plans are instead the step variants of issue 16 on 4
 # GPUs: recomputation under dp, sharded state with Adam under the fsdp baseline, and both
-# under mcmc; and, for the models with a batch to bind, micro-batches under dp and fsdp.
+# under mcmc; and, for the models with a batch to bind, micro-batches under dp and fsdp, and
+# pipelines of 2 stages (1F1B and GPipe).
 #
 #   shared_models.sh MODEL PLANNER MODELS_DIR [steps]
 set -euo pipefail
@@ -35,7 +36,9 @@ VARIANTS
   # Micro-batches (the models with a batch to bind): the batch in two passes, gradients
   # accumulated, under the dp search and with sharded state.
   if [ -n "$batch" ]; then
-    for variant in "--search dp" "--search fsdp --optimizer adam"; do
+    for variant in "--search dp" "--search fsdp --optimizer adam" \
+      "--pipeline-stages 2 --schedule 1f1b --search dp" \
+      "--pipeline-stages 2 --schedule gpipe --search megatron"; do
       echo "== $model --shrink $shrink --gpus 4 --batch $batch --micro-batches 2 $variant"
       # shellcheck disable=SC2086
       "$planner" verify "$models/$model.onnx" --shrink "$shrink" --gpus 4 --batch "$batch" \
