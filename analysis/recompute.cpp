@@ -19,70 +19,96 @@ struct Checkpointing {
   int64_t checkpoint_bytes = 0;
 };
 
+// The forward pass as the cut finder sees it: positions of forward operators, and per forward
+// activation where it is made, its last forward reader, whether the backward pass reads it
+// (saved) and whether it is read all through the pass (global: masks).
+struct ForwardPass {
+  std::vector<int> pos;  // per op: its place among forward operators, or -1
+  int n = 0;
+  std::vector<int> first, last;
+  std::vector<bool> saved, global;
+
+  explicit ForwardPass(const TrainingGraph& tg) {
+    const ir::Graph& g = tg.graph;
+    const auto nt = static_cast<size_t>(g.num_tensors());
+    pos.assign(static_cast<size_t>(g.num_ops()), -1);
+    for (OpId id : g.topo_order())
+      if (tg.op_phase[static_cast<size_t>(id)] == Phase::kForward)
+        pos[static_cast<size_t>(id)] = n++;
+    first.assign(nt, -1);
+    last.assign(nt, -1);
+    saved.assign(nt, false);
+    global.assign(nt, false);
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      if (!activation(g, t)) continue;
+      const auto i = static_cast<size_t>(t);
+      first[i] = last[i] = pos[static_cast<size_t>(g.tensor(t).producer)];
+      for (OpId r : g.tensor(t).consumers) {
+        const int p = pos[static_cast<size_t>(r)];
+        if (p < 0)
+          saved[i] = true;
+        else
+          last[i] = std::max(last[i], p);
+      }
+      // Read all through the pass (masks): kept, and no obstacle to a cut.
+      global[i] = 2 * (last[i] - first[i]) > n;
+    }
+  }
+
+  bool activation(const ir::Graph& g, TensorId t) const {
+    const OpId p = g.tensor(t).producer;
+    return p != ir::kNoOp && pos[static_cast<size_t>(p)] >= 0;
+  }
+
+  // Activations alive across each cut (between forward positions p and p + 1), without the
+  // global ones: a cut is where exactly one is.
+  std::vector<ForwardCut> cuts(const ir::Graph& g) const {
+    std::vector<int64_t> count(static_cast<size_t>(n) + 1, 0), idsum(static_cast<size_t>(n) + 1, 0);
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      const auto i = static_cast<size_t>(t);
+      if (first[i] < 0 || global[i] || last[i] <= first[i]) continue;
+      count[static_cast<size_t>(first[i])] += 1, idsum[static_cast<size_t>(first[i])] += t;
+      count[static_cast<size_t>(last[i])] -= 1, idsum[static_cast<size_t>(last[i])] -= t;
+    }
+    std::vector<ForwardCut> out;
+    int64_t live = 0, live_ids = 0;
+    for (int p = 0; p + 1 < n; ++p) {
+      live += count[static_cast<size_t>(p)];
+      live_ids += idsum[static_cast<size_t>(p)];
+      if (live == 1) out.push_back({p, static_cast<TensorId>(live_ids)});
+    }
+    return out;
+  }
+};
+
 Checkpointing choose_checkpoints(const TrainingGraph& tg) {
   const ir::Graph& g = tg.graph;
   const auto nt = static_cast<size_t>(g.num_tensors());
-  std::vector<int> pos(static_cast<size_t>(g.num_ops()), -1);
-  int n = 0;
-  for (OpId id : g.topo_order())
-    if (tg.op_phase[static_cast<size_t>(id)] == Phase::kForward) pos[static_cast<size_t>(id)] = n++;
-  auto forward_activation = [&](TensorId t) {
-    OpId p = g.tensor(t).producer;
-    return p != ir::kNoOp && pos[static_cast<size_t>(p)] >= 0;
-  };
+  const ForwardPass f(tg);
+  const int n = f.n;
+  const auto& first = f.first;
+  const auto& global = f.global;
+  auto forward_activation = [&](TensorId t) { return f.activation(g, t); };
 
   Checkpointing c;
   c.keep.assign(nt, true);
   std::vector<bool> is_output(nt, false);
   for (TensorId t : g.outputs) is_output[static_cast<size_t>(t)] = true;
 
-  // Per forward activation: where it is made, its last forward reader, whether the backward
-  // pass reads it (saved).
-  std::vector<int> first(nt, -1), last(nt, -1);
-  std::vector<bool> saved(nt, false), global(nt, false);
-  for (TensorId t = 0; t < g.num_tensors(); ++t) {
-    if (!forward_activation(t)) continue;
-    first[static_cast<size_t>(t)] = last[static_cast<size_t>(t)] =
-        pos[static_cast<size_t>(g.tensor(t).producer)];
-    for (OpId r : g.tensor(t).consumers) {
-      const int p = pos[static_cast<size_t>(r)];
-      if (p < 0)
-        saved[static_cast<size_t>(t)] = true;
-      else
-        last[static_cast<size_t>(t)] = std::max(last[static_cast<size_t>(t)], p);
-    }
-    // Read all through the pass (masks): kept, and no obstacle to a cut.
-    global[static_cast<size_t>(t)] =
-        2 * (last[static_cast<size_t>(t)] - first[static_cast<size_t>(t)]) > n;
-  }
-
-  // Activations alive across each cut (between forward positions p and p + 1), without the
-  // global ones: a cut is a candidate where exactly one is.
-  std::vector<int64_t> count(static_cast<size_t>(n) + 1, 0), idsum(static_cast<size_t>(n) + 1, 0);
+  // Saved bytes made at each forward position, without the global tensors.
   std::vector<int64_t> saved_at(static_cast<size_t>(n), 0);
   int64_t saved_total = 0;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const auto i = static_cast<size_t>(t);
-    if (first[i] < 0 || global[i]) continue;
-    if (saved[i] && !is_output[i]) {
-      saved_at[static_cast<size_t>(first[i])] += g.tensor(t).num_bytes();
-      saved_total += g.tensor(t).num_bytes();
-    }
-    if (last[i] > first[i]) {
-      count[static_cast<size_t>(first[i])] += 1, idsum[static_cast<size_t>(first[i])] += t;
-      count[static_cast<size_t>(last[i])] -= 1, idsum[static_cast<size_t>(last[i])] -= t;
-    }
+    if (first[i] < 0 || global[i] || !f.saved[i] || is_output[i]) continue;
+    saved_at[static_cast<size_t>(first[i])] += g.tensor(t).num_bytes();
+    saved_total += g.tensor(t).num_bytes();
   }
   std::vector<std::pair<int, TensorId>> cuts;  // (position, the one tensor alive across it)
-  int64_t live = 0, live_ids = 0, cut_bytes = 0;
-  for (int p = 0; p + 1 < n; ++p) {
-    live += count[static_cast<size_t>(p)];
-    live_ids += idsum[static_cast<size_t>(p)];
-    if (live == 1) {
-      const auto t = static_cast<TensorId>(live_ids);
-      cuts.push_back({p, t});
-      cut_bytes += g.tensor(t).num_bytes();
-    }
+  int64_t cut_bytes = 0;
+  for (const ForwardCut& cut : f.cuts(g)) {
+    cuts.push_back({cut.position, cut.tensor});
+    cut_bytes += g.tensor(cut.tensor).num_bytes();
   }
 
   // Chen et al.'s budget: checkpoints every sqrt(saved x cut size) bytes of saved activations.
@@ -236,6 +262,10 @@ class Rewriter {
 };
 
 }  // namespace
+
+std::vector<ForwardCut> forward_cuts(const TrainingGraph& training) {
+  return ForwardPass(training).cuts(training.graph);
+}
 
 Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, const std::string& source) {
   Checkpointing c = choose_checkpoints(tg);

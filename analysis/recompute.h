@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analysis/training_graph.h"
 #include "support/expected.h"
@@ -36,6 +37,18 @@ struct RecomputeSummary {
   int64_t recomputed_bytes = 0;  ///< bytes of the forward activations recomputed
   int64_t checkpoint_bytes = 0;  ///< bytes of the checkpoints
 };
+
+/// A point of the forward pass where a single activation carries everything later forward
+/// operators read (masks read all through the pass aside): after forward operator `position`
+/// (counting forward operators in topological order), `tensor` alone is alive.
+struct ForwardCut {
+  int position = 0;
+  ir::TensorId tensor = ir::kNoTensor;
+};
+
+/// The forward pass's cuts, in order (the candidates for checkpoints, and for pipeline stage
+/// boundaries: search/pipeline.h).
+std::vector<ForwardCut> forward_cuts(const TrainingGraph& training);
 
 /// Rewrites `training` (built with Recompute::kNone) so its backward pass recomputes every
 /// saved activation except checkpoints. Op ids change (clones are inserted in the order they

@@ -1,6 +1,7 @@
 // The model behind a plan, and named searches.
 #include "cli/plan_model.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -195,6 +196,8 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
     if (!ordered) return ordered.error().with_context(m.source);
   }
   p->precision = m.precision;
+  // A launcher runs each rank's steps in order: they must not wait on each other for ever.
+  if (auto runs = codegen::check_runs(*p); !runs) return runs.error().with_context(m.source);
   const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
   if (!m.train || passes <= 1) return p;
   // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass in the

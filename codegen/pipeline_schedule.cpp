@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace planner::codegen {
@@ -60,8 +61,8 @@ bool is_collective_step(StepKind k) {
          k == StepKind::kReduceScatter;
 }
 
-// The programs run to the end with buffered sends: a receive waits for its send, a collective
-// for every member to reach it. Steps that wait for nothing run at once.
+}  // namespace
+
 Expected<void> check_runs(const Programs& p) {
   const size_t n = p.ranks.size();
   std::vector<size_t> at(n, 0);
@@ -107,17 +108,29 @@ Expected<void> check_runs(const Programs& p) {
       }
     }
     if (!moved) {
-      for (size_t r = 0; r < n; ++r)
-        if (at[r] < p.ranks[r].steps.size())
-          return make_error(
-              "the scheduled programs cannot run to the end: rank {} waits at its step {} ({})", r,
-              at[r], step_kind_name(p.ranks[r].steps[at[r]].kind));
+      // What the ranks wait at (a few different waits).
+      std::vector<std::string> waits, seen;
+      for (size_t r = 0; r < n && waits.size() < 64; ++r) {
+        if (at[r] >= p.ranks[r].steps.size()) continue;
+        const Step& s = p.ranks[r].steps[at[r]];
+        std::string what = step_kind_name(s.kind);
+        if (s.kind == StepKind::kRecv)
+          what += fmt::format(" of '{}' from rank {}",
+                              p.buffers[static_cast<size_t>(s.outputs.at(0))].tensor_name, s.peer);
+        else if (!s.inputs.empty() && s.inputs[0] >= 0)
+          what += fmt::format(" of '{}' over ranks {}",
+                              p.buffers[static_cast<size_t>(s.inputs[0])].tensor_name,
+                              fmt::join(s.group, ","));
+        const std::string kind = fmt::format("{} {}", step_kind_name(s.kind), at[r]);
+        if (std::find(seen.begin(), seen.end(), kind) != seen.end()) continue;
+        seen.push_back(kind);
+        waits.push_back(fmt::format("rank {} at its step {} ({})", r, at[r], what));
+      }
+      return make_error("the scheduled programs cannot run to the end: {}", fmt::join(waits, "; "));
     }
   }
   return ok();
 }
-
-}  // namespace
 
 Expected<void> assemble_passes(Programs& out, std::vector<std::vector<PassChunk>>& chunks,
                                Schedule schedule, const std::vector<int>& rank_stage, int stages,

@@ -42,6 +42,10 @@ struct PassChunk {
 /// (pass, backward part) in the order a rank of `stage` (of `stages`) runs them.
 std::vector<std::pair<int, bool>> chunk_order(Schedule schedule, int stage, int stages, int passes);
 
+/// Whether `programs` run to the end with buffered sends, each rank in order: a receive waits
+/// for its send, a collective for every member to reach it. Errors name what ranks wait at.
+Expected<void> check_runs(const Programs& programs);
+
 /// Writes each rank's chunks (`chunks[r][2 * pass + backward]`) into `out.ranks[r].steps` in
 /// its stage's order. Errors: collectives or messages that no longer pair up, or programs that
 /// cannot run to the end (named by rank and step).

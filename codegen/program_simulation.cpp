@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -411,14 +412,44 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
   PLANNER_TRY_ASSIGN(ProgramTasks tasks,
                      program_tasks(programs, graph, topology, compute, /*in_order=*/false));
   PLANNER_TRY_ASSIGN(analysis::Timeline t, analysis::simulate(tasks.graph));
+  // One global order of the tasks: by start time, ties in an order the dependencies allow
+  // (Kahn's algorithm, the earliest-starting ready task first). Each rank's steps follow it,
+  // a collective's members by their join and a send and its receive by their one transfer, so
+  // every rank's order is a projection of this one, and ties between tasks that start
+  // together (a zero-length transfer, a join) are broken the same way on every rank.
+  const analysis::TaskGraph& tg = tasks.graph;
+  std::vector<int64_t> place(static_cast<size_t>(tg.task_capacity()), -1);
+  {
+    std::vector<int> waiting(static_cast<size_t>(tg.task_capacity()), 0);
+    using Ready = std::pair<double, TaskId>;
+    std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+    for (TaskId id = 0; id < tg.task_capacity(); ++id) {
+      if (!tg.alive(id)) continue;
+      waiting[static_cast<size_t>(id)] = static_cast<int>(tg.preds(id).size());
+      if (tg.preds(id).empty()) ready.push({t.start[static_cast<size_t>(id)], id});
+    }
+    int64_t next = 0;
+    while (!ready.empty()) {
+      const TaskId id = ready.top().second;
+      ready.pop();
+      place[static_cast<size_t>(id)] = next++;
+      for (TaskId s : tg.succs(id))
+        if (--waiting[static_cast<size_t>(s)] == 0)
+          ready.push({t.start[static_cast<size_t>(s)], s});
+    }
+  }
   for (int r = 0; r < programs.num_ranks; ++r) {
     RankProgram& prog = programs.ranks[static_cast<size_t>(r)];
     const std::vector<TaskId>& task_of = tasks.step_task[static_cast<size_t>(r)];
     std::vector<size_t> order(prog.steps.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto start = [&](size_t i) { return t.start[static_cast<size_t>(task_of[i])]; };
+    auto key = [&](size_t i) {
+      TaskId task = task_of[i];
+      if (is_collective(prog.steps[i].kind)) task = tg.preds(task).front();  // its join
+      return place[static_cast<size_t>(task)];
+    };
     std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return start(a) < start(b); });
+                     [&](size_t a, size_t b) { return key(a) < key(b); });
     std::vector<Step> steps;
     steps.reserve(prog.steps.size());
     for (size_t i : order) steps.push_back(std::move(prog.steps[i]));

@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "analysis/lowering.h"
+#include "analysis/recompute.h"
 #include "importers/topology.h"
 
 namespace planner::search {
@@ -62,14 +65,48 @@ std::vector<int> balance_stages(const SearchContext& context,
     }
     total += time[static_cast<size_t>(grp)];
   }
-  const double per_stage = total > 0 ? total / stages : 1.0;
-  double before = 0;
+  // Boundaries go after forward groups where the pass has a cut whose tensor the backward
+  // pass keeps (analysis/recompute.h: one activation crosses, and no later stage recomputes
+  // from this one), so a stage sends one tensor forward and its gradient back, each once per
+  // pass; anywhere when the pass has too few such cuts.
+  std::vector<char> allowed(order.size(), 0);
+  if (context.training) {
+    int n = 0;
+    for (analysis::Phase ph : context.training->op_phase) n += ph == analysis::Phase::kForward;
+    std::vector<char> recomputed(static_cast<size_t>(g.num_tensors()), 0);
+    for (ir::TensorId t : context.training->recomputes)
+      if (t != ir::kNoTensor) recomputed[static_cast<size_t>(t)] = 1;
+    std::vector<char> cut_after(static_cast<size_t>(n) + 1, 0);
+    int found = 0;
+    for (const analysis::ForwardCut& c : analysis::forward_cuts(*context.training))
+      if (!recomputed[static_cast<size_t>(c.tensor)])
+        cut_after[static_cast<size_t>(c.position)] = 1, ++found;
+    // `order` lists the forward operators in topological order: its index is the position.
+    if (found >= stages - 1 && static_cast<int>(order.size()) == n)
+      for (size_t i = 0; i < order.size(); ++i) allowed[i] = cut_after[i];
+  }
+  if (std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
+    std::fill(allowed.begin(), allowed.end(), 1);
+  // Each boundary at the allowed place whose time before it is nearest k / K of the total.
+  std::vector<double> before(order.size(), 0);  // time up to and including group i
+  double sum = 0;
+  for (size_t i = 0; i < order.size(); ++i) before[i] = sum += time[static_cast<size_t>(order[i])];
+  std::vector<size_t> boundary;  // the last index of each stage but the last
+  size_t from = 0;
+  for (int k = 1; k < stages; ++k) {
+    const double target = total * k / stages;
+    std::optional<size_t> best;
+    for (size_t i = from; i + 1 < order.size(); ++i)
+      if (allowed[i] && (!best || std::abs(before[i] - target) < std::abs(before[*best] - target)))
+        best = i;
+    if (!best) break;
+    boundary.push_back(*best);
+    from = *best + 1;
+  }
+  int s = 0;
   for (size_t i = 0; i < order.size(); ++i) {
-    const double t = time[static_cast<size_t>(order[i])];
-    int s = total > 0 ? static_cast<int>((before + 0.5 * t) / per_stage)
-                      : static_cast<int>(i * static_cast<size_t>(stages) / order.size());
-    stage[static_cast<size_t>(order[i])] = std::clamp(s, 0, stages - 1);
-    before += t;
+    stage[static_cast<size_t>(order[i])] = s;
+    if (static_cast<size_t>(s) < boundary.size() && i == boundary[static_cast<size_t>(s)]) ++s;
   }
   // Other groups: the latest stage among the forward operators their members read from.
   for (int grp = 0; grp < groups; ++grp) {
