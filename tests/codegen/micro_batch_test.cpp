@@ -8,8 +8,8 @@
 
 #include "analysis/lowering.h"
 #include "codegen/micro_batch.h"
-#include "codegen/pipeline_schedule.h"
 #include "codegen/partition.h"
+#include "codegen/pipeline_schedule.h"
 #include "codegen/program_simulation.h"
 #include "codegen/verify.h"
 #include "importers/onnx_import.h"
@@ -229,8 +229,14 @@ TEST_CASE("pipeline: the schedules' orders of forward and backward parts") {
   CHECK(chunk_order(Schedule::kGPipe, 0, 2, 3) ==
         P{{0, false}, {1, false}, {2, false}, {0, true}, {1, true}, {2, true}});
   // 1F1B: stage 0 of 3 runs two passes ahead; the last stage alternates from the start.
-  CHECK(chunk_order(Schedule::k1F1B, 0, 3, 4) == P{{0, false}, {1, false}, {2, false}, {0, true},
-                                                   {3, false}, {1, true}, {2, true}, {3, true}});
+  CHECK(chunk_order(Schedule::k1F1B, 0, 3, 4) == P{{0, false},
+                                                   {1, false},
+                                                   {2, false},
+                                                   {0, true},
+                                                   {3, false},
+                                                   {1, true},
+                                                   {2, true},
+                                                   {3, true}});
   CHECK(chunk_order(Schedule::k1F1B, 2, 3, 3) ==
         P{{0, false}, {0, true}, {1, false}, {1, true}, {2, false}, {2, true}});
   // Fewer passes than stages: the warm-up is every pass.
@@ -265,12 +271,11 @@ TEST_CASE("pipeline: 2 and 4 stages, GPipe and 1F1B, update the parameters as on
   auto big = net(16);
   auto small = net(4);
   Programs reference = compiled(*big, "whole", 1, 1, 16);
-  std::vector<Programs> plans = {
-      compiled(*small, "dp", 4, 4, 4, 2, Schedule::kGPipe),
-      compiled(*small, "dp", 4, 4, 4, 2, Schedule::k1F1B),
-      compiled(*small, "mp", 4, 4, 4, 4, Schedule::kGPipe),
-      compiled(*small, "dp", 8, 4, 4, 4, Schedule::k1F1B),
-      compiled(*small, "mcmc", 8, 4, 4, 2, Schedule::k1F1B)};
+  std::vector<Programs> plans = {compiled(*small, "dp", 4, 4, 4, 2, Schedule::kGPipe),
+                                 compiled(*small, "dp", 4, 4, 4, 2, Schedule::k1F1B),
+                                 compiled(*small, "mp", 4, 4, 4, 4, Schedule::kGPipe),
+                                 compiled(*small, "dp", 8, 4, 4, 4, Schedule::k1F1B),
+                                 compiled(*small, "mcmc", 8, 4, 4, 2, Schedule::k1F1B)};
   auto updates_only = [](Programs& p) {
     std::vector<int> kept;
     for (int b : p.outputs)
