@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <queue>
 #include <tuple>
@@ -419,6 +420,8 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
   // together (a zero-length transfer, a join) are broken the same way on every rank.
   const analysis::TaskGraph& tg = tasks.graph;
   std::vector<int64_t> place(static_cast<size_t>(tg.task_capacity()), -1);
+  std::vector<double> first_start(static_cast<size_t>(tg.task_capacity()),
+                                  std::numeric_limits<double>::infinity());
   {
     std::vector<int> waiting(static_cast<size_t>(tg.task_capacity()), 0);
     using Ready = std::pair<double, TaskId>;
@@ -427,6 +430,15 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
       if (!tg.alive(id)) continue;
       waiting[static_cast<size_t>(id)] = static_cast<int>(tg.preds(id).size());
       if (tg.preds(id).empty()) ready.push({t.start[static_cast<size_t>(id)], id});
+    }
+    for (int r = 0; r < programs.num_ranks; ++r) {
+      const RankProgram& prog = programs.ranks[static_cast<size_t>(r)];
+      for (size_t i = 0; i < prog.steps.size(); ++i) {
+        if (!is_collective(prog.steps[i].kind)) continue;
+        const TaskId member = tasks.step_task[static_cast<size_t>(r)][i];
+        double& first = first_start[static_cast<size_t>(tg.preds(member).front())];
+        first = std::min(first, t.start[static_cast<size_t>(member)]);
+      }
     }
     int64_t next = 0;
     while (!ready.empty()) {
@@ -443,10 +455,16 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
     const std::vector<TaskId>& task_of = tasks.step_task[static_cast<size_t>(r)];
     std::vector<size_t> order(prog.steps.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // A step's time: its task's start; a collective's, the earliest of its members' starts
+    // (after the join, so after every input; before any member's result is read).
     auto key = [&](size_t i) {
       TaskId task = task_of[i];
-      if (is_collective(prog.steps[i].kind)) task = tg.preds(task).front();  // its join
-      return place[static_cast<size_t>(task)];
+      double time = t.start[static_cast<size_t>(task)];
+      if (is_collective(prog.steps[i].kind)) {
+        task = tg.preds(task).front();  // its join
+        time = first_start[static_cast<size_t>(task)];
+      }
+      return std::make_pair(time, place[static_cast<size_t>(task)]);
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return key(a) < key(b); });
