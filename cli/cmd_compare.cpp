@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
+#include "search/pipeline.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
 #include "support/text.h"
@@ -53,6 +54,7 @@ int run_compare(const CompareFlags& flags) {
   const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
   auto space = search::GroupSpace::create(lowering, training);
   if (!space) return report(space.error().with_context(m.source));
+  space->set_micro_batches(m.micro_batches);
   const search::SearchContext context{lowering, *space, training};
 
   search::SearchOptions options;
@@ -61,6 +63,9 @@ int run_compare(const CompareFlags& flags) {
   options.max_proposals = flags.max_proposals;
   options.memory_limit = search::default_memory_limit(topology);
   options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
+  options.judge_stages = [&m](const std::vector<analysis::OpConfig>& c, int stages) {
+    return program_metrics(m, c, stages);
+  };
   const bool tty = isatty(fileno(stderr)) != 0;
 
   std::vector<Row> rows;
@@ -73,14 +78,27 @@ int run_compare(const CompareFlags& flags) {
                      static_cast<int>(what.size()), what.data());
       };
     const auto started = std::chrono::steady_clock::now();
-    auto result = info.run(context, options);
+    // Every search inside --pipeline-stages; megatron-3d picks a stage count of its own unless
+    // one is pinned.
+    const search::SearchInfo* run = &info;
+    if (info.name == "megatron-3d" && m.pipeline_stages > 1) {
+      auto two_d = search::find_search("megatron-2d");
+      if (two_d) run = *two_d;
+    }
+    auto result = info.name == "megatron-3d" && m.pipeline_stages == 1
+                      ? info.run(context, options)
+                      : search::run_pipelined(*run, context, options, m.pipeline_stages);
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (tty) std::fprintf(stderr, "\r\033[K");
     if (!result) {
       row.error = result.error().message();
     } else {
       row.result = std::move(*result);
-      auto metrics = program_metrics(m, row.result.configs);
+      int stages = m.pipeline_stages;
+      if (row.result.options.contains("pipeline_stages") &&
+          row.result.options["pipeline_stages"].is_number_integer())
+        stages = row.result.options["pipeline_stages"].get<int>();
+      auto metrics = program_metrics(m, row.result.configs, stages);
       if (metrics)
         row.metrics = *metrics;
       else

@@ -35,6 +35,14 @@ int run_frontier(const FrontierFlags& flags) {
     std::fprintf(stderr, "error: give --gpus N (or a list, --gpus 1,2,4,8) or --topology\n");
     return 1;
   }
+  if (flags.pipeline.pipeline_stages > 1) {
+    std::fprintf(stderr,
+                 "error: --pipeline-stages %d: frontier draws plans without pipeline stages; "
+                 "plan with --search frontier --pipeline-stages %d for the fastest frontier "
+                 "plan inside each stage\n",
+                 flags.pipeline.pipeline_stages, flags.pipeline.pipeline_stages);
+    return 1;
+  }
   if (counts.empty()) counts.push_back(0);  // the whole topology
   // Before the search: no output may replace an input or a user's file.
   if (auto usable = check_outputs({{flags.csv}, {flags.svg}}, flags.pipeline.inputs()); !usable)

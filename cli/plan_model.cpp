@@ -187,7 +187,8 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
 
 Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks, int micro_batches) {
+                                             int num_ranks, int micro_batches, int stages) {
+  const int k = stages > 0 ? stages : m.pipeline_stages;
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
   if (num_ranks <= m.topology->num_devices()) {
@@ -204,10 +205,10 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   // order the lowering priced; passes one after the other, or, where the plan sits on pipeline
   // stages, in the pipeline schedule.
   codegen::MicroBatchOptions o{passes, m.micro_batch};
-  if (search::on_stage_blocks(configs, num_ranks, m.pipeline_stages)) {
+  if (search::on_stage_blocks(configs, num_ranks, k)) {
     o.schedule = m.schedule;
-    o.stages = m.pipeline_stages;
-    o.rank_stage = search::rank_stages(num_ranks, m.pipeline_stages);
+    o.stages = k;
+    o.rank_stage = search::rank_stages(num_ranks, k);
   }
   auto whole = codegen::unroll_micro_batches(*p, m.training, o);
   if (!whole) return whole.error().with_context(m.source);
@@ -226,18 +227,23 @@ Expected<codegen::ProgramCost> price_programs(const PreparedModel& m,
 }
 
 Expected<SimulatedProgram> simulate_plan(const PreparedModel& m,
-                                         const std::vector<analysis::OpConfig>& configs) {
+                                         const std::vector<analysis::OpConfig>& configs,
+                                         int stages) {
   SimulatedProgram out;
-  PLANNER_TRY_ASSIGN(out.programs, compile_programs(m, configs, m.topology->num_devices()));
+  PLANNER_TRY_ASSIGN(out.programs,
+                     compile_programs(m, configs, m.topology->num_devices(), 0, stages));
   PLANNER_TRY_ASSIGN(out.cost, price_programs(m, out.programs, &out.tasks, &out.timeline));
   return out;
 }
 
 Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
-                                              const std::vector<analysis::OpConfig>& configs) {
+                                              const std::vector<analysis::OpConfig>& configs,
+                                              int stages) {
+  const int k = stages > 0 ? stages : m.pipeline_stages;
   PreparedModel::MetricsCache* cache = m.metrics_cache.get();
   std::string key;
   for (const analysis::OpConfig& c : configs) key += c.to_string() + ';';
+  key += std::to_string(k);
   if (cache) {
     std::lock_guard<std::mutex> lock(cache->mutex);
     auto it = cache->metrics.find(key);
@@ -245,16 +251,16 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
   }
   search::PlanMetrics out;
   const int n = m.topology->num_devices();
-  const bool pipelined = search::on_stage_blocks(configs, n, m.pipeline_stages);
-  if (m.train && pipelined && m.micro_batches > m.pipeline_stages + 2) {
+  const bool pipelined = search::on_stage_blocks(configs, n, k);
+  if (m.train && pipelined && m.micro_batches > k + 2) {
     // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
     // one of K + 2 plus M - K - 2 times what the last pass added, in time and in memory.
     codegen::ProgramCost c[2];
     for (int i = 0; i < 2; ++i) {
-      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, n, m.pipeline_stages + 1 + i));
+      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, n, k + 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
     }
-    const double more = m.micro_batches - (m.pipeline_stages + 2);
+    const double more = m.micro_batches - (k + 2);
     out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
     out.peak_memory_bytes =
         c[1].peak_memory_bytes +
@@ -271,7 +277,7 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     int64_t peak = 0;
     for (int i = 0; i < 2; ++i) {
       PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, m.topology->num_devices(),
-                                                         kSimulatedPasses - 1 + i));
+                                                         kSimulatedPasses - 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
       if (i == 1)
         peak = codegen::extended_peak_bytes(programs, m.graph, kSimulatedPasses, m.micro_batches);
@@ -282,7 +288,7 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     out.comm_bytes =
         static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
   } else {
-    PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs));
+    PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs, k));
     out = {s.cost.step_time_s, s.cost.peak_memory_bytes, static_cast<int64_t>(s.cost.comm_bytes)};
   }
   if (cache) {

@@ -54,9 +54,11 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 /// Partitions `configs` over `num_ranks` ranks, errors prefixed with the model file. In train
 /// mode with micro-batches the step runs `micro_batches` passes (0: the model's
 /// --micro-batches), gradients accumulated between them (codegen/micro_batch.h).
+/// A plan on `stages` pipeline stages (0: the model's --pipeline-stages) runs its passes in the
+/// model's schedule.
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks, int micro_batches = 0);
+                                             int num_ranks, int micro_batches = 0, int stages = 0);
 
 /// Above this many micro-batches, program_metrics simulates the step of this many passes and
 /// of one fewer, and extends the difference to the rest.
@@ -81,11 +83,13 @@ struct SimulatedProgram {
 /// `configs` partitioned over every device of the model's topology (compile_programs) and
 /// simulated (price_programs).
 Expected<SimulatedProgram> simulate_plan(const PreparedModel& model,
-                                         const std::vector<analysis::OpConfig>& configs);
+                                         const std::vector<analysis::OpConfig>& configs,
+                                         int stages = 0);
 
 /// simulate_plan's figures: a plan's predicted step time, peak memory and bytes sent.
 Expected<search::PlanMetrics> program_metrics(const PreparedModel& model,
-                                              const std::vector<analysis::OpConfig>& configs);
+                                              const std::vector<analysis::OpConfig>& configs,
+                                              int stages = 0);
 
 /// Every operator on rank 0, whole: the unpartitioned reference step.
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& model);

@@ -112,11 +112,25 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
   options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
+  options.judge_stages = [&m](const std::vector<analysis::OpConfig>& c, int stages) {
+    return program_metrics(m, c, stages);
+  };
   PlanOutcome out;
   out.memory_limit = options.memory_limit;
 
   auto start = std::chrono::steady_clock::now();
-  auto result = search::run_pipelined(*info, session.context(), options, m.pipeline_stages);
+  // megatron-3d picks its own stage count, unless --pipeline-stages pins one (then it is
+  // megatron-2d inside those stages).
+  const bool picks_stages = info->name == "megatron-3d";
+  if (picks_stages && m.pipeline_stages > 1) {
+    PLANNER_TRY_ASSIGN(info, search::find_search("megatron-2d"));
+  }
+  auto result = picks_stages && m.pipeline_stages == 1
+                    ? info->run(session.context(), options)
+                    : search::run_pipelined(*info, session.context(), options, m.pipeline_stages);
+  if (result && result->options.contains("pipeline_stages") &&
+      result->options["pipeline_stages"].is_number_integer())
+    session.model->pipeline_stages = result->options["pipeline_stages"].get<int>();
   if (options.progress) std::fprintf(stderr, "\r\033[K");
   if (!result) return result.error().with_context(m.source);
   out.search_seconds =
@@ -136,7 +150,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron" ||
-                           info->name == "fsdp";
+                           picks_stages || info->name == "fsdp";
   // With sharded state pinned (--zero 2), the data parallelism a search falls back to shards it
   // too, over all the GPUs.
   const bool sharded = m.train && pipeline.zero_stage() == 2;

@@ -10,6 +10,7 @@
 #include "analysis/lowering.h"
 #include "analysis/recompute.h"
 #include "importers/topology.h"
+#include "search/plan_builder.h"
 
 namespace planner::search {
 
@@ -154,7 +155,11 @@ Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext
                            block);
   };
   SearchOptions o = options;
-  if (options.judge)
+  if (options.judge_stages)
+    o.judge = [&](const std::vector<analysis::OpConfig>& configs) {
+      return options.judge_stages(placed(configs), stages);
+    };
+  else if (options.judge)
     o.judge = [&](const std::vector<analysis::OpConfig>& configs) {
       return options.judge(placed(configs));
     };
@@ -173,6 +178,46 @@ Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext
       "groups per stage: {}",
       stages, block, fmt::join(forward_ops, ", ")));
   return r;
+}
+
+Expected<SearchResult> run_megatron_3d(const SearchContext& context, const SearchOptions& options) {
+  const int n = context.lowering.topology().num_devices();
+  PLANNER_TRY_ASSIGN(const SearchInfo* two_d, find_search("megatron-2d"));
+  const int64_t limit = options.memory_limit > 0
+                            ? options.memory_limit
+                            : default_memory_limit(context.lowering.topology());
+  std::optional<SearchResult> best;
+  std::optional<PlanMetrics> best_m;
+  std::vector<std::string> tried;
+  int64_t evaluated = 0;
+  for (int k = 1; k <= std::min(n, 16); k *= 2) {
+    if (n % k != 0 || (k > 1 && !context.training)) continue;
+    PLANNER_TRY_ASSIGN(SearchResult r, run_pipelined(*two_d, context, options, k));
+    evaluated += r.plans_evaluated;
+    PlanMetrics m;
+    if (options.judge_stages) {
+      PLANNER_TRY_ASSIGN(m, options.judge_stages(r.configs, k));
+    } else {
+      PLANNER_TRY_ASSIGN(m, judge_configs(context.lowering, options, r.configs));
+    }
+    tried.push_back(fmt::format("{} {:.3f}", k, m.step_time_s * 1e3));
+    const bool fits = m.peak_memory_bytes <= limit;
+    const bool best_fits = best_m && best_m->peak_memory_bytes <= limit;
+    if (!best_m || (fits && !best_fits) ||
+        (fits == best_fits && (fits ? m.step_time_s < best_m->step_time_s
+                                    : m.peak_memory_bytes < best_m->peak_memory_bytes))) {
+      r.options["pipeline_stages"] = k;
+      best = std::move(r);
+      best_m = m;
+    }
+  }
+  if (!best) return make_error("megatron-3d: no stage count divides the {} GPUs", n);
+  best->notes.insert(
+      best->notes.begin(),
+      fmt::format("pipeline stages tried (step ms): {}; kept {}", fmt::join(tried, ", "),
+                  best->options["pipeline_stages"].get<int>()));
+  best->plans_evaluated = evaluated;
+  return std::move(*best);
 }
 
 }  // namespace planner::search

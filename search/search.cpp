@@ -27,6 +27,10 @@ const std::vector<SearchInfo>& searches() {
        "baseline: Megatron-LM's tensor x data parallelism at the fastest tensor-parallel degree "
        "that fits (enumerated)",
        &run_megatron_2d},
+      {"megatron-3d",
+       "baseline: Megatron-LM's tensor x pipeline x data parallelism, degrees enumerated "
+       "(1F1B or GPipe stages, --micro-batches as given)",
+       &run_megatron_3d},
       {"fsdp",
        "baseline: data parallelism with parameters, gradients and optimizer state sharded "
        "(ZeRO stage 2, FSDP SHARD_GRAD_OP)",

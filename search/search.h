@@ -53,6 +53,10 @@ struct SearchOptions {
   /// (docs/codegen.md), so the choice is made on the figures the plan will report. Must be
   /// safe to call from several threads. Unset: the lowering simulated (evaluate_configs).
   std::function<Expected<PlanMetrics>(const std::vector<analysis::OpConfig>&)> judge;
+  /// The judge of a plan placed on `stages` pipeline stages (search/pipeline.h), where a search
+  /// tries stage counts of its own (megatron-3d). Unset: `judge`.
+  std::function<Expected<PlanMetrics>(const std::vector<analysis::OpConfig>&, int stages)>
+      judge_stages;
 };
 
 /// A search's answer.
@@ -137,5 +141,10 @@ Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOp
 /// Megatron-LM's layout at every tensor-parallel degree dividing a node, data parallelism over
 /// the rest: the fastest that fits (as practitioners tune the degrees; no pipeline stages).
 Expected<SearchResult> run_megatron_2d(const SearchContext& context, const SearchOptions& options);
+/// Megatron-LM's 3-D layout: megatron-2d inside each of K pipeline stages, for every stage
+/// count K (1, 2, 4, ... up to 16, dividing the GPUs) — tensor x pipeline x data degrees
+/// enumerated as practitioners tune them, the micro-batches as given; the fastest that fits.
+/// The result records its stage count (options "pipeline_stages").
+Expected<SearchResult> run_megatron_3d(const SearchContext& context, const SearchOptions& options);
 
 }  // namespace planner::search
