@@ -24,11 +24,15 @@ std::vector<int> rank_stages(int num_devices, int stages);
 bool on_stage_blocks(const std::vector<analysis::OpConfig>& configs, int num_devices, int stages);
 
 /// Which stage each group of `context.space` runs on: the groups led by forward operators, in
-/// topological order, cut into `stages` runs of about equal time (their operators' slowest
-/// shards under `configs`); every other group runs where the forward operators it reads from
-/// run (the last stage if none).
+/// topological order, cut into `stages` runs so that the slowest stage is as fast as it can be
+/// (their operators' slowest shards under `configs`, which are for `context`'s devices, one
+/// block; with `whole`, the lowering of all K blocks, each stage's time on its own block's
+/// devices, so a faster block takes more of the model), boundaries at kept single-tensor cuts;
+/// every other group runs where the forward operators it reads from run (the last stage if
+/// none).
 std::vector<int> balance_stages(const SearchContext& context,
-                                const std::vector<analysis::OpConfig>& configs, int stages);
+                                const std::vector<analysis::OpConfig>& configs, int stages,
+                                const analysis::Lowering* whole = nullptr);
 
 /// `configs` (all on the first block of `block` devices) with each group's operators moved to
 /// its stage's block.
