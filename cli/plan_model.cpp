@@ -280,7 +280,8 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
                                                          kSimulatedPasses - 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
       if (i == 1)
-        peak = codegen::extended_peak_bytes(programs, m.graph, kSimulatedPasses, m.micro_batches);
+        peak = codegen::extended_peak_bytes(programs, c[i].rank_peak_memory_bytes, m.graph,
+                                            kSimulatedPasses, m.micro_batches);
     }
     const double more = m.micro_batches - kSimulatedPasses;
     out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);

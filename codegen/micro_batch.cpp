@@ -387,9 +387,8 @@ class Unroller {
 
 }  // namespace
 
-int64_t extended_peak_bytes(const Programs& programs, const ir::Graph& graph, int simulated,
-                            int passes) {
-  const MemoryPlan plan = plan_memory(programs);
+int64_t extended_peak_bytes(const Programs& programs, const std::vector<int64_t>& rank_bytes,
+                            const ir::Graph& graph, int simulated, int passes) {
   std::vector<int64_t> inputs(static_cast<size_t>(programs.num_ranks), 0);
   for (const Buffer& b : programs.buffers)
     if (b.init == BufferInit::kUniform && b.tensor != ir::kNoTensor &&
@@ -397,7 +396,7 @@ int64_t extended_peak_bytes(const Programs& programs, const ir::Graph& graph, in
       inputs[static_cast<size_t>(b.rank)] += arena_bytes_of(b);
   int64_t peak = 0;
   for (size_t r = 0; r < inputs.size(); ++r)
-    peak = std::max(peak, plan.rank_bytes[r] + (passes - simulated) * (inputs[r] / simulated));
+    peak = std::max(peak, rank_bytes[r] + (passes - simulated) * (inputs[r] / simulated));
   return peak;
 }
 

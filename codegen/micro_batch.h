@@ -69,8 +69,9 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
 /// `simulated` passes (2 <= simulated <= passes): every pass after the second repeats the
 /// lifetimes of the one before, except that the compiled step holds each pass's model inputs
 /// all step (the launcher draws them once), so each rank's arena grows by its inputs per pass.
-int64_t extended_peak_bytes(const Programs& programs, const ir::Graph& graph, int simulated,
-                            int passes);
+/// `rank_bytes`: each rank's arena for `programs` (ProgramCost::rank_peak_memory_bytes).
+int64_t extended_peak_bytes(const Programs& programs, const std::vector<int64_t>& rank_bytes,
+                            const ir::Graph& graph, int simulated, int passes);
 
 /// The whole optimizer step: `step`'s micro steps once per micro-batch, in order, gradients
 /// accumulated, then (in the last micro-batch, interleaved as `step` had them) the optimizer

@@ -49,8 +49,8 @@ bool is_collective(StepKind kind) {
 class Builder {
  public:
   Builder(const Programs& p, const ir::Graph& g, const importers::Topology& t,
-          const analysis::ComputeCostModel& c, bool in_order)
-      : p_(p), g_(g), topology_(t), compute_(c), in_order_(in_order) {}
+          const analysis::ComputeCostModel& c, bool in_order, bool with_memory)
+      : p_(p), g_(g), topology_(t), compute_(c), in_order_(in_order), with_memory_(with_memory) {}
 
   Expected<ProgramTasks> run();
 
@@ -73,7 +73,8 @@ class Builder {
   const ir::Graph& g_;
   const importers::Topology& topology_;
   const analysis::ComputeCostModel& compute_;
-  bool in_order_;  // kernels wait for the kernel before them (one compute stream)
+  bool in_order_;     // kernels wait for the kernel before them (one compute stream)
+  bool with_memory_;  // plan the arena and give the task graph its buffers
   ProgramTasks out_;
   ResourceId sync_ = analysis::kNoResource;
   int64_t order_ = 0;
@@ -291,6 +292,7 @@ void Builder::add_edges_and_buffers() {
       }
     }
   }
+  if (!with_memory_) return;
   // Buffers written in place hold no memory of their own (memory_plan.h decides which): their
   // readers keep the buffer they are written into alive instead.
   out_.memory = plan_memory(p_);
@@ -345,8 +347,9 @@ Expected<ProgramTasks> Builder::run() {
 
 Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& graph,
                                      const importers::Topology& topology,
-                                     const analysis::ComputeCostModel& compute, bool in_order) {
-  Builder b(programs, graph, topology, compute, in_order);
+                                     const analysis::ComputeCostModel& compute, bool in_order,
+                                     bool with_memory) {
+  Builder b(programs, graph, topology, compute, in_order, with_memory);
   return b.run();
 }
 
@@ -411,7 +414,8 @@ Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
                                  const importers::Topology& topology,
                                  const analysis::ComputeCostModel& compute) {
   PLANNER_TRY_ASSIGN(ProgramTasks tasks,
-                     program_tasks(programs, graph, topology, compute, /*in_order=*/false));
+                     program_tasks(programs, graph, topology, compute, /*in_order=*/false,
+                                   /*with_memory=*/false));
   PLANNER_TRY_ASSIGN(analysis::Timeline t, analysis::simulate(tasks.graph));
   // One global order of the tasks: by start time, ties in an order the dependencies allow
   // (Kahn's algorithm, the earliest-starting ready task first). Each rank's steps follow it,

@@ -56,11 +56,12 @@ struct ProgramTasks {
 /// r). `in_order`: each kernel waits for the kernel before it on its rank, as one compute stream
 /// runs them; false leaves only the data dependencies (the dataflow schedule). Errors: a
 /// program whose collectives or point-to-point calls do not pair up across ranks, or more
-/// ranks than the topology has devices.
+/// ranks than the topology has devices. `with_memory` false skips the arena (memory_plan.h)
+/// and the graph's buffers: the schedule alone, as order_by_schedule needs it.
 Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& graph,
                                      const importers::Topology& topology,
                                      const analysis::ComputeCostModel& compute,
-                                     bool in_order = true);
+                                     bool in_order = true, bool with_memory = true);
 
 /// Puts each rank's steps in the order the dataflow schedule of `programs` starts them (ties in
 /// program order): the compute stream then never waits on a kernel whose inputs are late while
