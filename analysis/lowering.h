@@ -33,6 +33,7 @@
 #include "analysis/op_strategies.h"
 #include "analysis/sharding.h"
 #include "analysis/task_graph.h"
+#include "analysis/training_graph.h"
 #include "importers/topology.h"
 #include "ir/graph.h"
 
@@ -47,6 +48,10 @@ struct PlanRecords;
 struct LoweringOptions {
   ComputeCostOptions compute;               ///< the roofline's efficiencies and overheads
   const MeasuredCosts* measured = nullptr;  ///< measured kernel times (--costs), if any
+  /// ZeRO stage 3 (FSDP FULL_SHARD): per op its phase; a parameter fetched by forward
+  /// operators is fetched again by the first backward (or recompute) operator that reads it,
+  /// its forward copies freed after their last forward reader. Null: fetched copies are kept.
+  const std::vector<Phase>* regather_phases = nullptr;
 };
 
 /// A lowered plan: the task graph and what the report needs beside the timeline.

@@ -112,6 +112,8 @@ class ChainBuilder {
   std::vector<Info> info_;
   std::vector<BufferKey> buffer_on_;  // per device: the tensor's resident buffer
   bool sourced_ = false;              // an owned resident tensor's pieces are placed
+  int source_mark_ = -1;              // holdings before the first fetch (resident tensors)
+  bool fetched_forward_ = false;      // the last fetch was a forward operator's
 };
 
 double ChainBuilder::kernel_time(const char* type, DeviceId d,
@@ -345,6 +347,7 @@ void ChainBuilder::run() {
       continue;
     }
     if (resident && !sourced_) from_owner(y, sec_index, sec);
+    if (resident && source_mark_ < 0) source_mark_ = parts_.num_holdings();
     std::vector<int> devices, shard_of;
     std::vector<Box> wants;
     for (int s = 0; s < shards; ++s) {
@@ -354,6 +357,15 @@ void ChainBuilder::run() {
       shard_of.push_back(s);
     }
     if (devices.empty()) continue;
+    // ZeRO stage 3: the backward pass gathers a parameter again among the devices that shard it
+    // (LoweringOptions::regather_phases).
+    if (const std::vector<Phase>* phases = L_.options().regather_phases;
+        phases && tensor_.role == ir::TensorRole::kParameter && source_mark_ >= 0) {
+      const bool forward = (*phases)[static_cast<size_t>(y)] == Phase::kForward;
+      if (!forward && fetched_forward_ && parts_.held_before(source_mark_, devices))
+        parts_.forget_after(source_mark_);
+      fetched_forward_ = forward;
+    }
     std::vector<Action> actions;
     auto got = parts_.fetch(devices, wants, actions);
     // A plan that checked out always finds its boxes; a piece nobody holds is left unpriced

@@ -49,6 +49,22 @@ void TensorFetch::add_local(int h) {
   local_[static_cast<size_t>(holding(h).device)].push_back(h);
 }
 
+void TensorFetch::forget_after(int mark) {
+  for (auto& list : local_) std::erase_if(list, [&](int h) { return h >= mark; });
+  for (Piece& p : pieces_) std::erase_if(p.holdings, [&](int h) { return h >= mark; });
+  std::erase_if(pieces_, [](const Piece& p) { return p.holdings.empty(); });
+}
+
+bool TensorFetch::held_before(int mark, const std::vector<int>& devices) const {
+  for (int d : devices) {
+    if (static_cast<size_t>(d) >= local_.size()) return false;
+    bool held = false;
+    for (int h = 0; h < mark && !held; ++h) held = holdings_[static_cast<size_t>(h)].device == d;
+    if (!held) return false;
+  }
+  return true;
+}
+
 void TensorFetch::add_piece(int h) {
   const Box& b = holding(h).box;
   auto it =

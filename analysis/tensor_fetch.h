@@ -65,6 +65,14 @@ class TensorFetch {
   void add_local(int holding);
   /// Consumers on any device may fetch from it (a copy of a piece with its box).
   void add_piece(int holding);
+  /// Forgets every holding made at or after `mark` (a num_holdings() taken earlier): later
+  /// fetches find only what was held before it. ZeRO stage 3 forgets a parameter's gathered
+  /// copies after the forward pass, so the backward pass gathers it again.
+  void forget_after(int mark);
+  /// Whether every device of `devices` held a box of the tensor before `mark` (its own shard of
+  /// a sharded parameter): ZeRO stage 3 gathers again only among the devices that shard it, so
+  /// a copy fetched by another pipeline stage (a tied embedding) is kept.
+  bool held_before(int mark, const std::vector<int>& devices) const;
   /// Partial sums of one tile, one holding per member in partial order, reduced at the first
   /// fetch (or by reduce_all).
   void add_pending(std::vector<int> members, Reducer reducer);

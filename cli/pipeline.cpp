@@ -36,9 +36,11 @@ void PipelineFlags::add_to(CLI::App& app) {
   app.add_option("--zero", zero,
                  "train mode: 0 (every data-parallel replica keeps whole parameters, gradients "
                  "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
-                 "between steps, parameters gathered for the step) or auto (the default: 0, or 2 "
-                 "where plan finds nothing that fits without it; frontier shows both)")
-      ->check(CLI::IsMember({"0", "2", "auto"}));
+                 "between steps, parameters gathered for the step), 3 (ZeRO stage 3 as FSDP's "
+                 "FULL_SHARD: parameters gathered again for the backward pass, freed after each "
+                 "use) or auto (the default: 0, or 2 where plan finds nothing that fits without "
+                 "it; frontier shows both)")
+      ->check(CLI::IsMember({"0", "2", "3", "auto"}));
   app.add_option("--micro-batches", micro_batches,
                  "train mode: forward and backward passes per optimizer step, gradients "
                  "accumulated between them; --batch is the global batch, which they divide "
@@ -141,6 +143,7 @@ analysis::LoweringOptions PreparedModel::lowering_options() const {
   o.compute = compute;
   o.measured = costs.get();
   o.compute.allow_tf32 = ir::uses_tf32(precision);
+  if (train && zero_stage == 3) o.regather_phases = &training.op_phase;
   return o;
 }
 
@@ -165,6 +168,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   }
   out->micro_batch = options.batch.value_or(0);
   out->pipeline_stages = flags.pipeline_stages;
+  out->zero_stage = flags.mode == "train" ? flags.zero_stage() : 0;
   out->schedule = codegen::schedule_from_name(flags.schedule).value_or(codegen::Schedule::k1F1B);
   if (flags.pipeline_stages > 1 && flags.mode != "train")
     return make_error("--pipeline-stages {}: pipeline stages are for training (--mode train)",

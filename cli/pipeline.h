@@ -54,7 +54,7 @@ struct PipelineFlags {
   std::string schedule = "1f1b";
 
   /// The ZeRO stage a session is opened with ("auto" is 0).
-  int zero_stage() const { return zero == "2" ? 2 : 0; }
+  int zero_stage() const { return zero == "3" ? 3 : zero == "2" ? 2 : 0; }
   std::string costs;        ///< --costs FILE: measured kernel times
   std::string calibration;  ///< --calibration FILE: the kernel model's parameters
   std::string dump_after;   ///< --dump-after STAGE: print a stage's text form
@@ -93,6 +93,7 @@ struct PreparedModel {
   /// Train mode: pipeline stages, and the schedule of a pipelined plan's passes.
   int pipeline_stages = 1;
   codegen::Schedule schedule = codegen::Schedule::k1F1B;
+  int zero_stage = 0;  ///< train mode: 0, 2 or 3 (--zero)
   /// The graph on the topology with lowering_options(): what every command that prices,
   /// searches or compiles this model shares (set once the topology and costs are known).
   std::unique_ptr<analysis::Lowering> lowering;

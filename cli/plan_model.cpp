@@ -191,6 +191,7 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   const int k = stages > 0 ? stages : m.pipeline_stages;
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
   if (!p) return p.error().with_context(m.source);
+  p->gather_parameters_late = m.train && m.zero_stage == 3;
   if (num_ranks <= m.topology->num_devices()) {
     auto ordered =
         codegen::order_by_schedule(*p, m.graph, *m.topology, m.lowering->compute_model());

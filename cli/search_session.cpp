@@ -98,7 +98,7 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   s.lowering = s.model->lowering.get();
   auto space =
       search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr,
-                                 s.model->train && flags.zero_stage() == 2);
+                                 s.model->train && flags.zero_stage() >= 2);
   if (!space) return space.error().with_context(s.model->source);
   s.space = std::make_unique<search::GroupSpace>(std::move(*space));
   s.space->set_micro_batches(s.model->micro_batches);
@@ -153,7 +153,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
                            picks_stages || info->name == "fsdp";
   // With sharded state pinned (--zero 2), the data parallelism a search falls back to shards it
   // too, over all the GPUs.
-  const bool sharded = m.train && pipeline.zero_stage() == 2;
+  const bool sharded = m.train && pipeline.zero_stage() >= 2;
   // --min-gpus with sharded state on fewer GPUs than all: no data parallelism to compare.
   const bool min_gpus_sharded = options.min_gpus && sharded &&
                                 result->options.contains("gpus_used") &&

@@ -123,6 +123,11 @@ class Partitioner {
   std::vector<std::unique_ptr<analysis::TensorFetch>> parts_;  // per tensor, made on first use
   std::vector<std::vector<int>> buffer_of_;                    // per tensor: holding -> buffer
   std::vector<int> holding_of_;                                // per buffer: its holding, or -1
+  ir::OpId current_ = ir::kNoOp;                               // the operator being compiled
+  // ZeRO stage 3 (LoweringOptions::regather_phases), per tensor: its holdings before the first
+  // fetch, and whether the last fetch was a forward operator's.
+  std::vector<int> source_mark_;
+  std::vector<char> fetched_forward_;
   std::map<std::tuple<ir::TensorId, int, std::vector<std::pair<int64_t, int64_t>>>, int> resident_;
 };
 
@@ -389,6 +394,21 @@ Expected<std::vector<int>> Partitioner::fetch(ir::TensorId t, const std::vector<
     return result;
   }
   PLANNER_TRY(ensure_sources(t));
+  if (const std::vector<analysis::Phase>* phases = lowering_.options().regather_phases;
+      phases && g_.tensor(t).role == ir::TensorRole::kParameter && current_ != ir::kNoOp) {
+    // ZeRO stage 3: the backward pass gathers a parameter again among the ranks that shard it,
+    // as the lowering prices it.
+    const auto i = static_cast<size_t>(t);
+    if (source_mark_.empty()) {
+      source_mark_.assign(static_cast<size_t>(g_.num_tensors()), -1);
+      fetched_forward_.assign(static_cast<size_t>(g_.num_tensors()), 0);
+    }
+    if (source_mark_[i] < 0) source_mark_[i] = parts(t).num_holdings();
+    const bool forward = (*phases)[static_cast<size_t>(current_)] == analysis::Phase::kForward;
+    if (!forward && fetched_forward_[i] && parts(t).held_before(source_mark_[i], ranks))
+      parts(t).forget_after(source_mark_[i]);
+    fetched_forward_[i] = forward;
+  }
   std::vector<analysis::TensorFetch::Action> actions;
   auto got = parts(t).fetch(ranks, wants, actions);
   if (!got) return got.error();
@@ -399,6 +419,7 @@ Expected<std::vector<int>> Partitioner::fetch(ir::TensorId t, const std::vector<
 }
 
 Expected<void> Partitioner::compile_op(ir::OpId id) {
+  current_ = id;
   const ir::Op& op = g_.op(id);
   const OpConfig& c = configs_[static_cast<size_t>(id)];
   PLANNER_TRY(check_config(id));

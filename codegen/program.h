@@ -119,6 +119,10 @@ struct Programs {
   /// (updated buffer, resident buffer) pairs: after a training step the updated parameter or
   /// optimizer state is copied back for the next step.
   std::vector<std::pair<int, int>> carries;
+  /// ZeRO stage 3: an all-gather of a parameter starts no earlier than the kernel before it
+  /// (FSDP gathers a layer's parameters as the pass reaches the layer, one operator ahead), so
+  /// the schedule does not hoist every gather to the start of the step.
+  bool gather_parameters_late = false;
   std::vector<OpReport> ops;
 
   /// A readable listing: per rank, one line per step.

@@ -271,6 +271,12 @@ void Builder::add_edges_and_buffers() {
       // A collective starts when every member's inputs are ready: they gate its join.
       TaskId gate = task;
       if (is_collective(s.kind)) gate = out_.graph.preds(task).front();
+      if (p_.gather_parameters_late && s.kind == StepKind::kAllGather && !s.inputs.empty() &&
+          previous_kernel != kNoTask) {
+        const Buffer& in = buffer(s.inputs[0]);
+        if (in.tensor != ir::kNoTensor && g_.tensor(in.tensor).role == ir::TensorRole::kParameter)
+          out_.graph.add_edge(previous_kernel, gate);
+      }
       for (int b : s.inputs) {
         if (b < 0) continue;
         TaskId from = producer_[static_cast<size_t>(b)];

@@ -7,8 +7,8 @@
 # where the shared models are absent.
 #
 # With a fourth argument `steps`, the plans are instead the step variants of issue 16 on 4
-# GPUs: recomputation under dp, sharded state with Adam under the fsdp baseline, and both
-# under mcmc; and, for the models with a batch to bind, micro-batches under dp and fsdp, and
+# GPUs: recomputation under dp, sharded state with Adam under the fsdp baseline (ZeRO stages 2
+# and 3), and both under mcmc; and, for the models with a batch to bind, micro-batches under dp and fsdp, and
 # pipelines of 2 stages (1F1B and GPipe).
 #
 #   shared_models.sh MODEL PLANNER MODELS_DIR [steps]
@@ -32,6 +32,7 @@ if [ "$what" = steps ]; then
 --search dp --recompute all
 --search fsdp --optimizer adam
 --search mcmc --max-proposals 100 --zero 2 --recompute all
+--search fsdp --zero 3 --optimizer adam
 VARIANTS
   # Micro-batches (the models with a batch to bind): the batch in two passes, gradients
   # accumulated, under the dp search and with sharded state.
