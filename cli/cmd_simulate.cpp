@@ -13,6 +13,8 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
+#include "search/pipeline.h"
+#include "search/search.h"
 #include "support/output_file.h"
 #include "support/text.h"
 #include "support/units.h"
@@ -45,6 +47,18 @@ int run_simulate(const SimulateFlags& flags) {
                                                      : analysis::Baseline::kDataParallel;
   auto configs = analysis::baseline_configs(lowering, baseline, topology.num_devices());
   if (!configs) return report(configs.error().with_context(m.source));
+  if (m.pipeline_stages > 1) {
+    // The strategy inside each of the pipeline stages (search/pipeline.h).
+    auto space = search::GroupSpace::create(lowering, m.train ? &m.training : nullptr);
+    if (!space) return report(space.error().with_context(m.source));
+    space->set_micro_batches(m.micro_batches);
+    auto info = search::find_search(flags.strategy);
+    if (!info) return report(info.error());
+    auto staged = search::run_pipelined(**info, {lowering, *space, m.train ? &m.training : nullptr},
+                                        search::SearchOptions{}, m.pipeline_stages);
+    if (!staged) return report(staged.error().with_context(m.source));
+    configs = std::move(staged->configs);
+  }
   if (flags.pipeline.dump_after == "plan") {
     for (ir::OpId id : m.graph.topo_order())
       std::printf("%s %s\n", terminal_safe(m.graph.op(id).name).c_str(),
@@ -110,6 +124,15 @@ int run_simulate(const SimulateFlags& flags) {
   std::printf("topology     %s (%d GPUs, %d nodes)\n", topology.name().c_str(), n,
               topology.num_nodes());
   std::printf("strategy     %s\n", flags.strategy.c_str());
+  if (m.pipeline_stages > 1)
+    std::printf("pipeline     %d stages of %d GPUs, %s schedule\n", m.pipeline_stages,
+                n / m.pipeline_stages,
+                m.micro_batches > 1 ? simulated->programs.schedule.c_str()
+                                    : codegen::schedule_name(m.schedule));
+  if (m.micro_batches > 1)
+    std::printf("batch        %lld in %d micro-batches of %lld, gradients accumulated\n",
+                static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
+                static_cast<long long>(m.micro_batch));
   std::printf("step time    %s\n", format_seconds(timeline->step_time).c_str());
   std::printf("peak memory  %s (largest device)\n",
               format_bytes(static_cast<double>(peak)).c_str());

@@ -212,6 +212,14 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
     o.rank_stage = search::rank_stages(num_ranks, k);
   }
   auto whole = codegen::unroll_micro_batches(*p, m.training, o);
+  if (!whole && o.schedule == codegen::Schedule::k1F1B) {
+    // 1F1B needs every message between two ranks in the same order on both sides; a plan
+    // whose later stage reads an earlier stage's tensor in its backward pass (a tied weight
+    // split differently there) does not pair up in it. GPipe always does.
+    o.schedule = codegen::Schedule::kGPipe;
+    auto gpipe = codegen::unroll_micro_batches(*p, m.training, o);
+    if (gpipe) return gpipe;
+  }
   if (!whole) return whole.error().with_context(m.source);
   return whole;
 }

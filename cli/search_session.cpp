@@ -210,6 +210,18 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     }
   }
 
+  // A pipelined plan that 1F1B cannot order runs GPipe (compile_programs): say so.
+  if (m.train && m.micro_batches > 1 && m.schedule == codegen::Schedule::k1F1B &&
+      search::on_stage_blocks(configs, topology.num_devices(), m.pipeline_stages)) {
+    PLANNER_TRY_ASSIGN(codegen::Programs probe,
+                       compile_programs(m, configs, topology.num_devices(),
+                                        std::min(m.micro_batches, m.pipeline_stages + 1)));
+    if (probe.schedule != "1f1b")
+      out.notes.push_back(
+          "1F1B cannot order this plan's messages between stages (a later stage reads an "
+          "earlier stage's tensor in its backward pass, as a tied weight split differently "
+          "there): the compiled step runs its micro-batches in the GPipe schedule");
+  }
   search::PlanHeader header;
   header.model.name = m.graph.name.empty() ? "model" : m.graph.name;
   auto hash = sha256_file(m.source);

@@ -135,6 +135,7 @@ Expected<void> check_runs(const Programs& p) {
 Expected<void> assemble_passes(Programs& out, std::vector<std::vector<PassChunk>>& chunks,
                                Schedule schedule, const std::vector<int>& rank_stage, int stages,
                                int passes) {
+  out.schedule = schedule_name(schedule);
   using Key = std::pair<StepKind, std::vector<int>>;
   std::vector<std::map<Key, std::vector<int64_t>>> collective_tags(out.ranks.size());
   std::map<std::pair<int, int>, std::vector<int64_t>> send_tags, recv_tags;

@@ -123,6 +123,9 @@ struct Programs {
   /// (FSDP gathers a layer's parameters as the pass reaches the layer, one operator ahead), so
   /// the schedule does not hoist every gather to the start of the step.
   bool gather_parameters_late = false;
+  /// The order of the passes of a step of several micro-batches (codegen/pipeline_schedule.h):
+  /// "sequential", "gpipe" or "1f1b".
+  std::string schedule = "sequential";
   std::vector<OpReport> ops;
 
   /// A readable listing: per rank, one line per step.
