@@ -95,19 +95,25 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
   // Optimistic start: every step that is not a forward, backward or recompute kernel runs once;
   // a step is demoted to a micro step when a micro step reads what it writes, or when what it
   // writes nobody reads (a graph output, a carry) and it reads what a micro step writes.
-  std::vector<char> once(n_inst, 1);
-  auto phase_of = [&](ir::OpId op) { return training.op_phase[static_cast<size_t>(op)]; };
+  // Per instance: the operator whose kernel it is, or kNoOp (communication, helpers).
+  std::vector<ir::OpId> op_of(n_inst, ir::kNoOp);
   for (size_t id = 0; id < n_inst; ++id) {
     const Step& s = step_at(step, inst.members[id][0]);
-    if (s.kind == StepKind::kKernel && s.op != ir::kNoOp)
-      once[id] = phase_of(s.op) == analysis::Phase::kUpdate;
+    if (s.kind == StepKind::kKernel) op_of[id] = s.op;
   }
+  // Operator kernels marked by their phase; the others start as `others`.
+  auto by_phase = [&](analysis::Phase phase, char others) {
+    std::vector<char> out(n_inst, others);
+    for (size_t id = 0; id < n_inst; ++id)
+      if (op_of[id] != ir::kNoOp)
+        out[id] = training.op_phase[static_cast<size_t>(op_of[id])] == phase;
+    return out;
+  };
+  std::vector<char> once = by_phase(analysis::Phase::kUpdate, 1);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t id = 0; id < n_inst; ++id) {
-      if (!once[id]) continue;
-      const Step& first = step_at(step, inst.members[id][0]);
-      if (first.kind == StepKind::kKernel && first.op != ir::kNoOp) continue;  // an update
+      if (!once[id] || op_of[id] != ir::kNoOp) continue;  // a micro step, or an update
       bool demote = false;
       for (const StepRef& m : inst.members[id]) {
         const Step& s = step_at(step, m);
@@ -129,18 +135,11 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
   }
   // Forward part: forward kernels, and what a forward-part step reads (or, for what nobody
   // reads, what reads only forward-part results); the rest is the backward part.
-  std::vector<char> forward(n_inst, 0);
-  for (size_t id = 0; id < n_inst; ++id) {
-    const Step& s = step_at(step, inst.members[id][0]);
-    if (s.kind == StepKind::kKernel && s.op != ir::kNoOp)
-      forward[id] = phase_of(s.op) == analysis::Phase::kForward;
-  }
+  std::vector<char> forward = by_phase(analysis::Phase::kForward, 0);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t id = 0; id < n_inst; ++id) {
-      const Step& first = step_at(step, inst.members[id][0]);
-      if (forward[id] || once[id] || (first.kind == StepKind::kKernel && first.op != ir::kNoOp))
-        continue;
+      if (forward[id] || once[id] || op_of[id] != ir::kNoOp) continue;
       bool promote = false, unread = true, inputs_forward = true;
       for (const StepRef& m : inst.members[id]) {
         const Step& s = step_at(step, m);

@@ -49,29 +49,6 @@ std::unique_ptr<Model> net(int64_t batch,
   return testing_model::prepare(std::move(*g), true, std::nullopt, t);
 }
 
-std::vector<OpConfig> configs_of(const Model& m, const analysis::Lowering& lowering,
-                                 const std::string& kind, int n) {
-  if (kind == "dp" || kind == "mp") {
-    auto c = analysis::baseline_configs(
-        lowering,
-        kind == "dp" ? analysis::Baseline::kDataParallel : analysis::Baseline::kModelParallel, n);
-    REQUIRE_MESSAGE(c.has_value(), c.error().message());
-    return *c;
-  }
-  auto space = search::GroupSpace::create(lowering, &m.training);
-  REQUIRE_MESSAGE(space.has_value(), space.error().message());
-  auto info = search::find_search(kind);
-  REQUIRE(info.has_value());
-  search::SearchOptions o;
-  o.budget_s = 0;
-  o.max_proposals = 100;
-  o.fewer_devices = false;
-  o.memory_limit = search::default_memory_limit(lowering.topology());
-  auto r = (*info)->run({lowering, *space, &m.training}, o);
-  REQUIRE_MESSAGE(r.has_value(), r.error().message());
-  return r->configs;
-}
-
 // `kind`'s plan of `m` on n ranks (on `stages` pipeline stages), compiled, scheduled, and
 // unrolled into `passes` passes.
 Programs compiled(const Model& m, const std::string& kind, int n, int passes, int64_t micro,
@@ -81,24 +58,12 @@ Programs compiled(const Model& m, const std::string& kind, int n, int passes, in
   std::vector<OpConfig> configs;
   if (kind == "whole") {
     configs.assign(static_cast<size_t>(m.graph.num_ops()), OpConfig::single(0));
-  } else if (stages > 1) {
-    auto space = search::GroupSpace::create(lowering, &m.training);
-    REQUIRE(space.has_value());
-    auto info = search::find_search(kind == "mp"   ? "model-parallel"
-                                    : kind == "dp" ? "data-parallel"
-                                                   : kind);
-    REQUIRE(info.has_value());
-    search::SearchOptions o;
-    o.budget_s = 0;
-    o.max_proposals = 100;
-    o.fewer_devices = false;
-    o.memory_limit = search::default_memory_limit(topo);
-    auto r = search::run_pipelined(**info, {lowering, *space, &m.training}, o, stages);
-    REQUIRE_MESSAGE(r.has_value(), r.error().message());
-    configs = r->configs;
-    REQUIRE(search::on_stage_blocks(configs, n, stages));
   } else {
-    configs = configs_of(m, lowering, kind, n);
+    const std::string name = kind == "mp"   ? "model-parallel"
+                             : kind == "dp" ? "data-parallel"
+                                            : kind;
+    configs = testing_model::searched_configs(m, lowering, name, {100, false, stages});
+    if (stages > 1) REQUIRE(search::on_stage_blocks(configs, n, stages));
   }
   auto p = partition(lowering, configs, n, true);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());

@@ -10,11 +10,14 @@
 #include <string>
 #include <utility>
 
+#include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
 #include "analysis/precision.h"
 #include "analysis/training_graph.h"
 #include "importers/onnx_import.h"
 #include "ir/precision.h"
+#include "search/pipeline.h"
+#include "search/search.h"
 #include "tdl/library.h"
 #include "tests/test_util.h"
 
@@ -67,6 +70,33 @@ inline std::unique_ptr<Model> example(const std::string& name, bool train,
       (planner::testing::source_dir() / "examples" / (name + ".onnxtxt")).string());
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
   return prepare(std::move(*g), train, precision, options);
+}
+
+/// What `name` (a search or baseline of the search table) plans for `m` on `lowering`'s
+/// devices: no time budget (mcmc stops after `proposals`), the devices' memory, with or without
+/// the blocks of fewer devices; with `stages` > 1, inside that many pipeline stages.
+struct SearchRun {
+  int64_t proposals = 100;
+  bool fewer_devices = true;
+  int stages = 1;
+};
+inline std::vector<analysis::OpConfig> searched_configs(const Model& m,
+                                                        const analysis::Lowering& lowering,
+                                                        const std::string& name,
+                                                        const SearchRun& run = {}) {
+  const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
+  auto space = search::GroupSpace::create(lowering, training);
+  REQUIRE_MESSAGE(space.has_value(), space.error().message());
+  auto info = search::find_search(name);
+  REQUIRE_MESSAGE(info.has_value(), info.error().message());
+  search::SearchOptions o;
+  o.budget_s = 0;
+  o.max_proposals = run.proposals;
+  o.fewer_devices = run.fewer_devices;
+  o.memory_limit = search::default_memory_limit(lowering.topology());
+  auto r = search::run_pipelined(**info, {lowering, *space, training}, o, run.stages);
+  REQUIRE_MESSAGE(r.has_value(), r.error().message());
+  return r->configs;
 }
 
 }  // namespace planner::codegen::testing_model

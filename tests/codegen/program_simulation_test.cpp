@@ -29,27 +29,10 @@ using analysis::OpConfig;
 using testing_model::example;
 using testing_model::Model;
 
-// The configs of a search (or of the data-parallel baseline, "data-parallel") on n H100s.
+// The configs of a search (or baseline) of the search table on n H100s.
 std::vector<OpConfig> plan_of(const Model& m, const analysis::Lowering& lowering,
-                              const std::string& name, int n) {
-  if (name == "data-parallel") {
-    auto c = analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n);
-    REQUIRE_MESSAGE(c.has_value(), c.error().message());
-    return *c;
-  }
-  const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
-  auto space = search::GroupSpace::create(lowering, training);
-  REQUIRE_MESSAGE(space.has_value(), space.error().message());
-  auto info = search::find_search(name);
-  REQUIRE(info.has_value());
-  search::SearchOptions o;
-  o.budget_s = 0;
-  o.max_proposals = 200;
-  o.fewer_devices = false;
-  o.memory_limit = search::default_memory_limit(lowering.topology());
-  auto r = (*info)->run({lowering, *space, training}, o);
-  REQUIRE_MESSAGE(r.has_value(), r.error().message());
-  return r->configs;
+                              const std::string& name, int) {
+  return testing_model::searched_configs(m, lowering, name, {200, false, 1});
 }
 
 bool is_collective(StepKind k) {

@@ -86,18 +86,7 @@ std::vector<OpConfig> mixed(const Model& m, int n) {
 std::vector<OpConfig> searched(const Model& m, const std::string& name, int n) {
   importers::Topology topo = importers::h100_cluster(n);
   analysis::Lowering lowering(m.graph, m.strategies, topo);
-  const analysis::TrainingGraph* training = m.train ? &m.training : nullptr;
-  auto space = search::GroupSpace::create(lowering, training);
-  REQUIRE_MESSAGE(space.has_value(), space.error().message());
-  auto info = search::find_search(name);
-  REQUIRE(info.has_value());
-  search::SearchOptions o;
-  o.budget_s = 0;
-  o.max_proposals = 100;
-  o.memory_limit = search::default_memory_limit(topo);
-  auto r = (*info)->run({lowering, *space, training}, o);
-  REQUIRE_MESSAGE(r.has_value(), r.error().message());
-  return r->configs;
+  return testing_model::searched_configs(m, lowering, name);
 }
 
 Programs compile(const Model& m, const std::vector<OpConfig>& configs, int n,
