@@ -100,6 +100,10 @@ class Lowering {
   /// lacks.
   Expected<LoweredPlan> lower(const std::vector<OpConfig>& configs) const;
 
+  /// LoweredPlan::tensor_sharding of `configs` without lowering the step (the plan file's
+  /// layouts of a plan too large to lower whole).
+  Expected<std::vector<Sharding>> tensor_shardings(const std::vector<OpConfig>& configs) const;
+
   /// Checks one operator's config without lowering: variables exist and are splittable, piece
   /// counts fit the extents, devices exist and are distinct.
   Expected<void> check_config(ir::OpId op, const OpConfig& config) const;

@@ -33,8 +33,9 @@ bool inside(const Box& outer, const Box& inner) {
 }  // namespace
 
 TensorFetch::TensorFetch(const ir::Tensor& tensor, const importers::Topology& topology,
-                         bool reduce_scatter)
-    : tensor_(tensor),
+                         bool reduce_scatter, const Replicas* replicas)
+    : replicas_(replicas),
+      tensor_(tensor),
       topology_(topology),
       reduce_scatter_(reduce_scatter),
       local_(static_cast<size_t>(std::max(topology.num_devices(), 1))) {}
@@ -106,9 +107,13 @@ int TensorFetch::slice(int from, const Box& cell, std::vector<Action>& actions) 
 // among equals the destination picks by its own id (which spreads reads over replicas without
 // state carried from earlier fetches).
 int TensorFetch::nearest(const std::vector<int>& hs, int device) const {
+  auto same_replica = [&](int d) {
+    return !replicas_ || replicas_->replica.at(static_cast<size_t>(d)) ==
+                             replicas_->replica.at(static_cast<size_t>(device));
+  };
   auto rank = [&](int h) {
     const int d = holding(h).device;
-    return std::make_tuple(d == device, topology_.same_node(d, device),
+    return std::make_tuple(d == device, same_replica(d), topology_.same_node(d, device),
                            topology_.bandwidth(d, device));
   };
   std::vector<int> equal;
@@ -118,7 +123,8 @@ int TensorFetch::nearest(const std::vector<int>& hs, int device) const {
     else if (rank(h) == rank(equal[0]))
       equal.push_back(h);
   }
-  return equal[static_cast<size_t>(device) % equal.size()];
+  const int place = replicas_ ? replicas_->inner.at(static_cast<size_t>(device)) : device;
+  return equal[static_cast<size_t>(place) % equal.size()];
 }
 
 Expected<int> TensorFetch::obtain(int device, const Box& want, std::vector<Action>& actions) {

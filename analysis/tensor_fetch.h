@@ -54,10 +54,18 @@ class TensorFetch {
     Reducer reducer = Reducer::kSum;  ///< reductions
   };
 
+  /// Data-parallel replicas of one block (search/replicas.h), per device: its replica and its
+  /// device in the block. A device fetches from its own replica where it holds the part, and
+  /// picks among equal holders by its place in the block, so every replica moves the same data.
+  struct Replicas {
+    std::vector<int> replica;
+    std::vector<int> inner;
+  };
+
   /// `tensor` of `graph`; routes from `topology`. `reduce_scatter` false: partial sums are
-  /// always all-reduced.
+  /// always all-reduced. `replicas` (kept by reference) when the devices are replicas.
   TensorFetch(const ir::Tensor& tensor, const importers::Topology& topology,
-              bool reduce_scatter = true);
+              bool reduce_scatter = true, const Replicas* replicas = nullptr);
 
   /// A new holding (its id). It is neither local nor a piece until said so.
   int hold(int device, Box box, bool partial = false);
@@ -123,6 +131,7 @@ class TensorFetch {
                       std::vector<int>& result, std::vector<Action>& actions);
   Expected<int> obtain(int device, const Box& want, std::vector<Action>& actions);
   int nearest(const std::vector<int>& holdings, int device) const;
+  const Replicas* replicas_ = nullptr;
   bool local_contains(int device, const Box& box) const;
 
   const ir::Tensor& tensor_;

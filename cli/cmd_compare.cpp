@@ -44,6 +44,13 @@ struct Row {
 };
 
 int run_compare(const CompareFlags& flags) {
+  if (flags.pipeline.replicas > 1) {
+    std::fprintf(stderr,
+                 "error: --replicas %d: compare runs every search on all the GPUs; plan each "
+                 "with --replicas instead\n",
+                 flags.pipeline.replicas);
+    return 1;
+  }
   bool dumped = false;
   auto prepared = prepare_model(flags.pipeline, dumped);
   if (!prepared) return report(prepared.error());

@@ -61,7 +61,7 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
   in.graph = &graph;
   in.timeline = &timeline;
   in.model_path = m.source;
-  in.num_groups = session.space->num_groups();
+  in.num_groups = session.context().space.num_groups();
   in.notes = outcome.notes;
   in.memory_limit = outcome.memory_limit;
 
@@ -220,7 +220,7 @@ int run_plan(const PlanFlags& flags) {
     return 0;
   }
   std::printf("model        %s (%s, %d operators in %d groups)\n", m.source.c_str(),
-              plan.mode.c_str(), m.graph.num_ops(), session->space->num_groups());
+              plan.mode.c_str(), m.graph.num_ops(), session->context().space.num_groups());
   std::printf("topology     %s (%d GPUs, %d %s)\n", topology.name().c_str(), topology.num_devices(),
               topology.num_nodes(), topology.num_nodes() == 1 ? "node" : "nodes");
   std::printf("search       %s, %s\n", plan.search.algorithm.c_str(),

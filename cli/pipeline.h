@@ -52,6 +52,9 @@ struct PipelineFlags {
   /// search/pipeline.h) and the order the micro-batches run through them (--schedule).
   int pipeline_stages = 1;
   std::string schedule = "1f1b";
+  /// Train mode: data-parallel replicas of one plan for a block of the GPUs (--replicas,
+  /// search/replicas.h); 1: the searches plan all the GPUs at once.
+  int replicas = 1;
 
   /// The ZeRO stage a session is opened with ("auto" is 0).
   int zero_stage() const { return zero == "3" ? 3 : zero == "2" ? 2 : 0; }
@@ -94,6 +97,12 @@ struct PreparedModel {
   int pipeline_stages = 1;
   codegen::Schedule schedule = codegen::Schedule::k1F1B;
   int zero_stage = 0;  ///< train mode: 0, 2 or 3 (--zero)
+  /// Train mode: the plan is this many data-parallel replicas of one block (--replicas, or a
+  /// plan file's): compiled steps fetch inside each replica (codegen::PartitionOptions).
+  int replicas = 1;
+  /// Set on the model of two replicas of a block (cli/replicated_plan.h), by pipeline stage
+  /// count: its compiled steps are priced as all the cluster's replicas (codegen::ReplicaSet).
+  std::map<int, std::shared_ptr<const codegen::ReplicaSet>> replica_sets;
   /// The graph on the topology with lowering_options(): what every command that prices,
   /// searches or compiles this model shares (set once the topology and costs are known).
   std::unique_ptr<analysis::Lowering> lowering;

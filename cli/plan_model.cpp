@@ -13,6 +13,7 @@
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
 #include "search/pipeline.h"
+#include "search/replicas.h"
 #include "search/search.h"
 #include "support/sha256.h"
 
@@ -112,6 +113,12 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
         return make_error("{}: unknown schedule '{}' in the plan", model.model_path,
                           flags.schedule);
     }
+    if (o.contains("replicas") && o["replicas"].is_number_integer()) {
+      const int64_t d = o["replicas"].get<int64_t>();
+      if (d < 1 || d > 65536)
+        return make_error("{}: replicas {} in the plan is not a count", model.model_path, d);
+      flags.replicas = static_cast<int>(d);
+    }
     if (o.contains("zero") && o["zero"].is_number_integer())
       flags.zero = std::to_string(o["zero"].get<int>());
     if (o.contains("recompute") && o["recompute"].is_string()) {
@@ -189,9 +196,26 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              const std::vector<analysis::OpConfig>& configs,
                                              int num_ranks, int micro_batches, int stages) {
   const int k = stages > 0 ? stages : m.pipeline_stages;
-  auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train);
+  // Replicas fetch inside themselves: the two replicas priced (replica_sets) and the whole
+  // cluster's step compiled from their plan alike.
+  codegen::PartitionOptions options;
+  auto set = m.replica_sets.find(k);
+  const int copies = set != m.replica_sets.end() ? 2 : m.replicas;
+  if (copies > 1 && num_ranks % (copies * k) == 0) {
+    const search::ReplicaLayout layout{num_ranks / copies, copies, k};
+    for (int r = 0; r < num_ranks; ++r) {
+      const auto [copy, inner] = layout.locate(r);
+      options.replicas.replica.push_back(copy);
+      options.replicas.inner.push_back(inner);
+    }
+  }
+  auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train, options);
   if (!p) return p.error().with_context(m.source);
   p->gather_parameters_late = m.train && m.zero_stage == 3;
+  if (set != m.replica_sets.end())
+    p->replica_set = set->second;
+  else if (!m.replica_sets.empty())
+    return make_error("{}: no replica layout for {} pipeline stages", m.source, k);
   if (num_ranks <= m.topology->num_devices()) {
     auto ordered =
         codegen::order_by_schedule(*p, m.graph, *m.topology, m.lowering->compute_model());
@@ -205,7 +229,9 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass in the
   // order the lowering priced; passes one after the other, or, where the plan sits on pipeline
   // stages, in the pipeline schedule.
-  codegen::MicroBatchOptions o{passes, m.micro_batch};
+  codegen::MicroBatchOptions o;
+  o.micro_batches = passes;
+  o.micro_batch = m.micro_batch;
   if (search::on_stage_blocks(configs, num_ranks, k)) {
     o.schedule = m.schedule;
     o.stages = k;

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/plan_model.h"
 #include "search/pipeline.h"
@@ -18,6 +19,23 @@
 #include "support/parallel.h"
 
 namespace planner::cli {
+
+namespace {
+
+// -v: how long each stage of planning took.
+class StageClock {
+ public:
+  void done(std::string_view stage) {
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("{}: {:.2f} s", stage, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
 
 void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
   if (with_search) {
@@ -88,14 +106,25 @@ std::function<void(double, std::string_view)> terminal_progress(bool disabled) {
 }
 
 search::SearchContext SearchSession::context() const {
+  if (replicas) {
+    const PreparedModel& one = *replicas->one;
+    return {*one.lowering, *replicas->space, one.train ? &one.training : nullptr};
+  }
   return {*lowering, *space, model->train ? &model->training : nullptr};
 }
 
 Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   SearchSession s;
+  StageClock clock;
   PLANNER_TRY_ASSIGN(s.model, prepare_model(flags, dumped));
   if (dumped) return s;
+  clock.done("the model prepared");
   s.lowering = s.model->lowering.get();
+  if (flags.replicas > 1) {
+    PLANNER_TRY_ASSIGN(s.replicas, prepare_replicas(flags, *s.model->topology));
+    clock.done("one and two replicas prepared");
+    return s;
+  }
   auto space =
       search::GroupSpace::create(*s.lowering, s.model->train ? &s.model->training : nullptr,
                                  s.model->train && flags.zero_stage() >= 2);
@@ -108,17 +137,38 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
                                  const SearchFlags& search_flags) {
   const PreparedModel& m = *session.model;
-  const importers::Topology& topology = *m.topology;
+  // What the searches plan: the model on all the GPUs, or one replica's block (--replicas),
+  // whose plans are judged as the cluster's (two replicas, priced as all of them) and written
+  // as the cluster's.
+  const ReplicaModels* rep = session.replicas.get();
+  const PreparedModel& planned = rep ? *rep->one : m;
+  const importers::Topology& topology = *planned.topology;
+  auto layout_stages = [&](const std::vector<analysis::OpConfig>& c, int stages) {
+    const int k = stages > 0 ? stages : m.pipeline_stages;
+    return search::on_stage_blocks(c, topology.num_devices(), k) ? k : 1;
+  };
+  auto judge_at = [&m, rep, &layout_stages](const std::vector<analysis::OpConfig>& c,
+                                            int stages) -> Expected<search::PlanMetrics> {
+    if (!rep) return program_metrics(m, c, stages);
+    const int k = layout_stages(c, stages);
+    return program_metrics(*rep->two, rep->replicate(c, 2, k), k);
+  };
+  auto to_cluster = [rep, &layout_stages](std::vector<analysis::OpConfig> c, int stages) {
+    return rep ? rep->replicate(c, rep->replicas, layout_stages(c, stages)) : c;
+  };
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
-  options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
-  options.judge_stages = [&m](const std::vector<analysis::OpConfig>& c, int stages) {
-    return program_metrics(m, c, stages);
+  // A replica is its block: GPUs a block leaves idle would idle in every replica.
+  if (rep) options.fewer_devices = false;
+  options.judge = [&judge_at](const std::vector<analysis::OpConfig>& c) { return judge_at(c, 0); };
+  options.judge_stages = [&judge_at](const std::vector<analysis::OpConfig>& c, int stages) {
+    return judge_at(c, stages);
   };
   PlanOutcome out;
   out.memory_limit = options.memory_limit;
 
   auto start = std::chrono::steady_clock::now();
+  StageClock clock;
   // megatron-3d picks its own stage count, unless --pipeline-stages pins one (then it is
   // megatron-2d inside those stages).
   const bool picks_stages = info->name == "megatron-3d";
@@ -135,6 +185,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   if (!result) return result.error().with_context(m.source);
   out.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  clock.done(fmt::format("search {}", info->name));
   out.notes = result->notes;
   out.frontier = result->frontier;
   out.frontier_gpus = result->frontier_gpus;
@@ -143,10 +194,11 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   auto dp = search::run_data_parallel(session.context(), options);
   if (!dp) return dp.error().with_context(m.source);
   // Every figure a plan reports is its compiled step's, simulated (docs/codegen.md).
-  auto dp_metrics = program_metrics(m, dp->configs);
+  auto dp_metrics = judge_at(dp->configs, 0);
   if (!dp_metrics) return dp_metrics.error();
-  auto predicted = program_metrics(m, result->configs);
+  auto predicted = judge_at(result->configs, 0);
   if (!predicted) return predicted.error();
+  clock.done("the plan and data parallelism simulated");
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron" ||
@@ -167,7 +219,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     std::vector<std::vector<analysis::OpConfig>> dps;
     std::vector<int> dp_blocks;
     std::vector<int> blocks =
-        options.fewer_devices && !sharded ? search::device_blocks(n) : std::vector<int>{n};
+        options.fewer_devices && !sharded && !rep ? search::device_blocks(n) : std::vector<int>{n};
     // --min-gpus: data parallelism over the GPUs the search settled on, never more.
     if (options.min_gpus && result->options.contains("gpus_used") &&
         result->options["gpus_used"].is_number_integer()) {
@@ -182,14 +234,14 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
       auto c =
           b == n
               ? Expected<std::vector<analysis::OpConfig>>(fsdp ? fsdp->configs : dp->configs)
-              : analysis::baseline_configs(*session.lowering, analysis::Baseline::kDataParallel, b);
+              : analysis::baseline_configs(*planned.lowering, analysis::Baseline::kDataParallel, b);
       if (!c) continue;
       dps.push_back(std::move(*c));
       dp_blocks.push_back(b);
     }
     std::vector<const std::vector<analysis::OpConfig>*> candidates;
     for (const auto& c : dps) candidates.push_back(&c);
-    PLANNER_TRY_ASSIGN(search::Pick pick, search::pick_fastest(*session.lowering, options,
+    PLANNER_TRY_ASSIGN(search::Pick pick, search::pick_fastest(*planned.lowering, options,
                                                                options.memory_limit, candidates));
     std::vector<analysis::OpConfig> best_dp = std::move(dps[pick.index]);
     const search::PlanMetrics best_m = pick.metrics;
@@ -213,9 +265,12 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   // A pipelined plan that 1F1B cannot order runs GPipe (compile_programs): say so.
   if (m.train && m.micro_batches > 1 && m.schedule == codegen::Schedule::k1F1B &&
       search::on_stage_blocks(configs, topology.num_devices(), m.pipeline_stages)) {
-    PLANNER_TRY_ASSIGN(codegen::Programs probe,
-                       compile_programs(m, configs, topology.num_devices(),
-                                        std::min(m.micro_batches, m.pipeline_stages + 1)));
+    const int passes = std::min(m.micro_batches, m.pipeline_stages + 1);
+    PLANNER_TRY_ASSIGN(
+        codegen::Programs probe,
+        rep ? compile_programs(*rep->two, rep->replicate(configs, 2, m.pipeline_stages),
+                               2 * rep->block, passes, m.pipeline_stages)
+            : compile_programs(m, configs, topology.num_devices(), passes));
     if (probe.schedule != "1f1b")
       out.notes.push_back(
           "1F1B cannot order this plan's messages between stages (a later stage reads an "
@@ -251,6 +306,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     o["pipeline_stages"] = m.pipeline_stages;
     o["schedule"] = codegen::schedule_name(m.schedule);
   }
+  if (rep) o["replicas"] = rep->replicas;
   if (!pipeline.model.dims.empty()) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::object();
     for (const std::string& d : pipeline.model.dims) {
@@ -273,9 +329,29 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     }
   }
   header.search.options = std::move(o);
-  auto plan = search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr,
-                                 std::move(header), {{"data_parallel", *dp_metrics}});
+  std::optional<std::vector<analysis::Sharding>> layouts;
+  if (rep) {
+    // The cluster's layouts from one replica's and two's: lowering the whole cluster's step
+    // costs what the replicas save.
+    const int k = layout_stages(configs, m.pipeline_stages);
+    auto one = rep->one->lowering->tensor_shardings(rep->replicate(configs, 1, k));
+    if (!one) return one.error().with_context(m.source);
+    auto two = rep->two->lowering->tensor_shardings(rep->replicate(configs, 2, k));
+    if (!two) return two.error().with_context(m.source);
+    auto all = search::replicate_layouts(*one, *two, {rep->block, rep->replicas, k}, m.graph);
+    if (!all) return all.error().with_context(m.source);
+    layouts = std::move(*all);
+    configs = to_cluster(std::move(configs), m.pipeline_stages);
+    out.notes.push_back(fmt::format(
+        "{} data-parallel replicas of a plan for {} GPUs, gradients summed over all of them; "
+        "figures from two replicas' compiled step, its all-reduces priced over all {}",
+        rep->replicas, rep->block, rep->replicas));
+  }
+  auto plan =
+      search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr,
+                         std::move(header), {{"data_parallel", *dp_metrics}}, std::move(layouts));
   if (!plan) return plan.error().with_context(m.source);
+  clock.done("the plan file's layouts");
   out.plan = std::move(*plan);
   out.plan.predicted = *predicted;
   out.configs = std::move(configs);

@@ -10,6 +10,7 @@
 
 #include "analysis/lowering.h"
 #include "cli/pipeline.h"
+#include "cli/replicated_plan.h"
 #include "search/plan.h"
 #include "search/search.h"
 #include "search/space.h"
@@ -44,7 +45,10 @@ struct SearchSession {
   std::unique_ptr<PreparedModel> model;
   const analysis::Lowering* lowering = nullptr;  ///< the model's (PreparedModel::lowering)
   std::unique_ptr<search::GroupSpace> space;
+  /// --replicas above 1: the searches plan one block (its model and groups, `space` unset).
+  std::unique_ptr<ReplicaModels> replicas;
 
+  /// What the searches plan: the model, or one replica's block.
   search::SearchContext context() const;
 };
 

@@ -12,6 +12,7 @@ void TopologyFlags::add_to(CLI::App& app) {
 }
 
 Expected<importers::Topology> TopologyFlags::resolve() const {
+  if (resolved) return *resolved;
   return importers::resolve_topology(gpus, topology);
 }
 

@@ -1,6 +1,7 @@
 // --gpus and --topology: how every planning command names the cluster it plans for.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,8 @@ namespace planner::cli {
 struct TopologyFlags {
   std::optional<int> gpus;  ///< --gpus N
   std::string topology;     ///< --topology NAME|FILE, "" when not given
+  /// Set by the planner, never by a flag: the topology itself (a block of a cluster).
+  std::shared_ptr<const importers::Topology> resolved;
 
   /// Adds --gpus and --topology to `app`.
   void add_to(CLI::App& app);

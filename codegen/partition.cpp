@@ -272,8 +272,9 @@ Expected<void> Partitioner::ensure_sources(ir::TensorId t) {
 analysis::TensorFetch& Partitioner::parts(ir::TensorId t) {
   auto& p = parts_[static_cast<size_t>(t)];
   if (!p)
-    p = std::make_unique<analysis::TensorFetch>(g_.tensor(t), lowering_.topology(),
-                                                options_.reduce_scatter);
+    p = std::make_unique<analysis::TensorFetch>(
+        g_.tensor(t), lowering_.topology(), options_.reduce_scatter,
+        options_.replicas.replica.empty() ? nullptr : &options_.replicas);
   return *p;
 }
 

@@ -11,6 +11,7 @@
 
 #include "analysis/lowering.h"
 #include "analysis/op_config.h"
+#include "analysis/tensor_fetch.h"
 #include "codegen/program.h"
 #include "ir/graph.h"
 #include "support/expected.h"
@@ -23,6 +24,9 @@ struct PartitionOptions {
   /// chunks of the tile along one axis, one per holder of a partial; false always all-reduces
   /// (and slices locally), e.g. to compare the data moved.
   bool reduce_scatter = true;
+  /// The ranks are data-parallel replicas of one block (search/replicas.h): each fetches from
+  /// its own replica (analysis::TensorFetch::Replicas; empty: they are not).
+  analysis::TensorFetch::Replicas replicas;
 };
 
 /// Compiles `configs` (one per op of the lowering's graph, graph order) for `num_ranks` ranks

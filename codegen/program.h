@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/sharding.h"
 #include "analysis/strategies.h"
+#include "importers/topology.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
@@ -104,6 +106,18 @@ struct OpReport {
   std::string why;     ///< why a shard fell back (the first one's reason), else ""
 };
 
+/// Programs that are two of the `replicas` identical data-parallel replicas of a larger step
+/// (search/replicas.h): a plan for a cluster, priced without compiling every replica. The
+/// simulator prices an all-reduce between the two replicas on the whole cluster, over every
+/// replica's counterpart of its members, and counts every replica's bytes; everything else is
+/// the same in every replica. Only for pricing: launchers and runtimes run whole steps.
+struct ReplicaSet {
+  int replicas = 2;                                    ///< replicas of the whole step
+  std::shared_ptr<const importers::Topology> cluster;  ///< the whole cluster
+  std::vector<int> replica;                            ///< per rank: 0 or 1
+  std::vector<std::vector<int>> counterparts;          ///< per rank: its devices in all replicas
+};
+
 /// The compiled step: every rank's program and the buffers they use.
 struct Programs {
   int num_ranks = 0;
@@ -126,6 +140,8 @@ struct Programs {
   /// The order of the passes of a step of several micro-batches (codegen/pipeline_schedule.h):
   /// "sequential", "gpipe" or "1f1b".
   std::string schedule = "sequential";
+  /// Set when these programs stand for a larger step of data-parallel replicas (pricing only).
+  std::shared_ptr<const ReplicaSet> replica_set;
   std::vector<OpReport> ops;
 
   /// A readable listing: per rank, one line per step.

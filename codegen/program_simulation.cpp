@@ -59,6 +59,19 @@ class Builder {
     TaskId join = kNoTask;
     std::vector<std::pair<int, size_t>> members;  // (rank, step index)
   };
+  // A collective's cost; with replicas (Programs::replica_set), one between the two simulated
+  // replicas is priced over every replica's members on the cluster (`group`, its devices),
+  // and one inside a replica stands for `copies` of itself.
+  struct Priced {
+    analysis::CollectiveCost cost;
+    std::vector<int> group;
+    double copies = 1;
+  };
+  Expected<Priced> price_collective(StepKind kind, const std::vector<int>& group,
+                                    double bytes) const;
+  double copies() const {
+    return p_.replica_set ? static_cast<double>(p_.replica_set->replicas) / 2.0 : 1.0;
+  }
 
   const Step& step(int rank, size_t i) const {
     return p_.ranks[static_cast<size_t>(rank)].steps[i];
@@ -124,6 +137,35 @@ double Builder::kernel_time(int rank, const Step& s) {
   return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes);
 }
 
+Expected<Builder::Priced> Builder::price_collective(StepKind kind, const std::vector<int>& group,
+                                                    double bytes) const {
+  Priced out;
+  const ReplicaSet* set = p_.replica_set.get();
+  bool across = false;
+  if (set)
+    for (int r : group)
+      across |=
+          set->replica.at(static_cast<size_t>(r)) != set->replica.at(static_cast<size_t>(group[0]));
+  if (!across) {
+    out.cost = analysis::collective_cost(topology_, collective_of(kind), group, bytes);
+    out.copies = copies();
+    return out;
+  }
+  // Every replica holds the same buffers only if the collective leaves each member the whole
+  // buffer: an all-reduce.
+  if (kind != StepKind::kAllReduce)
+    return make_error(
+        "a {} between data-parallel replicas: only all-reduces may cross replicas (plan without "
+        "--replicas)",
+        step_kind_name(kind));
+  for (int r : group)
+    for (int d : set->counterparts.at(static_cast<size_t>(r))) out.group.push_back(d);
+  std::sort(out.group.begin(), out.group.end());
+  out.group.erase(std::unique(out.group.begin(), out.group.end()), out.group.end());
+  out.cost = analysis::collective_cost(*set->cluster, collective_of(kind), out.group, bytes);
+  return out;
+}
+
 Expected<void> Builder::add_tasks() {
   const int n = p_.num_ranks;
   for (int r = 0; r < n; ++r) {
@@ -181,13 +223,20 @@ Expected<void> Builder::add_tasks() {
         int b = kind == StepKind::kAllGather ? s.outputs.at(0) : s.inputs.at(0);
         bytes = std::max(bytes, static_cast<double>(buffer_bytes(buffer(b))));
       }
-      analysis::CollectiveCost cost =
-          analysis::collective_cost(topology_, collective_of(kind), group, bytes);
-      out_.comm_bytes += cost.bytes_sent;
-      schedule_.append(cost.schedule);
+      auto priced_or = price_collective(kind, group, bytes);
+      if (!priced_or) {
+        const Step& s = step(c.members[0].first, c.members[0].second);
+        return make_error("'{}': {}", buffer(s.inputs.at(0)).tensor_name,
+                          priced_or.error().message());
+      }
+      const Priced& priced = *priced_or;
+      const analysis::CollectiveCost& cost = priced.cost;
+      out_.comm_bytes += cost.bytes_sent * priced.copies;
+      if (priced.group.empty()) schedule_.append(cost.schedule);
       const Step& first = step(c.members[0].first, c.members[0].second);
       Task join;
-      join.name = fmt::format("{} (join, {} ranks)", step_kind_name(kind), group.size());
+      const size_t ranks = priced.group.empty() ? group.size() : priced.group.size();
+      join.name = fmt::format("{} (join, {} ranks)", step_kind_name(kind), ranks);
       join.resource = sync_;
       join.kind = TaskKind::kComm;
       join.op = first.op;
@@ -195,12 +244,12 @@ Expected<void> Builder::add_tasks() {
       c.join = out_.graph.add_task(std::move(join));
       for (const auto& [r, i] : c.members) {
         Task member;
-        member.name = fmt::format("{} on gpu{} ({} ranks, {})", step_kind_name(kind), r,
-                                  group.size(), analysis::algorithm_name(cost.algorithm));
+        member.name = fmt::format("{} on gpu{} ({} ranks, {})", step_kind_name(kind), r, ranks,
+                                  analysis::algorithm_name(cost.algorithm));
         member.resource = out_.channel[static_cast<size_t>(r)];
         member.kind = TaskKind::kComm;
         member.duration = cost.time;
-        member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(group.size()));
+        member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(ranks));
         member.op = step(r, i).op;
         member.order = order_++;
         TaskId id = out_.graph.add_task(std::move(member));
@@ -221,6 +270,13 @@ Expected<void> Builder::pair_transfers() {
           "the compiled programs do not pair up: rank {} sends {} messages to rank {}, which "
           "receives {}",
           from, sends.size(), to, recvs.size());
+    if (const ReplicaSet* set = p_.replica_set.get();
+        set &&
+        set->replica.at(static_cast<size_t>(from)) != set->replica.at(static_cast<size_t>(to)))
+      return make_error(
+          "rank {} sends '{}' to rank {} of another data-parallel replica: only all-reduces may "
+          "cross replicas (plan without --replicas)",
+          from, buffer(step(from, sends.front()).inputs.at(0)).tensor_name, to);
     for (size_t k = 0; k < sends.size(); ++k) {
       const Step& s = step(from, sends[k]);
       int64_t bytes = buffer_bytes(buffer(s.inputs.at(0)));
@@ -234,7 +290,7 @@ Expected<void> Builder::pair_transfers() {
       tr.op = s.op;
       tr.order = order_++;
       TaskId id = out_.graph.add_task(std::move(tr));
-      out_.comm_bytes += static_cast<double>(bytes);
+      out_.comm_bytes += static_cast<double>(bytes) * copies();
       transfers_.transfers.push_back({from, to, static_cast<double>(bytes)});
       out_.step_task[static_cast<size_t>(from)][sends[k]] = id;
       out_.step_task[static_cast<size_t>(to)][recvs[k]] = id;

@@ -82,9 +82,16 @@ Expected<Pick> pick_fastest(const analysis::Lowering& lowering, const SearchOpti
 Expected<Plan> build_plan(const analysis::Lowering& lowering,
                           const std::vector<analysis::OpConfig>& configs,
                           const analysis::TrainingGraph* training, PlanHeader header,
-                          std::map<std::string, PlanMetrics> baselines) {
-  PLANNER_TRY_ASSIGN(analysis::LoweredPlan lowered, lowering.lower(configs));
-  PLANNER_TRY_ASSIGN(PlanMetrics predicted, metrics_of(lowered));
+                          std::map<std::string, PlanMetrics> baselines,
+                          std::optional<std::vector<analysis::Sharding>> layouts) {
+  PlanMetrics predicted;
+  if (!layouts) {
+    PLANNER_TRY_ASSIGN(analysis::LoweredPlan lowered, lowering.lower(configs));
+    PLANNER_TRY_ASSIGN(predicted, metrics_of(lowered));
+    layouts = std::move(lowered.tensor_sharding);
+  }
+  if (layouts->size() != static_cast<size_t>(lowering.graph().num_tensors()))
+    return make_error("{} layouts for {} tensors", layouts->size(), lowering.graph().num_tensors());
   const ir::Graph& g = lowering.graph();
   const importers::Topology& topology = lowering.topology();
   Plan plan;
@@ -115,7 +122,7 @@ Expected<Plan> build_plan(const analysis::Lowering& lowering,
     p.dtype = t.dtype;
     p.shape = t.shape;
     p.role = t.role;
-    p.sharding = lowered.tensor_sharding[static_cast<size_t>(id)];
+    p.sharding = std::move((*layouts)[static_cast<size_t>(id)]);
     // A tensor no operator reads or writes is kept whole where the step starts: device 0.
     if (p.sharding.devices.empty()) p.sharding = analysis::Sharding::replicated(t.rank(), {0});
     plan.tensors.push_back(std::move(p));

@@ -2,6 +2,7 @@
 // its predicted costs, every operator's config and every tensor's layout recorded.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,12 @@ struct PlanHeader {
 /// Builds the plan of `configs`: ops in graph order with their phase and group (from
 /// `training`, null in inference mode), tensors with the layout the lowering gives them,
 /// `predicted` from the simulator and `baselines` as given ("data_parallel" must be there).
+/// `layouts` given (a plan too large to lower whole): the tensors' layouts, one per tensor, and
+/// `predicted` left for the caller to set.
 Expected<Plan> build_plan(const analysis::Lowering& lowering,
                           const std::vector<analysis::OpConfig>& configs,
                           const analysis::TrainingGraph* training, PlanHeader header,
-                          std::map<std::string, PlanMetrics> baselines);
+                          std::map<std::string, PlanMetrics> baselines,
+                          std::optional<std::vector<analysis::Sharding>> layouts = std::nullopt);
 
 }  // namespace planner::search

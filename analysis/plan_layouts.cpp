@@ -1,0 +1,51 @@
+// The layouts a plan leaves its tensors in, without lowering the step: see
+// Lowering::tensor_shardings in lowering.h.
+#include "analysis/lowering.h"
+#include "analysis/op_shards.h"
+
+namespace planner::analysis {
+
+Expected<std::vector<Sharding>> Lowering::tensor_shardings(
+    const std::vector<OpConfig>& configs) const {
+  const ir::Graph& g = graph_;
+  std::vector<Sharding> out(static_cast<size_t>(g.num_tensors()));
+  // Resident tensors an update op owns are kept where that op's shards read them; others
+  // where their first reader in step order reads them (as lower() records them).
+  std::vector<ir::OpId> owner(static_cast<size_t>(g.num_tensors()), ir::kNoOp);
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    if (!is_update_op(op)) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor && g.tensor(op.inputs[i]).producer == ir::kNoOp)
+        owner[static_cast<size_t>(op.inputs[i])] = id;
+  }
+  for (ir::OpId id : step_order(g)) {
+    const ir::Op& op = g.op(id);
+    const OpConfig& c = configs[static_cast<size_t>(id)];
+    PLANNER_TRY_ASSIGN(OpShards shards, op_shards(id, c));
+    for (size_t o = 0; o < op.outputs.size(); ++o)
+      if (op.outputs[o] != ir::kNoTensor)
+        out[static_cast<size_t>(op.outputs[o])] = shards.sharding[o];
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const ir::TensorId t = op.inputs[i];
+      if (t == ir::kNoTensor || g.tensor(t).producer != ir::kNoOp) continue;
+      const ir::OpId own = owner[static_cast<size_t>(t)];
+      Sharding& home = out[static_cast<size_t>(t)];
+      if (own != ir::kNoOp ? own != id : !home.devices.empty()) continue;
+      std::vector<int> holders;
+      std::vector<Box> held;
+      for (int s = 0; s < c.num_shards(); ++s) {
+        const std::optional<Box>& r = shards.shards[static_cast<size_t>(s)].reads[i];
+        if (!r || box_elements(*r) == 0) continue;
+        holders.push_back(c.devices[static_cast<size_t>(s)]);
+        held.push_back(*r);
+      }
+      const ir::Tensor& tensor = g.tensor(t);
+      home = sharding_of(tensor.shape, holders, held)
+                 .value_or(Sharding::replicated(tensor.rank(), c.devices));
+    }
+  }
+  return out;
+}
+
+}  // namespace planner::analysis
