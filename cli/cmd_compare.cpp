@@ -44,11 +44,11 @@ struct Row {
 };
 
 int run_compare(const CompareFlags& flags) {
-  if (flags.pipeline.replicas > 1) {
+  if (flags.pipeline.pinned_replicas() > 1) {
     std::fprintf(stderr,
                  "error: --replicas %d: compare runs every search on all the GPUs; plan each "
                  "with --replicas instead\n",
-                 flags.pipeline.replicas);
+                 flags.pipeline.pinned_replicas());
     return 1;
   }
   bool dumped = false;

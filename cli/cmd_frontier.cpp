@@ -35,11 +35,11 @@ int run_frontier(const FrontierFlags& flags) {
     std::fprintf(stderr, "error: give --gpus N (or a list, --gpus 1,2,4,8) or --topology\n");
     return 1;
   }
-  if (flags.pipeline.replicas > 1) {
+  if (flags.pipeline.pinned_replicas() > 1) {
     std::fprintf(stderr,
                  "error: --replicas %d: frontier draws plans of all the GPUs; plan with "
                  "--search frontier --replicas %d for the fastest frontier plan of each block\n",
-                 flags.pipeline.replicas, flags.pipeline.replicas);
+                 flags.pipeline.pinned_replicas(), flags.pipeline.pinned_replicas());
     return 1;
   }
   if (flags.pipeline.pipeline_stages > 1) {

@@ -30,11 +30,11 @@ struct SimulateFlags {
 };
 
 int run_simulate(const SimulateFlags& flags) {
-  if (flags.pipeline.replicas > 1) {
+  if (flags.pipeline.pinned_replicas() > 1) {
     std::fprintf(stderr,
                  "error: --replicas %d: simulate runs a baseline on all the GPUs; plan with "
                  "--replicas instead\n",
-                 flags.pipeline.replicas);
+                 flags.pipeline.pinned_replicas());
     return 1;
   }
   if (auto usable = check_outputs({{flags.trace}}, flags.pipeline.inputs()); !usable)

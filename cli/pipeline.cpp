@@ -52,9 +52,10 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--replicas", replicas,
                  "train mode: data parallelism across blocks: plan one block of GPUs/N GPUs and "
-                 "repeat it N times over the batch, the gradients summed over every replica "
-                 "(default 1: plan all the GPUs at once)")
-      ->check(CLI::Range(1, 65536));
+                 "repeat it N times over the batch, the gradients summed over every replica; 1 "
+                 "plans all the GPUs at once; auto (the default): 1 up to 64 GPUs, above that "
+                 "one replica per node (per K nodes with --pipeline-stages K)")
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 65536));
   app.add_option("--schedule", schedule,
                  "the pipeline schedule: 1f1b (default; PipeDream-Flush) or gpipe")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
@@ -76,7 +77,7 @@ std::vector<PipelineFlags> PipelineFlags::step_variants() const {
         continue;
       if (zero != "auto" && zero != z) continue;
       // Replicas keep whole state (replicated_plan.h): sharded state is not among their steps.
-      if (zero == "auto" && replicas > 1 && std::string(z) != "0") continue;
+      if (zero == "auto" && pinned_replicas() > 1 && std::string(z) != "0") continue;
       if (mode != "train" && (std::string(r) != "none" || std::string(z) != "0")) continue;
       PipelineFlags v = *this;
       v.recompute = r;
@@ -175,7 +176,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   }
   out->micro_batch = options.batch.value_or(0);
   out->pipeline_stages = flags.pipeline_stages;
-  out->replicas = flags.mode == "train" ? flags.replicas : 1;
+  out->replicas = flags.mode == "train" ? std::max(1, flags.pinned_replicas()) : 1;
   out->zero_stage = flags.mode == "train" ? flags.zero_stage() : 0;
   out->schedule = codegen::schedule_from_name(flags.schedule).value_or(codegen::Schedule::k1F1B);
   if (flags.pipeline_stages > 1 && flags.mode != "train")

@@ -53,8 +53,11 @@ struct PipelineFlags {
   int pipeline_stages = 1;
   std::string schedule = "1f1b";
   /// Train mode: data-parallel replicas of one plan for a block of the GPUs (--replicas,
-  /// search/replicas.h); 1: the searches plan all the GPUs at once.
-  int replicas = 1;
+  /// search/replicas.h): a count (1: the searches plan all the GPUs at once) or "auto"
+  /// (cli/replicated_plan.h, auto_replicas).
+  std::string replicas = "auto";
+  /// --replicas as a count; 0 for auto.
+  int pinned_replicas() const { return replicas == "auto" ? 0 : std::stoi(replicas); }
 
   /// The ZeRO stage a session is opened with ("auto" is 0).
   int zero_stage() const { return zero == "3" ? 3 : zero == "2" ? 2 : 0; }

@@ -117,7 +117,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
       const int64_t d = o["replicas"].get<int64_t>();
       if (d < 1 || d > 65536)
         return make_error("{}: replicas {} in the plan is not a count", model.model_path, d);
-      flags.replicas = static_cast<int>(d);
+      flags.replicas = std::to_string(d);
     }
     if (o.contains("zero") && o["zero"].is_number_integer())
       flags.zero = std::to_string(o["zero"].get<int>());

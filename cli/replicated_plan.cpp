@@ -18,9 +18,25 @@ std::vector<analysis::OpConfig> ReplicaModels::replicate(
   return search::replicate_configs(block_configs, batch_vars, {block, copies, stages}, whole);
 }
 
+int auto_replicas(const PipelineFlags& flags, const importers::Topology& cluster) {
+  const int n = cluster.num_devices();
+  if (flags.mode != "train" || n <= kFlatSearchGpus || !flags.model.batch ||
+      flags.zero_stage() != 0 || cluster.num_nodes() < 2)
+    return 1;
+  const int per_node = n / cluster.num_nodes();
+  for (int i = 1; i < n; ++i)
+    if (cluster.device(i).type != cluster.device(0).type || cluster.device(i).node != i / per_node)
+      return 1;
+  const int block = per_node * std::max(1, flags.pipeline_stages);
+  if (n % block != 0) return 1;
+  const int d = n / block;
+  if (*flags.model.batch % (static_cast<int64_t>(d) * flags.micro_batches) != 0) return 1;
+  return d;
+}
+
 Expected<std::unique_ptr<ReplicaModels>> prepare_replicas(const PipelineFlags& flags,
                                                           const importers::Topology& cluster) {
-  const int d = flags.replicas;
+  const int d = flags.pinned_replicas();
   const int n = cluster.num_devices();
   if (flags.mode != "train")
     return make_error("--replicas {}: replicas are for training (--mode train)", d);
@@ -57,7 +73,7 @@ Expected<std::unique_ptr<ReplicaModels>> prepare_replicas(const PipelineFlags& f
   out->block = block;
   auto prepare = [&](int copies) -> Expected<std::unique_ptr<PreparedModel>> {
     PipelineFlags f = flags;
-    f.replicas = 1;
+    f.replicas = "1";
     f.dump_after.clear();
     f.model.batch = batch / d * copies;
     PLANNER_TRY_ASSIGN(importers::Topology t, importers::first_devices(cluster, block * copies));

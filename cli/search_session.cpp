@@ -120,8 +120,13 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
   if (dumped) return s;
   clock.done("the model prepared");
   s.lowering = s.model->lowering.get();
-  if (flags.replicas > 1) {
-    PLANNER_TRY_ASSIGN(s.replicas, prepare_replicas(flags, *s.model->topology));
+  const int replicas = flags.pinned_replicas() > 0 ? flags.pinned_replicas()
+                                                   : auto_replicas(flags, *s.model->topology);
+  if (replicas > 1) {
+    PipelineFlags f = flags;
+    f.replicas = std::to_string(replicas);
+    s.model->replicas = replicas;
+    PLANNER_TRY_ASSIGN(s.replicas, prepare_replicas(f, *s.model->topology));
     clock.done("one and two replicas prepared");
     return s;
   }
