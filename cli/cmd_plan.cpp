@@ -79,13 +79,20 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
           outcome.frontier_gpus, series.gpus);
   } else {
     PLANNER_TRY_ASSIGN(search::SearchOptions options, flags.search.options(*m.topology));
-    options.judge = [&m](const std::vector<analysis::OpConfig>& c) {
-      return program_metrics(m, c);
+    const ReplicaModels* rep = session.replicas.get();
+    options.judge = [&m, rep](const std::vector<analysis::OpConfig>& c) {
+      return rep ? program_metrics(*rep->two, rep->replicate(c, 2, 1), 1) : program_metrics(m, c);
     };
     if (options.progress) options.progress(0.0, "the report's frontier");
     auto points =
-        search::compute_frontier(session.context(), options, search::all_devices(series.gpus));
+        search::compute_frontier(session.context(), options,
+                                 search::all_devices(rep ? rep->block : series.gpus));
     if (options.progress) std::fprintf(stderr, "\r\033[K");
+    if (points && rep)
+      in.frontier_note = fmt::format(
+          "The frontier's points are plans for one replica's {} GPUs, repeated {} times over the "
+          "batch, as this plan is.",
+          rep->block, rep->replicas);
     if (points) {
       for (const search::FrontierPoint& p : *points) series.points.push_back(p.simulated);
       series.chosen = search::fastest_fitting(*points, outcome.memory_limit);
@@ -186,7 +193,10 @@ int run_plan(const PlanFlags& flags) {
   }
   if (!flags.trace.empty() || !flags.report.empty()) {
     // The compiled step's timeline: the one the plan's figures come from.
-    auto simulated = simulate_plan(m, outcome->configs);
+    // With replicas, two replicas' step (the one the figures come from).
+    auto simulated = session->replicas
+                         ? simulate_plan(*session->replicas->two, outcome->pair_configs)
+                         : simulate_plan(m, outcome->configs);
     if (!simulated) return report(simulated.error());
     const analysis::TaskGraph& graph = simulated->tasks.graph;
     const analysis::Timeline& timeline = simulated->timeline;

@@ -346,6 +346,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     auto all = search::replicate_layouts(*one, *two, {rep->block, rep->replicas, k}, m.graph);
     if (!all) return all.error().with_context(m.source);
     layouts = std::move(*all);
+    out.pair_configs = rep->replicate(configs, 2, k);
     configs = to_cluster(std::move(configs), m.pipeline_stages);
     out.notes.push_back(fmt::format(
         "{} data-parallel replicas of a plan for {} GPUs, gradients summed over all of them; "

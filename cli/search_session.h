@@ -63,6 +63,9 @@ struct PlanOutcome {
   int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
   bool fits = true;                ///< the largest device's peak is within the limit
   std::vector<analysis::OpConfig> configs;  ///< the plan's configs, one per op
+  /// With replicas: two replicas' configs (on the model of two, ReplicaModels::two), whose
+  /// compiled step the plan's figures come from; empty otherwise.
+  std::vector<analysis::OpConfig> pair_configs;
   /// The frontier the search chose from, as SearchResult has it (the frontier search only).
   std::vector<search::PlanMetrics> frontier;
   int frontier_gpus = 0;

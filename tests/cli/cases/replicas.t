@@ -15,4 +15,7 @@ for s in dp megatron mcmc; do
   comp=$(grep -m1 -A3 '"predicted"' $TMP/out_$s/manifest.json | tr -d ' \n') &&
   { [ "$plan" = "$comp" ] && echo "$s: plan and compile agree" || echo "$s: plan $plan, compile $comp"; }
 done &&
-grep -m1 -E '"replicas": 4$' $TMP/p_dp.json
+grep -m1 -E '"replicas": 4$' $TMP/p_dp.json &&
+$PLANNER plan $TMP/tiny.onnx --batch 32 --gpus 16 --replicas 4 -o $TMP/r.json --trace $TMP/r_trace.json --report $TMP/rep >/dev/null &&
+grep -o "plans for one replica&#39;s 4 GPUs, repeated 4 times" $TMP/rep/index.html &&
+test -s $TMP/r_trace.json && echo "trace of two replicas written"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The plan time and peak memory of `planner plan` on large clusters (issues 16 and 17): GPT-style
+# models generated graph-only, planned as replicas of a block (--replicas, docs/search.md). Prints
+# one row per case: GPUs, what was planned, wall seconds, peak RSS, predicted step and memory.
+#   bench/scale/large_clusters.sh [build/planner] [work folder]
+set -euo pipefail
+planner=${1:-build/planner}
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+"$planner" generate gpt "$work/gpt3-1.3b.onnx" --preset gpt3-1.3b >/dev/null
+"$planner" generate gpt "$work/gpt3-13b.onnx" --preset gpt3-13b >/dev/null
+run() {
+  local name=$1 model=$2
+  shift 2
+  local out="$work/$name.json" log="$work/$name.log"
+  /usr/bin/time -f "%e %M" -o "$work/$name.time" "$planner" plan "$work/$model.onnx" \
+    --precision bf16 --optimizer adam --no-progress -o "$out" "$@" >"$log" 2>&1 || true
+  read -r secs kb <"$work/$name.time"
+  local step mem
+  step=$(grep -m1 '^step time' "$log" | awk '{print $3, $4}')
+  mem=$(grep -m1 '^peak memory' "$log" | awk '{print $3, $4}')
+  printf '%-44s %8.1f s %8.2f GB  step %-10s memory %s\n' "$name" "$secs" "$(awk -v k="$kb" 'BEGIN { print k / 1048576 }')" \
+    "${step:-none}" "${mem:-$(grep -m1 error "$log")}"
+}
+run gpt3-1.3b_1024gpus gpt3-1.3b --gpus 1024 --batch 1024
+run gpt3-1.3b_4096gpus gpt3-1.3b --gpus 4096 --batch 4096
+run gpt3-1.3b_64gpus_flat gpt3-1.3b --gpus 64 --batch 512 --replicas 1
+run gpt3-1.3b_64gpus_replicas8 gpt3-1.3b --gpus 64 --batch 512 --replicas 8
+run gpt3-13b_64gpus_replicas2_stages4 gpt3-13b --gpus 64 --batch 1024 --replicas 2 \
+  --pipeline-stages 4 --micro-batches 32
