@@ -84,9 +84,8 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
       return rep ? program_metrics(*rep->two, rep->replicate(c, 2, 1), 1) : program_metrics(m, c);
     };
     if (options.progress) options.progress(0.0, "the report's frontier");
-    auto points =
-        search::compute_frontier(session.context(), options,
-                                 search::all_devices(rep ? rep->block : series.gpus));
+    auto points = search::compute_frontier(session.context(), options,
+                                           search::all_devices(rep ? rep->block : series.gpus));
     if (options.progress) std::fprintf(stderr, "\r\033[K");
     if (points && rep)
       in.frontier_note = fmt::format(
