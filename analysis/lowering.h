@@ -102,7 +102,9 @@ class Lowering {
 
   /// LoweredPlan::tensor_sharding of `configs` without lowering the step (the plan file's
   /// layouts of a plan too large to lower whole).
-  Expected<std::vector<Sharding>> tensor_shardings(const std::vector<OpConfig>& configs) const;
+  /// `only` (one flag per tensor): just those tensors' layouts, the others left empty.
+  Expected<std::vector<Sharding>> tensor_shardings(const std::vector<OpConfig>& configs,
+                                                   const std::vector<char>* only = nullptr) const;
 
   /// Checks one operator's config without lowering: variables exist and are splittable, piece
   /// counts fit the extents, devices exist and are distinct.

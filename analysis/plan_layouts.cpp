@@ -5,8 +5,8 @@
 
 namespace planner::analysis {
 
-Expected<std::vector<Sharding>> Lowering::tensor_shardings(
-    const std::vector<OpConfig>& configs) const {
+Expected<std::vector<Sharding>> Lowering::tensor_shardings(const std::vector<OpConfig>& configs,
+                                                          const std::vector<char>* only) const {
   const ir::Graph& g = graph_;
   std::vector<Sharding> out(static_cast<size_t>(g.num_tensors()));
   // Resident tensors an update op owns are kept where that op's shards read them; others
@@ -19,9 +19,16 @@ Expected<std::vector<Sharding>> Lowering::tensor_shardings(
       if (i != 1 && op.inputs[i] != ir::kNoTensor && g.tensor(op.inputs[i]).producer == ir::kNoOp)
         owner[static_cast<size_t>(op.inputs[i])] = id;
   }
+  auto wanted = [&](ir::TensorId t) {
+    return t != ir::kNoTensor && (!only || (*only)[static_cast<size_t>(t)]);
+  };
   for (ir::OpId id : step_order(g)) {
     const ir::Op& op = g.op(id);
     const OpConfig& c = configs[static_cast<size_t>(id)];
+    bool touches = false;
+    for (ir::TensorId t : op.outputs) touches |= wanted(t);
+    for (ir::TensorId t : op.inputs) touches |= wanted(t) && g.tensor(t).producer == ir::kNoOp;
+    if (!touches) continue;
     PLANNER_TRY_ASSIGN(OpShards shards, op_shards(id, c));
     for (size_t o = 0; o < op.outputs.size(); ++o)
       if (op.outputs[o] != ir::kNoTensor)

@@ -76,8 +76,6 @@ std::vector<PipelineFlags> PipelineFlags::step_variants() const {
       if ((recompute == "auto" ? std::string("none") : recompute) != r && recompute != "auto")
         continue;
       if (zero != "auto" && zero != z) continue;
-      // Replicas keep whole state (replicated_plan.h): sharded state is not among their steps.
-      if (zero == "auto" && pinned_replicas() > 1 && std::string(z) != "0") continue;
       if (mode != "train" && (std::string(r) != "none" || std::string(z) != "0")) continue;
       PipelineFlags v = *this;
       v.recompute = r;

@@ -21,7 +21,7 @@ std::vector<analysis::OpConfig> ReplicaModels::replicate(
 int auto_replicas(const PipelineFlags& flags, const importers::Topology& cluster) {
   const int n = cluster.num_devices();
   if (flags.mode != "train" || n <= kFlatSearchGpus || !flags.model.batch ||
-      flags.zero_stage() != 0 || cluster.num_nodes() < 2)
+      cluster.num_nodes() < 2)
     return 1;
   const int per_node = n / cluster.num_nodes();
   for (int i = 1; i < n; ++i)
@@ -53,11 +53,6 @@ Expected<std::unique_ptr<ReplicaModels>> prepare_replicas(const PipelineFlags& f
           "--replicas {}: topology '{}' mixes device types; replicas must be alike (plan without "
           "--replicas)",
           d, cluster.name());
-  if (flags.zero_stage() != 0)
-    return make_error(
-        "--replicas {} with --zero {}: replicas keep whole optimizer state (sharding it inside "
-        "each replica, as FSDP's HYBRID_SHARD does, is not built yet)",
-        d, flags.zero);
   if (!flags.model.batch)
     return make_error("--replicas {}: give the global batch with --batch (the replicas divide it)",
                       d);

@@ -37,14 +37,15 @@ struct ReplicaModels {
 inline constexpr int kFlatSearchGpus = 64;
 
 /// The replicas --replicas auto gives `flags` on `cluster`: 1 up to kFlatSearchGpus GPUs, in
-/// inference, without a global batch, with sharded state, on a cluster that mixes device types
+/// inference, without a global batch, on a cluster that mixes device types
 /// or node sizes, or where the replicas would not divide the batch; else one replica per node
 /// (per K nodes with K pipeline stages).
 int auto_replicas(const PipelineFlags& flags, const importers::Topology& cluster);
 
 /// Prepares the block models of `flags` (whose --replicas is above 1) for `cluster`, the whole
 /// cluster's topology. Errors: the replicas do not divide the GPUs or the batch, the cluster
-/// mixes device types, the model cannot repeat over the batch.
+/// mixes device types, the model cannot repeat over the batch. With --zero 2 or 3 the state is
+/// sharded inside each replica (FSDP's HYBRID_SHARD) and replicated across them.
 Expected<std::unique_ptr<ReplicaModels>> prepare_replicas(const PipelineFlags& flags,
                                                           const importers::Topology& cluster);
 

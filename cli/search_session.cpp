@@ -343,11 +343,21 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     if (!one) return one.error().with_context(m.source);
     auto two = rep->two->lowering->tensor_shardings(rep->replicate(configs, 2, k));
     if (!two) return two.error().with_context(m.source);
-    auto all = search::replicate_layouts(*one, *two, {rep->block, rep->replicas, k}, m.graph);
+    std::vector<char> missing;
+    auto all =
+        search::replicate_layouts(*one, *two, {rep->block, rep->replicas, k}, m.graph, &missing);
     if (!all) return all.error().with_context(m.source);
     layouts = std::move(*all);
     out.pair_configs = rep->replicate(configs, 2, k);
     configs = to_cluster(std::move(configs), m.pipeline_stages);
+    // Layouts the replicas do not repeat (a tensor replicated in an order of its reader's):
+    // from the cluster's configs, those tensors' operators alone.
+    if (!missing.empty()) {
+      auto direct = session.lowering->tensor_shardings(configs, &missing);
+      if (!direct) return direct.error().with_context(m.source);
+      for (size_t t = 0; t < missing.size(); ++t)
+        if (missing[t]) (*layouts)[t] = std::move((*direct)[t]);
+    }
     out.notes.push_back(fmt::format(
         "{} data-parallel replicas of a plan for {} GPUs, gradients summed over all of them; "
         "figures from two replicas' compiled step, its all-reduces priced over all {}",

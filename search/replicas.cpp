@@ -165,7 +165,7 @@ analysis::Sharding copies_of(const analysis::Sharding& one, int field,
 
 Expected<std::vector<analysis::Sharding>> replicate_layouts(
     const std::vector<analysis::Sharding>& one, const std::vector<analysis::Sharding>& two,
-    const ReplicaLayout& cluster, const ir::Graph& graph) {
+    const ReplicaLayout& cluster, const ir::Graph& graph, std::vector<char>* missing) {
   if (one.size() != two.size() || one.size() != static_cast<size_t>(graph.num_tensors()))
     return make_error("the layouts of one and two replicas are for different graphs");
   const ReplicaLayout pair{cluster.block, 2, cluster.stages};
@@ -190,11 +190,15 @@ Expected<std::vector<analysis::Sharding>> replicate_layouts(
         found = true;
       }
     }
-    if (!found)
+    if (!found && missing) {
+      missing->resize(one.size(), 0);
+      (*missing)[t] = 1;
+    } else if (!found) {
       return make_error(
           "tensor '{}': its layout in one replica ({}) and in two ({}) do not repeat over the "
           "batch",
           graph.tensor(static_cast<ir::TensorId>(t)).name, a.to_string(), b.to_string());
+    }
   }
   return out;
 }

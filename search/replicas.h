@@ -55,11 +55,12 @@ std::vector<analysis::OpConfig> replicate_configs(const std::vector<analysis::Op
 /// The layouts of all the cluster's copies (`cluster`), from those of one copy (`one`, on
 /// devices [0, block)) and of two (`two`, in the layout `cluster` has with two copies): in each
 /// layout the copies multiply one count (the tiles of the batch dimension, the partial sums or
-/// the replicas), the copy outermost in it, as two copies show. Errors name a tensor whose two
-/// copies do not show such a pattern.
+/// the replicas), the copy outermost in it, as two copies show. A tensor whose two copies do not
+/// show such a pattern is an error naming it, or, given `missing`, is left empty and marked
+/// there (one flag per tensor).
 Expected<std::vector<analysis::Sharding>> replicate_layouts(
     const std::vector<analysis::Sharding>& one, const std::vector<analysis::Sharding>& two,
-    const ReplicaLayout& cluster, const ir::Graph& graph);
+    const ReplicaLayout& cluster, const ir::Graph& graph, std::vector<char>* missing = nullptr);
 
 /// The replica (0 or 1) of each device of two copies (`pair`), and its devices in all copies of
 /// `cluster` (same block and stages).

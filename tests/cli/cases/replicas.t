@@ -1,6 +1,7 @@
 # Data parallelism across blocks (--replicas, issues 16 and 17): a generated decoder on 16 GPUs
 # as 4 replicas of a 4-GPU plan (dp, megatron and mcmc inside the block; 2 stages and 2
-# micro-batches inside it) verifies against the unpartitioned step; the plan records the
+# micro-batches inside it; ZeRO 2 and 3 inside each replica) verifies against the unpartitioned
+# step; the plan records the
 # replicas; and its figures, from two replicas' compiled step with the cross-replica
 # all-reduces priced over all four, are those of the whole 16-rank step compile simulates,
 # exactly.
@@ -8,11 +9,14 @@ $PLANNER generate gpt $TMP/tiny.onnx --layers 2 --hidden 64 --heads 4 --seq 16 -
 $PLANNER verify $TMP/tiny.onnx --batch 16 --gpus 16 --replicas 4 --search dp | grep -v 'step:' &&
 $PLANNER verify $TMP/tiny.onnx --batch 16 --gpus 16 --replicas 4 --search megatron | grep -v 'step:' &&
 $PLANNER verify $TMP/tiny.onnx --batch 16 --gpus 16 --replicas 4 --pipeline-stages 2 --micro-batches 2 --optimizer adam | grep -v 'step:' &&
-for s in dp megatron mcmc; do
-  $PLANNER plan $TMP/tiny.onnx --batch 32 --gpus 16 --replicas 4 --search $s --max-proposals 200 --no-fallback -o $TMP/p_$s.json | grep -E 'replicas' &&
-  $PLANNER compile $TMP/p_$s.json --model $TMP/tiny.onnx -o $TMP/out_$s >/dev/null &&
-  plan=$(grep -m1 -A3 '"predicted"' $TMP/p_$s.json | tr -d ' \n') &&
-  comp=$(grep -m1 -A3 '"predicted"' $TMP/out_$s/manifest.json | tr -d ' \n') &&
+$PLANNER verify $TMP/tiny.onnx --batch 16 --gpus 16 --replicas 4 --zero 2 --search dp --optimizer adam | grep -v 'step:' &&
+$PLANNER verify $TMP/tiny.onnx --batch 16 --gpus 16 --replicas 4 --zero 3 --search mcmc --max-proposals 200 | grep -v 'step:' &&
+for s in dp megatron mcmc "dp --zero 2" "mcmc --zero 3"; do
+  f=$(echo "$s" | tr -d ' -') &&
+  $PLANNER plan $TMP/tiny.onnx --batch 32 --gpus 16 --replicas 4 --search $s --max-proposals 200 --no-fallback -o $TMP/p_$f.json | grep -E 'replicas' &&
+  $PLANNER compile $TMP/p_$f.json --model $TMP/tiny.onnx -o $TMP/out_$f >/dev/null &&
+  plan=$(grep -m1 -A3 '"predicted"' $TMP/p_$f.json | tr -d ' \n') &&
+  comp=$(grep -m1 -A3 '"predicted"' $TMP/out_$f/manifest.json | tr -d ' \n') &&
   { [ "$plan" = "$comp" ] && echo "$s: plan and compile agree" || echo "$s: plan $plan, compile $comp"; }
 done &&
 grep -m1 -E '"replicas": 4$' $TMP/p_dp.json &&
