@@ -6,7 +6,7 @@
 namespace planner::analysis {
 
 Expected<std::vector<Sharding>> Lowering::tensor_shardings(const std::vector<OpConfig>& configs,
-                                                          const std::vector<char>* only) const {
+                                                           const std::vector<char>* only) const {
   const ir::Graph& g = graph_;
   std::vector<Sharding> out(static_cast<size_t>(g.num_tensors()));
   // Resident tensors an update op owns are kept where that op's shards read them; others

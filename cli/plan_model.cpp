@@ -192,10 +192,12 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
   return out;
 }
 
-Expected<codegen::Programs> compile_programs(const PreparedModel& m,
-                                             const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks, int micro_batches, int stages) {
-  const int k = stages > 0 ? stages : m.pipeline_stages;
+namespace {
+
+// One pass of the step: partitioned, ordered by its schedule, checked to run to the end.
+Expected<codegen::Programs> compile_pass(const PreparedModel& m,
+                                         const std::vector<analysis::OpConfig>& configs,
+                                         int num_ranks, int k) {
   // Replicas fetch inside themselves: the two replicas priced (replica_sets) and the whole
   // cluster's step compiled from their plan alike.
   codegen::PartitionOptions options;
@@ -224,8 +226,14 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
   p->precision = m.precision;
   // A launcher runs each rank's steps in order: they must not wait on each other for ever.
   if (auto runs = codegen::check_runs(*p); !runs) return runs.error().with_context(m.source);
-  const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
-  if (!m.train || passes <= 1) return p;
+  return p;
+}
+
+// `pass` (compile_pass) repeated `passes` times.
+Expected<codegen::Programs> repeat_pass(const PreparedModel& m, const codegen::Programs& pass,
+                                        const std::vector<analysis::OpConfig>& configs,
+                                        int num_ranks, int passes, int k) {
+  if (!m.train || passes <= 1) return pass;
   // One micro-batch's step, ordered by its schedule, repeated (micro_batch.h): each pass in the
   // order the lowering priced; passes one after the other, or, where the plan sits on pipeline
   // stages, in the pipeline schedule.
@@ -237,17 +245,28 @@ Expected<codegen::Programs> compile_programs(const PreparedModel& m,
     o.stages = k;
     o.rank_stage = search::rank_stages(num_ranks, k);
   }
-  auto whole = codegen::unroll_micro_batches(*p, m.training, o);
+  auto whole = codegen::unroll_micro_batches(pass, m.training, o);
   if (!whole && o.schedule == codegen::Schedule::k1F1B) {
     // 1F1B needs every message between two ranks in the same order on both sides; a plan
     // whose later stage reads an earlier stage's tensor in its backward pass (a tied weight
     // split differently there) does not pair up in it. GPipe always does.
     o.schedule = codegen::Schedule::kGPipe;
-    auto gpipe = codegen::unroll_micro_batches(*p, m.training, o);
+    auto gpipe = codegen::unroll_micro_batches(pass, m.training, o);
     if (gpipe) return gpipe;
   }
   if (!whole) return whole.error().with_context(m.source);
   return whole;
+}
+
+}  // namespace
+
+Expected<codegen::Programs> compile_programs(const PreparedModel& m,
+                                             const std::vector<analysis::OpConfig>& configs,
+                                             int num_ranks, int micro_batches, int stages) {
+  const int k = stages > 0 ? stages : m.pipeline_stages;
+  PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, num_ranks, k));
+  const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
+  return repeat_pass(m, pass, configs, num_ranks, passes, k);
 }
 
 Expected<codegen::ProgramCost> price_programs(const PreparedModel& m,
@@ -291,8 +310,9 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
     // one of K + 2 plus M - K - 2 times what the last pass added, in time and in memory.
     codegen::ProgramCost c[2];
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k));
     for (int i = 0; i < 2; ++i) {
-      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, n, k + 1 + i, k));
+      PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, k + 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
     }
     const double more = m.micro_batches - (k + 2);
@@ -310,9 +330,10 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     // whole program.
     codegen::ProgramCost c[2];
     int64_t peak = 0;
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k));
     for (int i = 0; i < 2; ++i) {
-      PLANNER_TRY_ASSIGN(auto programs, compile_programs(m, configs, m.topology->num_devices(),
-                                                         kSimulatedPasses - 1 + i, k));
+      PLANNER_TRY_ASSIGN(auto programs,
+                         repeat_pass(m, pass, configs, n, kSimulatedPasses - 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
       if (i == 1)
         peak = codegen::extended_peak_bytes(programs, c[i].rank_peak_memory_bytes, m.graph,

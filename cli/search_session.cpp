@@ -200,10 +200,11 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   if (!dp) return dp.error().with_context(m.source);
   // Every figure a plan reports is its compiled step's, simulated (docs/codegen.md).
   auto dp_metrics = judge_at(dp->configs, 0);
+  clock.done("data parallelism simulated");
   if (!dp_metrics) return dp_metrics.error();
   auto predicted = judge_at(result->configs, 0);
   if (!predicted) return predicted.error();
-  clock.done("the plan and data parallelism simulated");
+  clock.done("the plan simulated");
   std::vector<analysis::OpConfig> configs = std::move(result->configs);
   const bool is_baseline = info->name == "data-parallel" || info->name == "model-parallel" ||
                            info->name == "one-weird-trick" || info->name == "megatron" ||

@@ -3,6 +3,7 @@
 #include "codegen/memory_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -213,6 +214,9 @@ MemoryPlan plan_memory(const Programs& p) {
 
   Uses u{std::vector<int>(nb, kNone), std::vector<int>(nb, kNone), std::vector<int>(nb, kNone),
          std::vector<int>(nb, kNone)};
+  // Ranks that run the same program shape (data-parallel replicas, the ranks of a tensor-parallel
+  // group) have the same lifetimes: their placement is computed once.
+  std::map<std::vector<std::array<int64_t, 3>>, std::pair<std::vector<int64_t>, int64_t>> placed;
   std::vector<std::vector<int>> rank_buffers(nr);
   for (size_t b = 0; b < nb; ++b)
     if (static_cast<size_t>(p.buffers[b].rank) < nr)
@@ -284,8 +288,14 @@ MemoryPlan plan_memory(const Programs& p) {
       if (!p.buffers[static_cast<size_t>(b)].persistent())
         spans.push_back({b, first[static_cast<size_t>(b)], last[static_cast<size_t>(b)],
                          arena_bytes_of(p.buffers[static_cast<size_t>(b)])});
-    std::vector<int64_t> at;
-    const int64_t top = place(spans, end, at);
+    std::vector<std::array<int64_t, 3>> key;
+    key.reserve(spans.size() + 1);
+    key.push_back({end, 0, 0});
+    for (const Interval& v : spans) key.push_back({v.first, v.last, v.bytes});
+    auto [hit, fresh] = placed.try_emplace(std::move(key));
+    if (fresh) hit->second.second = place(spans, end, hit->second.first);
+    const std::vector<int64_t>& at = hit->second.first;
+    const int64_t top = hit->second.second;
     int64_t live_peak = 0;
     {
       std::vector<int64_t> delta(static_cast<size_t>(end) + 2, 0);
