@@ -121,12 +121,14 @@ int run_plan(const PlanFlags& flags) {
                                               session->model->graph, session->model->source);
       !still)
     return report(still.error());
-  auto outcome = plan_model(*session, variants.front(), search);
+  // A step variant that cannot fit stops early when another is left to try (plan_model's
+  // stop_if_unfit); if none fits, the first is planned whole for the message.
+  const bool fewest = flags.search.min_gpus;
+  auto outcome = plan_model(*session, variants.front(), search, variants.size() > 1 && !fewest);
   if (!outcome) return report(outcome.error());
   const search::PlanMetrics first = outcome->plan.predicted;
   // --min-gpus: every step is tried, and one that fits on fewer GPUs wins (ties: the cheaper
   // step, the earlier one).
-  const bool fewest = flags.search.min_gpus;
   auto gpus_used = [](const PlanOutcome& o) {
     const auto& opts = o.plan.search.options;
     return opts.is_object() && opts.contains("gpus_used") && opts["gpus_used"].is_number_integer()
@@ -138,7 +140,7 @@ int run_plan(const PlanFlags& flags) {
        ++v) {
     auto next_session = open_session(variants[v], dumped);
     if (!next_session) return report(next_session.error());
-    auto next = plan_model(*next_session, variants[v], search);
+    auto next = plan_model(*next_session, variants[v], search, v + 1 < variants.size() && !fewest);
     if (!next) return report(next.error());
     if (!next->fits) continue;
     if (outcome->fits && gpus_used(*next) >= gpus_used(*outcome)) continue;
@@ -156,6 +158,12 @@ int run_plan(const PlanFlags& flags) {
                           format_bytes(static_cast<double>(outcome->memory_limit))));
     session = std::move(next_session);
     outcome = std::move(next);
+  }
+  if (!outcome->complete) {
+    session = open_session(variants.front(), dumped);
+    if (!session) return report(session.error());
+    outcome = plan_model(*session, variants.front(), search);
+    if (!outcome) return report(outcome.error());
   }
   const PreparedModel& m = *session->model;
   const importers::Topology& topology = *m.topology;

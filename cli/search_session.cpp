@@ -140,7 +140,7 @@ Expected<SearchSession> open_session(const PipelineFlags& flags, bool& dumped) {
 }
 
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
-                                 const SearchFlags& search_flags) {
+                                 const SearchFlags& search_flags, bool stop_if_unfit) {
   const PreparedModel& m = *session.model;
   // What the searches plan: the model on all the GPUs, or one replica's block (--replicas),
   // whose plans are judged as the cluster's (two replicas, priced as all of them) and written
@@ -196,6 +196,26 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   out.frontier_gpus = result->frontier_gpus;
   out.frontier_chosen = result->frontier_chosen;
 
+  if (stop_if_unfit && m.train && pipeline.zero_stage() == 0) {
+    // Data parallelism keeps every parameter and its optimizer state on every GPU.
+    int64_t state = 0;
+    for (ir::TensorId t = 0; t < m.graph.num_tensors(); ++t) {
+      const ir::Tensor& tensor = m.graph.tensor(t);
+      if (tensor.role == ir::TensorRole::kParameter ||
+          tensor.role == ir::TensorRole::kOptimizerState)
+        state += tensor.num_bytes();
+    }
+    if (state > options.memory_limit) {
+      auto predicted = judge_at(result->configs, 0);
+      if (!predicted) return predicted.error();
+      if (predicted->peak_memory_bytes > options.memory_limit) {
+        out.plan.predicted = *predicted;
+        out.fits = false;
+        out.complete = false;
+        return out;
+      }
+    }
+  }
   auto dp = search::run_data_parallel(session.context(), options);
   if (!dp) return dp.error().with_context(m.source);
   // Every figure a plan reports is its compiled step's, simulated (docs/codegen.md).

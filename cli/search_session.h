@@ -62,6 +62,7 @@ struct PlanOutcome {
   double search_seconds = 0;       ///< wall clock of the search (never written to the plan)
   int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
   bool fits = true;                ///< the largest device's peak is within the limit
+  bool complete = true;  ///< false: stopped early (plan_model's stop_if_unfit), no plan built
   std::vector<analysis::OpConfig> configs;  ///< the plan's configs, one per op
   /// With replicas: two replicas' configs (on the model of two, ReplicaModels::two), whose
   /// compiled step the plan's figures come from; empty otherwise.
@@ -75,8 +76,11 @@ struct PlanOutcome {
 /// Searches `session` with `search_flags` and builds the plan, scored by the simulator beside
 /// data parallelism. A search's plan slower than data parallelism (which fits) gives way to
 /// data parallelism, with a note. Errors: unknown search, bad flags, a search failing.
+/// `stop_if_unfit`: when the search's plan does not fit and data parallelism cannot either (its
+/// every GPU would hold all the parameters and optimizer state), return at once with the
+/// search's figures alone (`complete` false): the caller plans another step variant.
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
-                                 const SearchFlags& search_flags);
+                                 const SearchFlags& search_flags, bool stop_if_unfit = false);
 
 /// A progress line on stderr when it is a terminal (and not disabled), cleared when done.
 std::function<void(double, std::string_view)> terminal_progress(bool disabled);
