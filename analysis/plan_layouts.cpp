@@ -31,11 +31,10 @@ Expected<std::vector<Sharding>> Lowering::tensor_shardings(const std::vector<OpC
     if (!touches) continue;
     PLANNER_TRY_ASSIGN(OpShards shards, op_shards(id, c));
     for (size_t o = 0; o < op.outputs.size(); ++o)
-      if (op.outputs[o] != ir::kNoTensor)
-        out[static_cast<size_t>(op.outputs[o])] = shards.sharding[o];
+      if (wanted(op.outputs[o])) out[static_cast<size_t>(op.outputs[o])] = shards.sharding[o];
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const ir::TensorId t = op.inputs[i];
-      if (t == ir::kNoTensor || g.tensor(t).producer != ir::kNoOp) continue;
+      if (!wanted(t) || g.tensor(t).producer != ir::kNoOp) continue;
       const ir::OpId own = owner[static_cast<size_t>(t)];
       Sharding& home = out[static_cast<size_t>(t)];
       if (own != ir::kNoOp ? own != id : !home.devices.empty()) continue;

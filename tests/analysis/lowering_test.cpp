@@ -130,6 +130,31 @@ TEST_CASE("SoyBean's MLP on 16 GPUs: model parallelism and the 4 x 4 hybrid") {
   CHECK(hybrid_plan->comm_bytes < dp_plan->comm_bytes);
 }
 
+TEST_CASE("the plan file's layouts without lowering are lower()'s") {
+  Fixture f = prepare(soybean_mlp());
+  importers::Topology topo = importers::h100_cluster(16);
+  Lowering lowering(f.training.graph, f.strategies, topo);
+  const ir::Graph& g = f.training.graph;
+  for (Baseline b : {Baseline::kDataParallel, Baseline::kModelParallel}) {
+    for (int n : {1, 4, 16}) {
+      auto configs = baseline_configs(lowering, b, n);
+      REQUIRE(configs.has_value());
+      auto lowered = lowering.lower(*configs);
+      REQUIRE(lowered.has_value());
+      auto layouts = lowering.tensor_shardings(*configs);
+      REQUIRE(layouts.has_value());
+      CHECK(*layouts == lowered->tensor_sharding);
+      // Some tensors alone: those, and nothing else.
+      std::vector<char> only(static_cast<size_t>(g.num_tensors()), 0);
+      for (size_t t = 0; t < only.size(); t += 3) only[t] = 1;
+      auto some = lowering.tensor_shardings(*configs, &only);
+      REQUIRE(some.has_value());
+      for (size_t t = 0; t < only.size(); ++t)
+        CHECK(((*some)[t] == (only[t] ? lowered->tensor_sharding[t] : Sharding{})));
+    }
+  }
+}
+
 TEST_CASE("a config that splits a missing variable is an error naming the node") {
   Fixture f = prepare(soybean_mlp());
   importers::Topology topo = importers::h100_cluster(2);
