@@ -35,6 +35,158 @@ class StageClock {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// The plan file's header: the model, the mode, the search and every option that rebuilds the
+// step (compile, verify, explain and diff read them back: plan_model.h, prepare_for_plan).
+Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineFlags& pipeline,
+                                         const search::SearchInfo& info,
+                                         const search::SearchOptions& options,
+                                         const nlohmann::ordered_json& search_options,
+                                         const ReplicaModels* rep) {
+  search::PlanHeader header;
+  header.model.name = m.graph.name.empty() ? "model" : m.graph.name;
+  auto hash = sha256_file(m.source);
+  if (!hash) return hash.error();
+  header.model.sha256 = *hash;
+  int64_t forward = 0;
+  if (m.train) {
+    for (analysis::Phase p : m.training.op_phase) forward += p == analysis::Phase::kForward;
+  } else {
+    forward = m.graph.num_ops();
+  }
+  header.model.num_nodes = forward;
+  header.mode = pipeline.mode;
+  header.search.algorithm = std::string(info.name);
+  header.search.seed = options.seed;
+  nlohmann::ordered_json o = search_options;
+  o["budget_s"] = options.budget_s;
+  o["memory_limit_bytes"] = options.memory_limit;
+  if (m.train) o["optimizer"] = pipeline.optimizer;
+  if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
+  if (m.train && pipeline.zero_stage() != 0) o["zero"] = pipeline.zero_stage();
+  if (m.precision != ir::Precision::kFp32)
+    o["precision"] = std::string(ir::precision_name(m.precision));
+  if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
+  if (m.micro_batches > 1) o["micro_batches"] = m.micro_batches;
+  if (m.pipeline_stages > 1) {
+    o["pipeline_stages"] = m.pipeline_stages;
+    o["schedule"] = codegen::schedule_name(m.schedule);
+  }
+  if (rep) o["replicas"] = rep->replicas;
+  if (!pipeline.model.dims.empty()) {
+    nlohmann::ordered_json dims = nlohmann::ordered_json::object();
+    for (const std::string& d : pipeline.model.dims) {
+      auto eq = d.find('=');
+      if (eq == std::string::npos) continue;
+      try {
+        dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      } catch (...) {
+      }
+    }
+    o["dims"] = std::move(dims);
+  }
+  if (!pipeline.model.shrink.empty()) {
+    // The map as the importer applied it (sorted, one entry per dimension).
+    auto import = pipeline.model.import_options();
+    if (import) {
+      nlohmann::ordered_json shrink = nlohmann::ordered_json::object();
+      for (const auto& [from, to] : import->shrink) shrink[std::to_string(from)] = to;
+      o["shrink"] = std::move(shrink);
+    }
+  }
+  header.search.options = std::move(o);
+  return header;
+}
+
+// Data parallelism keeps every parameter and its optimizer state on every GPU: their bytes.
+int64_t replicated_state_bytes(const ir::Graph& g) {
+  int64_t state = 0;
+  for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
+    const ir::Tensor& tensor = g.tensor(t);
+    if (tensor.role == ir::TensorRole::kParameter || tensor.role == ir::TensorRole::kOptimizerState)
+      state += tensor.num_bytes();
+  }
+  return state;
+}
+
+// The cluster's layouts of a replicated plan (`configs`: one block's, `k` stages) from one
+// replica's and two's: lowering the whole cluster's step costs what the replicas save. Layouts
+// the replicas do not repeat (a tensor replicated in an order of its reader's) come from the
+// cluster's configs, those tensors' operators alone.
+Expected<std::vector<analysis::Sharding>> cluster_layouts(
+    const SearchSession& session, const std::vector<analysis::OpConfig>& configs, int k) {
+  const ReplicaModels& rep = *session.replicas;
+  const PreparedModel& m = *session.model;
+  auto one = rep.one->lowering->tensor_shardings(rep.replicate(configs, 1, k));
+  if (!one) return one.error().with_context(m.source);
+  auto two = rep.two->lowering->tensor_shardings(rep.replicate(configs, 2, k));
+  if (!two) return two.error().with_context(m.source);
+  std::vector<char> missing;
+  auto all = search::replicate_layouts(*one, *two, {rep.block, rep.replicas, k}, m.graph, &missing);
+  if (!all) return all.error().with_context(m.source);
+  if (!missing.empty()) {
+    auto direct =
+        session.lowering->tensor_shardings(rep.replicate(configs, rep.replicas, k), &missing);
+    if (!direct) return direct.error().with_context(m.source);
+    for (size_t t = 0; t < missing.size(); ++t)
+      if (missing[t]) (*all)[t] = std::move((*direct)[t]);
+  }
+  return all;
+}
+
+// Data parallelism a search's plan may give way to: over all the GPUs (sharded, as fsdp, with
+// sharded state) or, unless --all-gpus or replicas, also over the first blocks of fewer the
+// searches' cuts make; with --min-gpus over the GPUs the search settled on.
+struct DataParallelCandidates {
+  std::vector<std::vector<analysis::OpConfig>> configs;
+  std::vector<int> gpus;
+};
+Expected<DataParallelCandidates> data_parallel_candidates(
+    const SearchSession& session, const search::SearchOptions& options,
+    const nlohmann::ordered_json& result_options, const std::vector<analysis::OpConfig>& dp,
+    bool sharded) {
+  const search::SearchContext context = session.context();
+  const int n = context.lowering.topology().num_devices();
+  std::vector<int> blocks = options.fewer_devices && !sharded && !session.replicas
+                                ? search::device_blocks(n)
+                                : std::vector<int>{n};
+  if (options.min_gpus && result_options.contains("gpus_used") &&
+      result_options["gpus_used"].is_number_integer())
+    blocks = {result_options["gpus_used"].get<int>()};
+  std::optional<search::SearchResult> fsdp;
+  if (sharded) {
+    PLANNER_TRY_ASSIGN(fsdp, search::run_fsdp(context, options));
+  }
+  DataParallelCandidates out;
+  for (int b : blocks) {
+    auto c =
+        b == n ? Expected<std::vector<analysis::OpConfig>>(fsdp ? fsdp->configs : dp)
+               : analysis::baseline_configs(context.lowering, analysis::Baseline::kDataParallel, b);
+    if (!c) continue;
+    out.configs.push_back(std::move(*c));
+    out.gpus.push_back(b);
+  }
+  return out;
+}
+
+// Whether a pipelined plan (`configs`, the searched block's) asked to run 1F1B compiles to
+// GPipe (compile_programs: 1F1B cannot pair its messages).
+Expected<bool> falls_back_to_gpipe(const SearchSession& session,
+                                   const std::vector<analysis::OpConfig>& configs) {
+  const PreparedModel& m = *session.model;
+  const ReplicaModels* rep = session.replicas.get();
+  const int n = session.context().lowering.topology().num_devices();
+  if (!m.train || m.micro_batches <= 1 || m.schedule != codegen::Schedule::k1F1B ||
+      !search::on_stage_blocks(configs, n, m.pipeline_stages))
+    return false;
+  const int passes = std::min(m.micro_batches, m.pipeline_stages + 1);
+  PLANNER_TRY_ASSIGN(
+      codegen::Programs probe,
+      rep ? compile_programs(*rep->two, rep->replicate(configs, 2, m.pipeline_stages),
+                             2 * rep->block, passes, m.pipeline_stages)
+          : compile_programs(m, configs, n, passes));
+  return probe.schedule != "1f1b";
+}
+
 }  // namespace
 
 void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
@@ -196,24 +348,14 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   out.frontier_gpus = result->frontier_gpus;
   out.frontier_chosen = result->frontier_chosen;
 
-  if (stop_if_unfit && m.train && pipeline.zero_stage() == 0) {
-    // Data parallelism keeps every parameter and its optimizer state on every GPU.
-    int64_t state = 0;
-    for (ir::TensorId t = 0; t < m.graph.num_tensors(); ++t) {
-      const ir::Tensor& tensor = m.graph.tensor(t);
-      if (tensor.role == ir::TensorRole::kParameter ||
-          tensor.role == ir::TensorRole::kOptimizerState)
-        state += tensor.num_bytes();
-    }
-    if (state > options.memory_limit) {
-      auto predicted = judge_at(result->configs, 0);
-      if (!predicted) return predicted.error();
-      if (predicted->peak_memory_bytes > options.memory_limit) {
-        out.plan.predicted = *predicted;
-        out.fits = false;
-        out.complete = false;
-        return out;
-      }
+  if (stop_if_unfit && m.train && pipeline.zero_stage() == 0 &&
+      replicated_state_bytes(m.graph) > options.memory_limit) {
+    PLANNER_TRY_ASSIGN(search::PlanMetrics predicted, judge_at(result->configs, 0));
+    if (predicted.peak_memory_bytes > options.memory_limit) {
+      out.plan.predicted = predicted;
+      out.fits = false;
+      out.complete = false;
+      return out;
     }
   }
   auto dp = search::run_data_parallel(session.context(), options);
@@ -242,29 +384,11 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     // Data parallelism, over all the GPUs or (unless --all-gpus) the first blocks of fewer the
     // searches' cuts make: the fastest that fits replaces a slower search result.
     const int n = topology.num_devices();
-    std::vector<std::vector<analysis::OpConfig>> dps;
-    std::vector<int> dp_blocks;
-    std::vector<int> blocks =
-        options.fewer_devices && !sharded && !rep ? search::device_blocks(n) : std::vector<int>{n};
-    // --min-gpus: data parallelism over the GPUs the search settled on, never more.
-    if (options.min_gpus && result->options.contains("gpus_used") &&
-        result->options["gpus_used"].is_number_integer()) {
-      const int used = result->options["gpus_used"].get<int>();
-      blocks = {used};
-    }
-    std::optional<search::SearchResult> fsdp;
-    if (sharded) {
-      PLANNER_TRY_ASSIGN(fsdp, search::run_fsdp(session.context(), options));
-    }
-    for (int b : blocks) {
-      auto c =
-          b == n
-              ? Expected<std::vector<analysis::OpConfig>>(fsdp ? fsdp->configs : dp->configs)
-              : analysis::baseline_configs(*planned.lowering, analysis::Baseline::kDataParallel, b);
-      if (!c) continue;
-      dps.push_back(std::move(*c));
-      dp_blocks.push_back(b);
-    }
+    PLANNER_TRY_ASSIGN(
+        DataParallelCandidates cands,
+        data_parallel_candidates(session, options, result->options, dp->configs, sharded));
+    std::vector<std::vector<analysis::OpConfig>>& dps = cands.configs;
+    const std::vector<int>& dp_blocks = cands.gpus;
     std::vector<const std::vector<analysis::OpConfig>*> candidates;
     for (const auto& c : dps) candidates.push_back(&c);
     PLANNER_TRY_ASSIGN(search::Pick pick, search::pick_fastest(*planned.lowering, options,
@@ -289,96 +413,20 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   }
 
   // A pipelined plan that 1F1B cannot order runs GPipe (compile_programs): say so.
-  if (m.train && m.micro_batches > 1 && m.schedule == codegen::Schedule::k1F1B &&
-      search::on_stage_blocks(configs, topology.num_devices(), m.pipeline_stages)) {
-    const int passes = std::min(m.micro_batches, m.pipeline_stages + 1);
-    PLANNER_TRY_ASSIGN(
-        codegen::Programs probe,
-        rep ? compile_programs(*rep->two, rep->replicate(configs, 2, m.pipeline_stages),
-                               2 * rep->block, passes, m.pipeline_stages)
-            : compile_programs(m, configs, topology.num_devices(), passes));
-    if (probe.schedule != "1f1b")
-      out.notes.push_back(
-          "1F1B cannot order this plan's messages between stages (a later stage reads an "
-          "earlier stage's tensor in its backward pass, as a tied weight split differently "
-          "there): the compiled step runs its micro-batches in the GPipe schedule");
-  }
-  search::PlanHeader header;
-  header.model.name = m.graph.name.empty() ? "model" : m.graph.name;
-  auto hash = sha256_file(m.source);
-  if (!hash) return hash.error();
-  header.model.sha256 = *hash;
-  int64_t forward = 0;
-  if (m.train) {
-    for (analysis::Phase p : m.training.op_phase) forward += p == analysis::Phase::kForward;
-  } else {
-    forward = m.graph.num_ops();
-  }
-  header.model.num_nodes = forward;
-  header.mode = pipeline.mode;
-  header.search.algorithm = std::string(info->name);
-  header.search.seed = options.seed;
-  nlohmann::ordered_json o = result->options;
-  o["budget_s"] = options.budget_s;
-  o["memory_limit_bytes"] = options.memory_limit;
-  if (m.train) o["optimizer"] = pipeline.optimizer;
-  if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
-  if (m.train && pipeline.zero_stage() != 0) o["zero"] = pipeline.zero_stage();
-  if (m.precision != ir::Precision::kFp32)
-    o["precision"] = std::string(ir::precision_name(m.precision));
-  if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
-  if (m.micro_batches > 1) o["micro_batches"] = m.micro_batches;
-  if (m.pipeline_stages > 1) {
-    o["pipeline_stages"] = m.pipeline_stages;
-    o["schedule"] = codegen::schedule_name(m.schedule);
-  }
-  if (rep) o["replicas"] = rep->replicas;
-  if (!pipeline.model.dims.empty()) {
-    nlohmann::ordered_json dims = nlohmann::ordered_json::object();
-    for (const std::string& d : pipeline.model.dims) {
-      auto eq = d.find('=');
-      if (eq == std::string::npos) continue;
-      try {
-        dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-      } catch (...) {
-      }
-    }
-    o["dims"] = std::move(dims);
-  }
-  if (!pipeline.model.shrink.empty()) {
-    // The map as the importer applied it (sorted, one entry per dimension).
-    auto import = pipeline.model.import_options();
-    if (import) {
-      nlohmann::ordered_json shrink = nlohmann::ordered_json::object();
-      for (const auto& [from, to] : import->shrink) shrink[std::to_string(from)] = to;
-      o["shrink"] = std::move(shrink);
-    }
-  }
-  header.search.options = std::move(o);
+  PLANNER_TRY_ASSIGN(const bool gpipe, falls_back_to_gpipe(session, configs));
+  if (gpipe)
+    out.notes.push_back(
+        "1F1B cannot order this plan's messages between stages (a later stage reads an "
+        "earlier stage's tensor in its backward pass, as a tied weight split differently "
+        "there): the compiled step runs its micro-batches in the GPipe schedule");
+  PLANNER_TRY_ASSIGN(search::PlanHeader header,
+                     plan_header(m, pipeline, *info, options, result->options, rep));
   std::optional<std::vector<analysis::Sharding>> layouts;
   if (rep) {
-    // The cluster's layouts from one replica's and two's: lowering the whole cluster's step
-    // costs what the replicas save.
     const int k = layout_stages(configs, m.pipeline_stages);
-    auto one = rep->one->lowering->tensor_shardings(rep->replicate(configs, 1, k));
-    if (!one) return one.error().with_context(m.source);
-    auto two = rep->two->lowering->tensor_shardings(rep->replicate(configs, 2, k));
-    if (!two) return two.error().with_context(m.source);
-    std::vector<char> missing;
-    auto all =
-        search::replicate_layouts(*one, *two, {rep->block, rep->replicas, k}, m.graph, &missing);
-    if (!all) return all.error().with_context(m.source);
-    layouts = std::move(*all);
+    PLANNER_TRY_ASSIGN(layouts, cluster_layouts(session, configs, k));
     out.pair_configs = rep->replicate(configs, 2, k);
     configs = to_cluster(std::move(configs), m.pipeline_stages);
-    // Layouts the replicas do not repeat (a tensor replicated in an order of its reader's):
-    // from the cluster's configs, those tensors' operators alone.
-    if (!missing.empty()) {
-      auto direct = session.lowering->tensor_shardings(configs, &missing);
-      if (!direct) return direct.error().with_context(m.source);
-      for (size_t t = 0; t < missing.size(); ++t)
-        if (missing[t]) (*layouts)[t] = std::move((*direct)[t]);
-    }
     out.notes.push_back(fmt::format(
         "{} data-parallel replicas of a plan for {} GPUs, gradients summed over all of them; "
         "figures from two replicas' compiled step, its all-reduces priced over all {}",
