@@ -429,7 +429,8 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     configs = to_cluster(std::move(configs), m.pipeline_stages);
     out.notes.push_back(fmt::format(
         "{} data-parallel replicas of a plan for {} GPUs, gradients summed over all of them; "
-        "figures from two replicas' compiled step, its all-reduces priced over all {}",
+        "figures from two replicas' compiled step, the all-reduces between them priced over all {} "
+        "replicas",
         rep->replicas, rep->block, rep->replicas));
   }
   auto plan =
