@@ -291,15 +291,7 @@ Expected<PlanRecords> PlanRecords::build(const Lowering& lowering, std::vector<O
   int32_t next = 0;
   for (ir::OpId id : graph.topo_order()) r.position[static_cast<size_t>(id)] = next++;
   // Resident tensors owned by an update op: where that op's shards read them.
-  r.owner.assign(n_tensors, ir::kNoOp);
-  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
-    const ir::Op& op = graph.op(id);
-    if (!is_update_op(op)) continue;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (i != 1 && op.inputs[i] != ir::kNoTensor &&
-          graph.tensor(op.inputs[i]).producer == ir::kNoOp)
-        r.owner[static_cast<size_t>(op.inputs[i])] = id;
-  }
+  r.owner = resident_owners(graph);
   r.consumers.resize(n_tensors);
   // Consumers fetch in the order the step runs them (as codegen compiles them).
   for (ir::OpId id : step_order(graph)) {

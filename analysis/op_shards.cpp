@@ -35,6 +35,19 @@ bool is_update_op(const ir::Op& op) {
          (op.op_type == "SGD" || op.op_type == "Momentum" || op.op_type == "Adam");
 }
 
+std::vector<ir::OpId> resident_owners(const ir::Graph& graph) {
+  std::vector<ir::OpId> owner(static_cast<size_t>(graph.num_tensors()), ir::kNoOp);
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    const ir::Op& op = graph.op(id);
+    if (!is_update_op(op)) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (i != 1 && op.inputs[i] != ir::kNoTensor &&
+          graph.tensor(op.inputs[i]).producer == ir::kNoOp)
+        owner[static_cast<size_t>(op.inputs[i])] = id;
+  }
+  return owner;
+}
+
 std::vector<ir::OpId> step_order(const ir::Graph& g) {
   std::vector<ir::OpId> order, updates;
   std::vector<size_t> position(static_cast<size_t>(g.num_ops()), 0);

@@ -65,6 +65,12 @@ std::string op_label(const ir::Op& op);
 /// parameter and state it reads, which stay resident where its shards read them.
 bool is_update_op(const ir::Op& op);
 
+/// Per tensor: the update operator that keeps it resident (a parameter or optimizer state it
+/// reads and writes: every input but the gradient, input 1, that no operator produces), or
+/// kNoOp. Such a tensor lives where that operator's shards read it; the lowering, the plan
+/// file's layouts and codegen all place it by this rule.
+std::vector<ir::OpId> resident_owners(const ir::Graph& graph);
+
 /// The order a step runs its operators in: the graph's topological order, except that updates
 /// nobody reads within the step go last, in the order their inputs become available (the
 /// gradient computed first is applied first, as DDP does). On a device's compute stream the

@@ -11,14 +11,7 @@ Expected<std::vector<Sharding>> Lowering::tensor_shardings(const std::vector<OpC
   std::vector<Sharding> out(static_cast<size_t>(g.num_tensors()));
   // Resident tensors an update op owns are kept where that op's shards read them; others
   // where their first reader in step order reads them (as lower() records them).
-  std::vector<ir::OpId> owner(static_cast<size_t>(g.num_tensors()), ir::kNoOp);
-  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
-    const ir::Op& op = g.op(id);
-    if (!is_update_op(op)) continue;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (i != 1 && op.inputs[i] != ir::kNoTensor && g.tensor(op.inputs[i]).producer == ir::kNoOp)
-        owner[static_cast<size_t>(op.inputs[i])] = id;
-  }
+  const std::vector<ir::OpId> owner = resident_owners(g);
   auto wanted = [&](ir::TensorId t) {
     return t != ir::kNoTensor && (!only || (*only)[static_cast<size_t>(t)]);
   };

@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
+#include "cli/replicated_plan.h"
 #include "search/pipeline.h"
 #include "search/plan_builder.h"
 #include "search/search.h"
@@ -44,13 +45,10 @@ struct Row {
 };
 
 int run_compare(const CompareFlags& flags) {
-  if (flags.pipeline.pinned_replicas() > 1) {
-    std::fprintf(stderr,
-                 "error: --replicas %d: compare runs every search on all the GPUs; plan each "
-                 "with --replicas instead\n",
-                 flags.pipeline.pinned_replicas());
+  if (refuse_replicas(flags.pipeline,
+                      "compare runs every search on all the GPUs; plan each with --replicas "
+                      "instead"))
     return 1;
-  }
   bool dumped = false;
   auto prepared = prepare_model(flags.pipeline, dumped);
   if (!prepared) return report(prepared.error());

@@ -35,13 +35,12 @@ int run_frontier(const FrontierFlags& flags) {
     std::fprintf(stderr, "error: give --gpus N (or a list, --gpus 1,2,4,8) or --topology\n");
     return 1;
   }
-  if (flags.pipeline.pinned_replicas() > 1) {
-    std::fprintf(stderr,
-                 "error: --replicas %d: frontier draws plans of all the GPUs; plan with "
-                 "--search frontier --replicas %d for the fastest frontier plan of each block\n",
-                 flags.pipeline.pinned_replicas(), flags.pipeline.pinned_replicas());
+  if (refuse_replicas(flags.pipeline,
+                      fmt::format("frontier draws plans of all the GPUs; plan with --search "
+                                  "frontier --replicas {} for the fastest frontier plan of each "
+                                  "block",
+                                  flags.pipeline.pinned_replicas())))
     return 1;
-  }
   if (flags.pipeline.pipeline_stages > 1) {
     std::fprintf(stderr,
                  "error: --pipeline-stages %d: frontier draws plans without pipeline stages; "

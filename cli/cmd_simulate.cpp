@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "cli/pipeline.h"
 #include "cli/plan_model.h"
+#include "cli/replicated_plan.h"
 #include "search/pipeline.h"
 #include "search/search.h"
 #include "support/output_file.h"
@@ -30,13 +31,9 @@ struct SimulateFlags {
 };
 
 int run_simulate(const SimulateFlags& flags) {
-  if (flags.pipeline.pinned_replicas() > 1) {
-    std::fprintf(stderr,
-                 "error: --replicas %d: simulate runs a baseline on all the GPUs; plan with "
-                 "--replicas instead\n",
-                 flags.pipeline.pinned_replicas());
+  if (refuse_replicas(flags.pipeline,
+                      "simulate runs a baseline on all the GPUs; plan with --replicas instead"))
     return 1;
-  }
   if (auto usable = check_outputs({{flags.trace}}, flags.pipeline.inputs()); !usable)
     return report(usable.error());
   bool dumped = false;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 namespace planner::cli {
 
 std::vector<analysis::OpConfig> ReplicaModels::replicate(
@@ -16,6 +18,13 @@ std::vector<analysis::OpConfig> ReplicaModels::replicate(
     whole[id] = shards && !shards->native;
   }
   return search::replicate_configs(block_configs, batch_vars, {block, copies, stages}, whole);
+}
+
+bool refuse_replicas(const PipelineFlags& flags, std::string_view why) {
+  if (flags.pinned_replicas() <= 1) return false;
+  std::fprintf(stderr, "error: --replicas %d: %.*s\n", flags.pinned_replicas(),
+               static_cast<int>(why.size()), why.data());
+  return true;
 }
 
 int auto_replicas(const PipelineFlags& flags, const importers::Topology& cluster) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/pipeline.h"
@@ -41,6 +42,10 @@ inline constexpr int kFlatSearchGpus = 64;
 /// or node sizes, or where the replicas would not divide the batch; else one replica per node
 /// (per K nodes with K pipeline stages).
 int auto_replicas(const PipelineFlags& flags, const importers::Topology& cluster);
+
+/// Commands that plan all the GPUs at once (frontier, compare, simulate) refuse --replicas
+/// above 1: prints "error: --replicas N: `why`" and returns true.
+bool refuse_replicas(const PipelineFlags& flags, std::string_view why);
 
 /// Prepares the block models of `flags` (whose --replicas is above 1) for `cluster`, the whole
 /// cluster's topology. Errors: the replicas do not divide the GPUs or the batch, the cluster

@@ -138,14 +138,7 @@ std::vector<std::pair<int64_t, int64_t>> box_key(const Box& b) {
 }
 
 Expected<void> Partitioner::build_info() {
-  owner_.assign(static_cast<size_t>(g_.num_tensors()), ir::kNoOp);
-  for (ir::OpId id = 0; id < g_.num_ops(); ++id) {
-    const ir::Op& op = g_.op(id);
-    if (!is_update_op(op)) continue;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (i != 1 && op.inputs[i] != ir::kNoTensor && g_.tensor(op.inputs[i]).producer == ir::kNoOp)
-        owner_[static_cast<size_t>(op.inputs[i])] = id;
-  }
+  owner_ = analysis::resident_owners(g_);
   sourced_.assign(static_cast<size_t>(g_.num_tensors()), false);
   parts_.resize(static_cast<size_t>(g_.num_tensors()));
   buffer_of_.resize(static_cast<size_t>(g_.num_tensors()));
