@@ -69,6 +69,7 @@ Lowering::Lowering(const ir::Graph& graph, const GraphStrategies& strategies,
     }
     info_[static_cast<size_t>(id)] = std::move(info);
   }
+  op_class_ = alike_op_classes(graph);
 }
 
 Lowering::~Lowering() = default;
@@ -158,7 +159,8 @@ Expected<detail::OpRecord> Lowering::lower_op(ir::OpId id, const OpConfig& c) co
   detail::OpRecord rec;
 
   // The shards as the step runs them (op_shards.h): what each reads, writes and computes.
-  PLANNER_TRY_ASSIGN(OpShards plan, op_shards(id, c));
+  PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared_plan, op_shards(id, c));
+  const OpShards& plan = *shared_plan;
 
   // What each shard reads of each input (nothing where its kernel reads a rewritten constant
   // instead).

@@ -119,13 +119,20 @@ class Lowering {
                                              size_t input) const;
 
   /// Shard-by-shard facts of `op` under `config` (see ShardedOp). Errors as check_config.
-  Expected<ShardedOp> shard_op(ir::OpId op, const OpConfig& config) const;
+  /// Operators alike in every fact a shard depends on (type, attributes, the shapes, types and
+  /// constant values of their inputs and outputs: the layers of a deep model) share one
+  /// result per config, computed once (thread-safe).
+  Expected<std::shared_ptr<const ShardedOp>> shard_op(ir::OpId op, const OpConfig& config) const;
+
+  /// The class of operators alike with `op` (see shard_op), or -1 when no other is.
+  int op_class(ir::OpId op) const { return op_class_[static_cast<size_t>(op)]; }
 
   /// `op` under `config` as the step runs it (op_shards.h): per shard its boxes, partial
   /// sums, native kernel or whole-operator fallback, what it reads, writes and computes; the
   /// layouts of the outputs. Errors as check_config, and a split of reductions with different
   /// reducers into one output.
-  Expected<OpShards> op_shards(ir::OpId op, const OpConfig& config) const;
+  /// Shared between alike operators as shard_op's results are.
+  Expected<std::shared_ptr<const OpShards>> op_shards(ir::OpId op, const OpConfig& config) const;
 
   /// The compute seconds of one shard of `op` (from op_shards) on device `device`.
   double shard_time(ir::OpId op, const ShardPlan& shard, importers::DeviceId device) const;
@@ -151,6 +158,7 @@ class Lowering {
   /// The shard regions of an op for per-variable iteration ranges, memoised per instance.
   Expected<std::shared_ptr<const ShardRegions>> regions_of(
       const OpInfo& in, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  Expected<OpShards> compute_op_shards(ir::OpId op, const OpConfig& config) const;
   // One operator's record (lowering_records.h) under a config, checked.
   Expected<detail::OpRecord> lower_op(ir::OpId op, const OpConfig& config) const;
 
@@ -164,6 +172,12 @@ class Lowering {
   /// repeated layers share evaluators, so a search prices each distinct shard once.
   mutable std::mutex region_mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const ShardRegions>> region_cache_;
+  /// Per op: its class of alike operators (op_class), and shard_op's results per
+  /// (class, config).
+  std::vector<int> op_class_;
+  mutable std::mutex shard_mutex_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const ShardedOp>> shard_cache_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const OpShards>> op_shards_cache_;
 };
 
 /// The baselines every search is compared with (and `planner simulate --strategy`).

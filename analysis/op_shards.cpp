@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/lowering.h"
 #include "analysis/lowering_info.h"
@@ -46,6 +48,47 @@ std::vector<ir::OpId> resident_owners(const ir::Graph& graph) {
         owner[static_cast<size_t>(op.inputs[i])] = id;
   }
   return owner;
+}
+
+std::vector<int> alike_op_classes(const ir::Graph& g) {
+  std::unordered_map<std::string, int> ids;
+  std::vector<int> cls(static_cast<size_t>(g.num_ops()), -1);
+  std::vector<int> members;
+  auto append_tensor = [&](std::string& key, ir::TensorId t) {
+    if (t == ir::kNoTensor) {
+      key += " -";
+      return;
+    }
+    const ir::Tensor& tensor = g.tensor(t);
+    key += fmt::format(" {}{}", ir::dtype_name(tensor.dtype), fmt::join(tensor.shape, "x"));
+    key += tensor.shape.empty() ? "s" : "";
+    if (tensor.has_data()) {
+      key += '=';
+      key.append(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size());
+    }
+  };
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    bool unique = false;
+    std::string key = op.domain + '|' + op.op_type + '|';
+    for (const auto& [name, a] : op.attributes) {
+      // Tensor attributes' text leaves out larger values: such an operator stays unique.
+      if (a.is_tensor()) unique = true;
+      key += name + '=' + a.to_string() + ';';
+    }
+    if (unique) continue;
+    key += "|in";
+    for (ir::TensorId t : op.inputs) append_tensor(key, t);
+    key += "|out";
+    for (ir::TensorId t : op.outputs) append_tensor(key, t);
+    auto [it, fresh] = ids.try_emplace(std::move(key), static_cast<int>(members.size()));
+    if (fresh) members.push_back(0);
+    ++members[static_cast<size_t>(it->second)];
+    cls[static_cast<size_t>(id)] = it->second;
+  }
+  for (int& c : cls)
+    if (c >= 0 && members[static_cast<size_t>(c)] < 2) c = -1;
+  return cls;
 }
 
 std::vector<ir::OpId> step_order(const ir::Graph& g) {
@@ -112,7 +155,26 @@ int64_t box_bytes(const Box& box, const ir::Tensor& t) {
 
 }  // namespace
 
-Expected<OpShards> Lowering::op_shards(ir::OpId id, const OpConfig& c) const {
+Expected<std::shared_ptr<const OpShards>> Lowering::op_shards(ir::OpId id,
+                                                              const OpConfig& c) const {
+  const int cls = op_class(id);
+  std::string key;
+  if (cls >= 0) {
+    key = std::to_string(cls) + '|' + c.to_string();
+    std::lock_guard<std::mutex> lock(shard_mutex_);
+    auto it = op_shards_cache_.find(key);
+    if (it != op_shards_cache_.end()) return it->second;
+  }
+  PLANNER_TRY_ASSIGN(OpShards computed, compute_op_shards(id, c));
+  auto shared = std::make_shared<const OpShards>(std::move(computed));
+  if (cls >= 0) {
+    std::lock_guard<std::mutex> lock(shard_mutex_);
+    op_shards_cache_.try_emplace(std::move(key), shared);
+  }
+  return shared;
+}
+
+Expected<OpShards> Lowering::compute_op_shards(ir::OpId id, const OpConfig& c) const {
   PLANNER_TRY(check_config(id, c));
   const ir::Op& op = graph_.op(id);
   const OpInfo& in = info(id);
@@ -241,8 +303,18 @@ double Lowering::shard_time(ir::OpId id, const ShardPlan& shard, importers::Devi
                           info(id).flops * shard.work, bytes);
 }
 
-Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
-  PLANNER_TRY_ASSIGN(OpShards plan, op_shards(id, c));
+Expected<std::shared_ptr<const ShardedOp>> Lowering::shard_op(ir::OpId id,
+                                                              const OpConfig& c) const {
+  const int cls = op_class(id);
+  std::string key;
+  if (cls >= 0) {
+    key = std::to_string(cls) + '|' + c.to_string();
+    std::lock_guard<std::mutex> lock(shard_mutex_);
+    auto it = shard_cache_.find(key);
+    if (it != shard_cache_.end()) return it->second;
+  }
+  PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared_plan, op_shards(id, c));
+  const OpShards& plan = *shared_plan;
   const ir::Op& op = graph_.op(id);
   ShardedOp out;
   out.input_boxes.resize(op.inputs.size());
@@ -260,9 +332,14 @@ Expected<ShardedOp> Lowering::shard_op(ir::OpId id, const OpConfig& c) const {
       if (op.outputs[o] != ir::kNoTensor) out.output_boxes[o].push_back(sp.outputs[o]);
     out.shard_time.push_back(shard_time(id, sp, c.devices[s]));
   }
-  out.output_sharding = std::move(plan.sharding);
+  out.output_sharding = plan.sharding;
   out.native = plan.native;
-  return out;
+  auto shared = std::make_shared<const ShardedOp>(std::move(out));
+  if (cls >= 0) {
+    std::lock_guard<std::mutex> lock(shard_mutex_);
+    shard_cache_.try_emplace(std::move(key), shared);
+  }
+  return shared;
 }
 
 Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c,

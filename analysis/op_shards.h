@@ -76,6 +76,11 @@ std::vector<ir::OpId> resident_owners(const ir::Graph& graph);
 /// gradient computed first is applied first, as DDP does). On a device's compute stream the
 /// backward pass then never waits for a gradient's reduction, and each update waits only for
 /// its own. Codegen compiles in this order and the lowering prices in it.
+/// Per op, a class shared by the operators alike in everything their shards depend on: type,
+/// domain, attributes, and the dtype, shape and constant values of every input and output
+/// (the repeated layers of a deep model); -1 for an operator no other is like.
+std::vector<int> alike_op_classes(const ir::Graph& graph);
+
 std::vector<ir::OpId> step_order(const ir::Graph& graph);
 
 }  // namespace planner::analysis

@@ -22,7 +22,8 @@ Expected<std::vector<Sharding>> Lowering::tensor_shardings(const std::vector<OpC
     for (ir::TensorId t : op.outputs) touches |= wanted(t);
     for (ir::TensorId t : op.inputs) touches |= wanted(t) && g.tensor(t).producer == ir::kNoOp;
     if (!touches) continue;
-    PLANNER_TRY_ASSIGN(OpShards shards, op_shards(id, c));
+    PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared, op_shards(id, c));
+    const OpShards& shards = *shared;
     for (size_t o = 0; o < op.outputs.size(); ++o)
       if (wanted(op.outputs[o])) out[static_cast<size_t>(op.outputs[o])] = shards.sharding[o];
     for (size_t i = 0; i < op.inputs.size(); ++i) {

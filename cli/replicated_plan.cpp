@@ -15,7 +15,7 @@ std::vector<analysis::OpConfig> ReplicaModels::replicate(
   for (size_t id = 0; id < block_configs.size(); ++id) {
     if (batch_vars[id].empty() || block_configs[id].num_shards() < 2) continue;
     auto shards = one->lowering->op_shards(static_cast<ir::OpId>(id), block_configs[id]);
-    whole[id] = shards && !shards->native;
+    whole[id] = shards && !(*shards)->native;
   }
   return search::replicate_configs(block_configs, batch_vars, {block, copies, stages}, whole);
 }

@@ -432,6 +432,9 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
         "figures from two replicas' compiled step, the all-reduces between them priced over all {} "
         "replicas",
         rep->replicas, rep->block, rep->replicas));
+  } else {
+    // The layouts alone (analysis/plan_layouts.cpp): the figures are the compiled step's.
+    PLANNER_TRY_ASSIGN(layouts, session.lowering->tensor_shardings(configs));
   }
   auto plan =
       search::build_plan(*session.lowering, configs, m.train ? &m.training : nullptr,

@@ -52,7 +52,7 @@ class Partitioner {
  private:
   Expected<void> build_info();
   Expected<void> check_config(ir::OpId id) const;
-  Expected<OpShards> shard_boxes(ir::OpId id) const {
+  Expected<std::shared_ptr<const OpShards>> shard_boxes(ir::OpId id) const {
     return lowering_.op_shards(id, configs_[static_cast<size_t>(id)]);
   }
   void init_of(ir::TensorId t, Buffer& b) const;
@@ -246,7 +246,8 @@ Expected<void> Partitioner::ensure_sources(ir::TensorId t) {
   ir::OpId own = owner_[static_cast<size_t>(t)];
   if (own == ir::kNoOp || g_.tensor(t).producer != ir::kNoOp) return ok();
   PLANNER_TRY(check_config(own));
-  PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(own));
+  PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared, shard_boxes(own));
+  const OpShards& shards = *shared;
   const ir::Op& op = g_.op(own);
   size_t oi =
       static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
@@ -417,7 +418,8 @@ Expected<void> Partitioner::compile_op(ir::OpId id) {
   const ir::Op& op = g_.op(id);
   const OpConfig& c = configs_[static_cast<size_t>(id)];
   PLANNER_TRY(check_config(id));
-  PLANNER_TRY_ASSIGN(OpShards shards, shard_boxes(id));
+  PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared, shard_boxes(id));
+  const OpShards& shards = *shared;
   const int n = c.num_shards();
   OpReport report{op.name, op.op_type, op.domain, c.to_string(), true, ""};
 

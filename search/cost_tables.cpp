@@ -312,11 +312,12 @@ Expected<CostTables> CostTables::build(const GroupSpace& space,
     double overlappable = 0, backward = 0;
     for (auto& [m, config] : space.configs(gi, cand, devices)) {
       const ir::Op& op = g.op(m);
-      auto sharded = lowering.shard_op(m, config);
-      if (!sharded) {
-        w.error = sharded.error();
+      auto shared = lowering.shard_op(m, config);
+      if (!shared) {
+        w.error = shared.error();
         return w;
       }
+      const analysis::ShardedOp* sharded = shared->get();
       double op_time =
           count_bytes ? 0.0
                       : *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());

@@ -135,9 +135,9 @@ std::vector<int> balance_stages(const SearchContext& context,
         if (own)
           for (int& d : c.devices) d = d % block + k * block;
         auto sharded = (own ? *whole : context.lowering).shard_op(m, c);
-        if (sharded && !sharded->shard_time.empty())
+        if (sharded && !(*sharded)->shard_time.empty())
           time[static_cast<size_t>(k)][i] +=
-              *std::max_element(sharded->shard_time.begin(), sharded->shard_time.end());
+              *std::max_element((*sharded)->shard_time.begin(), (*sharded)->shard_time.end());
       }
   }
   // Boundaries go after forward groups where the pass has a cut whose tensor the backward

@@ -126,8 +126,8 @@ Expected<GroupSpace> GroupSpace::create(const analysis::Lowering& lowering,
               w.push_back({tensors[i], static_cast<int>(d)});
         }
       };
-      scan(o.inputs, sharded->described_inputs);
-      scan(o.outputs, sharded->output_boxes);
+      scan(o.inputs, (*sharded)->described_inputs);
+      scan(o.outputs, (*sharded)->output_boxes);
     }
     return out;
   };
