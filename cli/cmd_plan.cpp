@@ -180,6 +180,35 @@ int run_plan(const PlanFlags& flags) {
     std::fputs(programs->to_text().c_str(), stdout);
     return 0;
   }
+  if (!outcome->fits && m.replicas > 1) {
+    // Replicas of a block: more GPUs repeat the block, they do not shrink it. The block must
+    // grow (pipeline stages over several nodes, or fewer replicas) or its state be sharded.
+    const int n = topology.num_devices();
+    const int block = n / m.replicas;
+    const int64_t state = replicated_state_bytes(m.graph);
+    const int stages = std::max(1, m.pipeline_stages);
+    const int per_stage = std::max(1, block / stages);
+    // Stages of per_stage GPUs until the peak, shrinking about as the stages' share of the
+    // model, fits in nine tenths of the memory.
+    int k = stages;
+    while (per_stage * k * 2 <= n &&
+           static_cast<double>(plan.predicted.peak_memory_bytes) * stages / k >
+               0.9 * static_cast<double>(outcome->memory_limit))
+      k *= 2;
+    std::fprintf(stderr,
+                 "error: %s: does not fit: %d replicas of a plan for %d GPUs; the plan needs %s "
+                 "on its largest device, over the limit of %s (the parameters and optimizer "
+                 "state of one replica alone are %s, %s per GPU of its block). A block of more "
+                 "GPUs would hold it: try --pipeline-stages %d --micro-batches %d (or more) "
+                 "--replicas %d; or --recompute all, --zero 3\n",
+                 m.source.c_str(), m.replicas, block,
+                 format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
+                 format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
+                 format_bytes(static_cast<double>(state)).c_str(),
+                 format_bytes(static_cast<double>(state) / block).c_str(), k, 2 * k,
+                 std::max(1, n / (per_stage * k)));
+    return 4;
+  }
   if (!outcome->fits) {
     int64_t smallest = std::min(plan.predicted.peak_memory_bytes, dp.peak_memory_bytes);
     std::fprintf(

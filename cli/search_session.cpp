@@ -97,17 +97,6 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
   return header;
 }
 
-// Data parallelism keeps every parameter and its optimizer state on every GPU: their bytes.
-int64_t replicated_state_bytes(const ir::Graph& g) {
-  int64_t state = 0;
-  for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
-    const ir::Tensor& tensor = g.tensor(t);
-    if (tensor.role == ir::TensorRole::kParameter || tensor.role == ir::TensorRole::kOptimizerState)
-      state += tensor.num_bytes();
-  }
-  return state;
-}
-
 // The cluster's layouts of a replicated plan (`configs`: one block's, `k` stages) from one
 // replica's and two's: lowering the whole cluster's step costs what the replicas save. Layouts
 // the replicas do not repeat (a tensor replicated in an order of its reader's) come from the
@@ -188,6 +177,17 @@ Expected<bool> falls_back_to_gpipe(const SearchSession& session,
 }
 
 }  // namespace
+
+// Data parallelism keeps every parameter and its optimizer state on every GPU: their bytes.
+int64_t replicated_state_bytes(const ir::Graph& g) {
+  int64_t state = 0;
+  for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
+    const ir::Tensor& tensor = g.tensor(t);
+    if (tensor.role == ir::TensorRole::kParameter || tensor.role == ir::TensorRole::kOptimizerState)
+      state += tensor.num_bytes();
+  }
+  return state;
+}
 
 void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
   if (with_search) {

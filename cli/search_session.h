@@ -82,6 +82,10 @@ struct PlanOutcome {
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
                                  const SearchFlags& search_flags, bool stop_if_unfit = false);
 
+/// The bytes of every parameter and optimizer state of `graph`: what data parallelism keeps on
+/// every GPU.
+int64_t replicated_state_bytes(const ir::Graph& graph);
+
 /// A progress line on stderr when it is a terminal (and not disabled), cleared when done.
 std::function<void(double, std::string_view)> terminal_progress(bool disabled);
 
