@@ -65,8 +65,7 @@ std::optional<Match> match(const ir::Graph& g, ir::OpId id) {
   const auto& rows = a.shape;
   if (rows.size() != 2 || y.size() != 3 || x.size() < 2) return std::nullopt;
   const int64_t d0 = y[0], d1 = y[1], k = rows[1];
-  if (x[0] != d0 || d0 * d1 != rows[0] || product(x, 1) != d1 * k)
-    return std::nullopt;
+  if (x[0] != d0 || d0 * d1 != rows[0] || product(x, 1) != d1 * k) return std::nullopt;
   return Match{a.producer, id, back, d0, d1};
 }
 

@@ -41,7 +41,7 @@ run() {
     "$(awk -v k="$kb" 'BEGIN { print k / 1048576 }')" "${search:-none}" \
     "${step:-$(grep -m1 error "$log")}"
 }
-chain "$work/chain33k.onnxtxt" 33334
+chain "$work/chain33k.onnxtxt" 16667
 chain "$work/chain50k.onnxtxt" 50000
 run train_100k "$work/chain33k.onnxtxt" --mode train
 run infer_100k "$work/chain50k.onnxtxt" --mode infer
