@@ -5,6 +5,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "support/parallel.h"
 
@@ -190,6 +191,16 @@ class Engine {
 
   void add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m);
   void remove_edge(int e);
+  // Keeps by_degree_ in step with a live group's degree, which was `before`.
+  void degree_changed(int g, size_t before) {
+    if (!alive_[static_cast<size_t>(g)]) return;
+    by_degree_.erase({before, g});
+    by_degree_.insert({adj_[static_cast<size_t>(g)].size(), g});
+  }
+  void kill(int g) {
+    by_degree_.erase({adj_[static_cast<size_t>(g)].size(), g});
+    alive_[static_cast<size_t>(g)] = false;
+  }
   void eliminate_node(int j);
   void eliminate_branch(int j);
   void eliminate_heuristic(int j);
@@ -202,6 +213,9 @@ class Engine {
   std::vector<std::map<int, int>> adj_;  // node -> neighbour -> edge
   std::vector<EdgeData> edges_;
   std::vector<bool> alive_;
+  // The live groups by (degree, group): the next to eliminate is the first, without a scan of
+  // every group (which made the elimination quadratic in the group count).
+  std::set<std::pair<size_t, int>> by_degree_;
   std::vector<Prov> provs_;
   std::vector<Frontier> components_;
   std::vector<int> fixed_;  // heuristic decisions
@@ -216,8 +230,11 @@ void Engine::add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m) {
     EdgeData e{x, y, nx, ny, std::move(m)};
     edges_.push_back(std::move(e));
     int id = static_cast<int>(edges_.size()) - 1;
+    const size_t bx = adj_[static_cast<size_t>(x)].size(), by = adj_[static_cast<size_t>(y)].size();
     adj_[static_cast<size_t>(x)][y] = id;
     adj_[static_cast<size_t>(y)][x] = id;
+    degree_changed(x, bx);
+    degree_changed(y, by);
     return;
   }
   // Edge elimination: costs of parallel edges add up under each pair of candidates.
@@ -250,8 +267,12 @@ void Engine::add_edge(int x, int y, int nx, int ny, std::vector<Frontier> m) {
 
 void Engine::remove_edge(int e) {
   const EdgeData& d = edges_[static_cast<size_t>(e)];
+  const size_t bu = adj_[static_cast<size_t>(d.u)].size(),
+               bv = adj_[static_cast<size_t>(d.v)].size();
   adj_[static_cast<size_t>(d.u)].erase(d.v);
   adj_[static_cast<size_t>(d.v)].erase(d.u);
+  degree_changed(d.u, bu);
+  degree_changed(d.v, bv);
 }
 
 // j has neighbours i and k: the path i - j - k becomes one edge i - k.
@@ -316,7 +337,7 @@ void Engine::eliminate_node(int j) {
     }
   remove_edge(eij);
   remove_edge(ejk);
-  alive_[static_cast<size_t>(j)] = false;
+  kill(j);
   add_edge(i, k, ni, nk, std::move(m));
 }
 
@@ -363,7 +384,7 @@ void Engine::eliminate_branch(int j) {
     cur = std::move(sum);
   }
   remove_edge(eij);
-  alive_[static_cast<size_t>(j)] = false;
+  kill(j);
 }
 
 // No neighbours left: j's own frontier is a component of the answer.
@@ -381,7 +402,7 @@ void Engine::finish_isolated(int j) {
     p.prov = prov(j, src[static_cast<size_t>(p.prov)].first,
                   src[static_cast<size_t>(p.prov)].second, -1, -1);
   components_.push_back(std::move(f));
-  alive_[static_cast<size_t>(j)] = false;
+  kill(j);
 }
 
 // Decides j: the candidate with the least time counting each neighbour's best answer to it.
@@ -450,7 +471,7 @@ void Engine::eliminate_heuristic(int j) {
     carried = true;
     remove_edge(e);
   }
-  alive_[static_cast<size_t>(j)] = false;
+  kill(j);
 }
 
 void Engine::unroll(int p, std::vector<int>& choice) const {
@@ -471,6 +492,8 @@ Expected<EliminationResult> Engine::run() {
   node_.resize(static_cast<size_t>(n));
   adj_.resize(static_cast<size_t>(n));
   alive_.assign(static_cast<size_t>(n), true);
+  by_degree_.clear();
+  for (int g = 0; g < n; ++g) by_degree_.insert({0, g});
   fixed_.assign(static_cast<size_t>(n), -1);
   for (int g = 0; g < n; ++g)
     for (const Cost& c : tables_.node(g))
@@ -488,17 +511,7 @@ Expected<EliminationResult> Engine::run() {
     if (options_.deadline.passed())
       return make_error("the search ran out of its time budget while eliminating");
     // The exact eliminations first, lowest degree first (ties: lowest group, for determinism).
-    int pick = -1;
-    size_t pick_degree = 0;
-    for (int g = 0; g < n; ++g) {
-      if (!alive_[static_cast<size_t>(g)]) continue;
-      size_t d = adj_[static_cast<size_t>(g)].size();
-      if (pick < 0 || d < pick_degree) {
-        pick = g;
-        pick_degree = d;
-        if (d == 0) break;
-      }
-    }
+    const auto [pick_degree, pick] = *by_degree_.begin();
     if (pick_degree == 0) {
       finish_isolated(pick);
     } else if (pick_degree == 1) {
@@ -506,14 +519,9 @@ Expected<EliminationResult> Engine::run() {
     } else if (pick_degree == 2) {
       eliminate_node(pick);
     } else {
-      // The most connected group (e.g. a mask every layer reads) is decided.
-      int hub = -1;
-      for (int g = 0; g < n; ++g)
-        if (alive_[static_cast<size_t>(g)] &&
-            (hub < 0 ||
-             adj_[static_cast<size_t>(g)].size() > adj_[static_cast<size_t>(hub)].size()))
-          hub = g;
-      eliminate_heuristic(hub);
+      // The most connected group (e.g. a mask every layer reads) is decided (ties: lowest).
+      const size_t most = by_degree_.rbegin()->first;
+      eliminate_heuristic(by_degree_.lower_bound({most, -1})->second);
     }
     --remaining;
   }
