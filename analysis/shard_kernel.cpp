@@ -438,6 +438,9 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
           !is_whole(r.output_boxes[o], g.tensor(op.outputs[o]).shape))
         return why = "split of the weights", false;
   }
+  // The matrix products' own rules above decide: their inputs and output share a shape only
+  // by coincidence (a square weight: d_model x d_model), which says nothing of their boxes.
+  if (t == "MatMulTransB" || t == "MatMulGradWeight") return true;
   // Inputs of one shape (dY and X) are read at one box.
   for (size_t i = 0; i < op.inputs.size(); ++i)
     for (size_t j = i + 1; j < op.inputs.size(); ++j)

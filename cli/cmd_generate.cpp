@@ -21,7 +21,8 @@ struct GenerateFlags {
   std::string preset;
   bool list = false;
   importers::GptShape shape;
-  int64_t kv_heads = 0;  ///< llama: key/value heads (0: as many as heads)
+  int64_t kv_heads = 0;       ///< llama: key/value heads (0: as many as heads)
+  std::string qkv = "heads";  ///< gpt: the fused projection's layout (GptShape::qkv_blocks)
   // Which size flags the user gave (they override the preset's).
   CLI::Option *layers = nullptr, *hidden = nullptr, *heads = nullptr, *seq = nullptr,
               *vocab = nullptr, *kv = nullptr, *ffn = nullptr;
@@ -84,7 +85,12 @@ int run_generate(GenerateFlags& flags) {
     return report(make_error("--kv-heads: only for llama (grouped-query attention)"));
   if (llama && flags.shape.dropout != 0)
     return report(make_error("--dropout: only for gpt (LLaMA trains without dropout)"));
+  if (llama && flags.qkv != "heads")
+    return report(
+        make_error("--qkv: only for gpt (LLaMA projects queries, keys and values "
+                   "separately)"));
   importers::GptShape shape = flags.shape;
+  shape.qkv_blocks = flags.qkv == "blocks";
   if (!llama && !flags.preset.empty()) {
     const importers::GptPreset* found = nullptr;
     for (const importers::GptPreset& p : importers::gpt_presets())
@@ -162,6 +168,11 @@ void configure_generate(CLI::App& app, std::function<int()>& run) {
   app.add_option("--batch", flags->shape.batch,
                  "a static batch (default: a dynamic 'batch' dimension, bound by --batch when "
                  "planning)");
+  app.add_option("--qkv", flags->qkv,
+                 "gpt: the fused query/key/value projection's layout: heads (Megatron-LM's: each "
+                 "head's query, key and value together, so tensor parallelism splits it at head "
+                 "boundaries) or blocks (GPT-2's: all queries, then keys, then values)")
+      ->check(CLI::IsMember({"heads", "blocks"}));
   app.add_option("--dropout", flags->shape.dropout,
                  "Dropout ratio in training mode after attention probabilities and residual "
                  "branches (default 0: none)");

@@ -76,8 +76,11 @@ Expected<std::string> gpt_model_bytes(const GptShape& s, const std::string& name
   Builder b(g, data_file);
   const std::string wte = b.param("wte", {V, d});
   const std::string wpe = b.param("wpe", {S, d});
-  const std::string split_qkv = b.ints("split_qkv", {d, d, d}, false);
+  const std::string split_qkv = s.qkv_blocks ? b.ints("split_qkv", {d, d, d}, false)
+                                             : b.ints("split_qkv", {dh, dh, dh}, false);
   const std::string heads_shape = b.ints("heads_shape", {-1, S, h, dh}, false);
+  const std::string qkv_heads_shape =
+      s.qkv_blocks ? std::string() : b.ints("qkv_heads_shape", {-1, S, h, 3 * dh}, false);
   const std::string model_shape = b.ints("model_shape", {-1, S, d}, false);
   const std::string scale = b.scalar("attention_scale", 1.0f / std::sqrt(static_cast<float>(dh)));
   const std::string half = b.scalar("half", 0.5f);
@@ -114,10 +117,12 @@ Expected<std::string> gpt_model_bytes(const GptShape& s, const std::string& name
     // Attention.
     std::string a = layer_norm(x, p + ".ln_1");
     std::string qkv = linear(a, p + ".attn.c_attn", d, 3 * d);
+    // Megatron's layout: [B, S, heads, 3 d_head], split into each head's query, key and value.
+    if (!s.qkv_blocks) qkv = b.node("Reshape", p + "/qkv_heads", {qkv, qkv_heads_shape});
     auto parts = b.nodes("Split", p + "/split", {qkv, split_qkv}, {p + "/q", p + "/k", p + "/v"});
-    b.attr("axis", int64_t{2});
+    b.attr("axis", int64_t{s.qkv_blocks ? 2 : 3});
     auto heads = [&](const std::string& t, const std::vector<int64_t>& perm) {
-      std::string r = b.node("Reshape", t + "/heads", {t, heads_shape});
+      std::string r = s.qkv_blocks ? b.node("Reshape", t + "/heads", {t, heads_shape}) : t;
       std::string y = b.node("Transpose", t + "/transpose", {r});
       b.attr("perm", perm);
       return y;

@@ -31,6 +31,12 @@ struct GptShape {
   int64_t ffn = 0;       ///< MLP width; 0: 4 x hidden
   int64_t batch = 0;     ///< 0: a dynamic dimension named "batch" (bind it with --batch)
   double dropout = 0.0;  ///< 0: no Dropout nodes
+  /// The fused query/key/value projection's output layout: false (Megatron-LM's) keeps each
+  /// head's query, key and value together ([heads, 3, d_head]), so a split of the projection
+  /// at head boundaries gives every GPU its heads whole; true is GPT-2's (Hugging Face's
+  /// Conv1D) [3, heads, d_head], whose contiguous pieces mix queries of some heads with keys of
+  /// others (docs/models.md, "Generated models").
+  bool qkv_blocks = false;
 };
 
 /// A named size of a generated architecture (`--preset NAME`).
