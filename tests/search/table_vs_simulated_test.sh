@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The searches' cost tables against the simulator (issue 18): the frontier points of a shared
 # model (../shared/models) at each GPU count named: simulated (the compiled step) / table time
-# within [0.85, 1.30] for the chosen point, and for the other points within [0.85, 1.6] up to
+# within [0.85, 1.35] for the chosen point, and for the other points within [0.85, 1.7] up to
 # 16 GPUs (two nodes), [0.85, 2.6] beyond (docs/search.md, "Tables against the simulator",
 # says why).
 #   table_vs_simulated_test.sh PLANNER MODELS_DIR MODEL GPUS...
@@ -25,11 +25,11 @@ m, g, path = sys.argv[1:4]
 rows = [r for r in csv.DictReader(open(path)) if r["point"] != "data_parallel" and r["table_time_s"]]
 ratios = [float(r["step_time_s"]) / float(r["table_time_s"]) for r in rows]
 chosen = [float(r["step_time_s"]) / float(r["table_time_s"]) for r in rows if r["chosen"] == "1"]
-hi = 1.6 if int(g) <= 16 else 2.6
-bad = [x for x in ratios if not 0.85 <= x <= hi] + [x for x in chosen if not 0.85 <= x <= 1.30]
+hi = 1.7 if int(g) <= 16 else 2.6
+bad = [x for x in ratios if not 0.85 <= x <= hi] + [x for x in chosen if not 0.85 <= x <= 1.35]
 print(f"{m} {g} GPUs: simulated/table {' '.join(f'{x:.3f}' for x in ratios)}"
       + (f", chosen {chosen[0]:.3f}" if chosen else "")
-      + (f" OUTSIDE the bounds ([0.85, {hi}], chosen [0.85, 1.30])" if bad else ""))
+      + (f" OUTSIDE the bounds ([0.85, {hi}], chosen [0.85, 1.35])" if bad else ""))
 sys.exit(1 if bad or not ratios else 0)
 PY
 done
