@@ -28,3 +28,11 @@ run gpt3-1.3b_64gpus_flat gpt3-1.3b --gpus 64 --batch 512 --replicas 1
 run gpt3-1.3b_64gpus_replicas8 gpt3-1.3b --gpus 64 --batch 512 --replicas 8
 run gpt3-13b_64gpus_replicas2_stages4 gpt3-13b --gpus 64 --batch 1024 --replicas 2 \
   --pipeline-stages 4 --micro-batches 32
+# Issue 16's 13B comparison: megatron-3d's enumeration (tensor x pipeline x data degrees) on the
+# flat cluster, then the dp search and megatron-2d in 2 replicas of 4 stages with the same
+# micro-batch size (16 samples, 64 micro-batches of the global batch).
+run gpt3-13b_64gpus_megatron3d gpt3-13b --gpus 64 --batch 1024 --search megatron-3d --micro-batches 64
+run gpt3-13b_64gpus_replicas2_stages4_m64_dp gpt3-13b --gpus 64 --batch 1024 --replicas 2 \
+  --pipeline-stages 4 --micro-batches 64
+run gpt3-13b_64gpus_replicas2_stages4_m64_megatron2d gpt3-13b --gpus 64 --batch 1024 --replicas 2 \
+  --pipeline-stages 4 --micro-batches 64 --search megatron-2d
