@@ -13,7 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libspdlog-dev libboost-graph-dev doctest-dev
   libopenblas-dev libbenchmark-dev
-  libopenmpi-dev libmimalloc-dev
+  libopenmpi-dev libjemalloc-dev
   clang libclang-rt-14-dev clang-format
 )
 optional=(chromium python3-torch python3-torchvision python3-onnx libonnx-testdata)
