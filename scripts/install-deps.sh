@@ -3,7 +3,8 @@
 # clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) are for scripts/fuzz.sh
 # and scripts/sanitize.sh, clang-format for the formatting check; the planner itself builds
 # with gcc.
-# Optional packages (chromium, for the test that screenshots a report; python3-torch,
+# Optional packages (libjemalloc-dev, the faster allocator the build links when present;
+# chromium, for the test that screenshots a report; python3-torch,
 # -torchvision and -onnx, which export the accuracy benchmark's models and PaSE's workloads)
 # are tried after the required ones; if they cannot be installed the script says so and still
 # succeeds, and the tests that need them skip.
@@ -13,10 +14,10 @@ packages=(
   libcli11-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libspdlog-dev libboost-graph-dev doctest-dev
   libopenblas-dev libbenchmark-dev
-  libopenmpi-dev libjemalloc-dev
+  libopenmpi-dev
   clang libclang-rt-14-dev clang-format
 )
-optional=(chromium python3-torch python3-torchvision python3-onnx libonnx-testdata)
+optional=(libjemalloc-dev chromium python3-torch python3-torchvision python3-onnx libonnx-testdata)
 missing_of() {
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
