@@ -47,6 +47,32 @@ int gpus_to_fit(int64_t peak, int64_t limit, int n) {
   return std::max(g, n * 2);
 }
 
+// For a training step that does not fit on these GPUs: the pipeline stages that would leave
+// each GPU at most half its memory of parameters and optimizer state, and the micro-batches
+// that would shrink the rest (activations, about in proportion) to four tenths of it; "" when
+// neither applies (the step is not training, already pinned there, or its batch cannot be
+// divided).
+std::string training_hint(const PreparedModel& m, int64_t peak, int64_t limit) {
+  if (!m.train || m.micro_batch <= 0) return "";
+  const int n = m.topology->num_devices();
+  const double state = static_cast<double>(replicated_state_bytes(m.graph));
+  const double rest = std::max(0.0, static_cast<double>(peak) - state);
+  int k = std::max(1, m.pipeline_stages);
+  while (k * 2 <= n && state / k > 0.5 * static_cast<double>(limit)) k *= 2;
+  // The state alone outgrows every GPU even spread over all of them: only more GPUs help.
+  if (state / k > 0.5 * static_cast<double>(limit)) return "";
+  const int64_t batch = m.micro_batch * m.micro_batches;
+  int mb = std::max(1, m.micro_batches);
+  while (batch % (static_cast<int64_t>(mb) * 2) == 0 &&
+         (rest / mb > 0.4 * static_cast<double>(limit) || (k > 1 && mb < 2 * k)))
+    mb *= 2;
+  std::string hint;
+  if (k > std::max(1, m.pipeline_stages)) hint += fmt::format(" --pipeline-stages {}", k);
+  if (mb > m.micro_batches) hint += fmt::format(" --micro-batches {}", mb);
+  if (hint.empty()) return "";
+  return "; on these GPUs, a step of" + hint + " (or --search megatron-3d, which picks its own)";
+}
+
 // The report folder: the plan, its simulated step, and the frontier with data parallelism and
 // the plan marked. The frontier search's own frontier is reused; for the other searches it is
 // computed as `planner frontier` does, within --budget. A frontier that cannot be computed
@@ -214,13 +240,14 @@ int run_plan(const PlanFlags& flags) {
     std::fprintf(
         stderr,
         "error: %s: does not fit: the plan needs %s on its largest device, over the limit of %s; "
-        "the "
-        "smallest found needs %s; about %d GPUs would fit (try --search frontier, or more GPUs)\n",
+        "the smallest found needs %s; about %d GPUs would fit (try --search frontier, or more "
+        "GPUs%s)\n",
         m.source.c_str(),
         format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
         format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
         format_bytes(static_cast<double>(smallest)).c_str(),
-        gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()));
+        gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()),
+        training_hint(m, smallest, outcome->memory_limit).c_str());
     return 4;
   }
   if (!flags.output.empty() && flags.output != "-") {
