@@ -159,6 +159,7 @@ class Lowering {
   Expected<std::shared_ptr<const ShardRegions>> regions_of(
       const OpInfo& in, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
   Expected<OpShards> compute_op_shards(ir::OpId op, const OpConfig& config) const;
+  Expected<ShardedOp> compute_shard_op(ir::OpId op, const OpConfig& config) const;
   // One operator's record (lowering_records.h) under a config, checked.
   Expected<detail::OpRecord> lower_op(ir::OpId op, const OpConfig& config) const;
 

@@ -153,25 +153,35 @@ int64_t box_bytes(const Box& box, const ir::Tensor& t) {
   return box_elements(box) * ir::dtype_size(t.dtype);
 }
 
+// `make()`'s result for an operator of class `cls` (alike_op_classes) under `c`: computed once
+// per (class, config) and shared through `cache` (guarded by `mutex`); an operator no other is
+// like (cls < 0) computes its own. Errors are not kept.
+template <typename T, typename Make>
+Expected<std::shared_ptr<const T>> shared_per_class(
+    int cls, const OpConfig& c, std::mutex& mutex,
+    std::unordered_map<std::string, std::shared_ptr<const T>>& cache, Make make) {
+  std::string key;
+  if (cls >= 0) {
+    key = std::to_string(cls) + '|' + c.to_string();
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  PLANNER_TRY_ASSIGN(T computed, make());
+  auto shared = std::make_shared<const T>(std::move(computed));
+  if (cls >= 0) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache.try_emplace(std::move(key), shared);
+  }
+  return shared;
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<const OpShards>> Lowering::op_shards(ir::OpId id,
                                                               const OpConfig& c) const {
-  const int cls = op_class(id);
-  std::string key;
-  if (cls >= 0) {
-    key = std::to_string(cls) + '|' + c.to_string();
-    std::lock_guard<std::mutex> lock(shard_mutex_);
-    auto it = op_shards_cache_.find(key);
-    if (it != op_shards_cache_.end()) return it->second;
-  }
-  PLANNER_TRY_ASSIGN(OpShards computed, compute_op_shards(id, c));
-  auto shared = std::make_shared<const OpShards>(std::move(computed));
-  if (cls >= 0) {
-    std::lock_guard<std::mutex> lock(shard_mutex_);
-    op_shards_cache_.try_emplace(std::move(key), shared);
-  }
-  return shared;
+  return shared_per_class<OpShards>(op_class(id), c, shard_mutex_, op_shards_cache_,
+                                    [&] { return compute_op_shards(id, c); });
 }
 
 Expected<OpShards> Lowering::compute_op_shards(ir::OpId id, const OpConfig& c) const {
@@ -305,14 +315,11 @@ double Lowering::shard_time(ir::OpId id, const ShardPlan& shard, importers::Devi
 
 Expected<std::shared_ptr<const ShardedOp>> Lowering::shard_op(ir::OpId id,
                                                               const OpConfig& c) const {
-  const int cls = op_class(id);
-  std::string key;
-  if (cls >= 0) {
-    key = std::to_string(cls) + '|' + c.to_string();
-    std::lock_guard<std::mutex> lock(shard_mutex_);
-    auto it = shard_cache_.find(key);
-    if (it != shard_cache_.end()) return it->second;
-  }
+  return shared_per_class<ShardedOp>(op_class(id), c, shard_mutex_, shard_cache_,
+                                     [&] { return compute_shard_op(id, c); });
+}
+
+Expected<ShardedOp> Lowering::compute_shard_op(ir::OpId id, const OpConfig& c) const {
   PLANNER_TRY_ASSIGN(std::shared_ptr<const OpShards> shared_plan, op_shards(id, c));
   const OpShards& plan = *shared_plan;
   const ir::Op& op = graph_.op(id);
@@ -334,12 +341,7 @@ Expected<std::shared_ptr<const ShardedOp>> Lowering::shard_op(ir::OpId id,
   }
   out.output_sharding = plan.sharding;
   out.native = plan.native;
-  auto shared = std::make_shared<const ShardedOp>(std::move(out));
-  if (cls >= 0) {
-    std::lock_guard<std::mutex> lock(shard_mutex_);
-    shard_cache_.try_emplace(std::move(key), shared);
-  }
-  return shared;
+  return out;
 }
 
 Expected<std::vector<Box>> Lowering::input_boxes_for(ir::OpId id, const OpConfig& c,
