@@ -219,32 +219,36 @@ bool TensorFetch::try_all_gather(const std::vector<int>& devices, const std::vec
   const Box& w = wants[0];
   for (const Box& b : wants)
     if (b != w) return false;
-  std::vector<const Piece*> in;
+  // (piece, its one holding in scope)
+  std::vector<std::pair<const Piece*, int>> in;
   for (const Piece& p : pieces_) {
     if (!overlaps(p.box, w)) continue;
-    if (!inside(w, p.box) || p.holdings.size() != 1) return false;
-    in.push_back(&p);
+    const std::vector<int> hs = in_scope(p);
+    if (hs.empty()) continue;
+    if (!inside(w, p.box) || hs.size() != 1) return false;
+    in.push_back({&p, hs[0]});
   }
   if (in.size() != devices.size()) return false;
   std::set<int> holders, wanting(devices.begin(), devices.end());
-  for (const Piece* p : in) holders.insert(holding(p->holdings[0]).device);
+  for (const auto& [p, h] : in) holders.insert(holding(h).device);
   if (holders != wanting) return false;
   for (int d : devices)
     if (local_contains(d, w)) return false;
   // One axis along which the pieces differ, tiled without gaps.
   int axis = -1;
   for (size_t d = 0; d < w.size(); ++d)
-    for (const Piece* p : in)
+    for (const auto& [p, h] : in)
       if (p->box[d] != w[d]) {
         if (axis >= 0 && axis != static_cast<int>(d)) return false;
         axis = static_cast<int>(d);
       }
   if (axis < 0) return false;
   const auto ax = static_cast<size_t>(axis);
-  std::sort(in.begin(), in.end(),
-            [&](const Piece* a, const Piece* b) { return a->box[ax].begin < b->box[ax].begin; });
+  std::sort(in.begin(), in.end(), [&](const auto& a, const auto& b) {
+    return a.first->box[ax].begin < b.first->box[ax].begin;
+  });
   int64_t at = w[ax].begin;
-  for (const Piece* p : in) {
+  for (const auto& [p, h] : in) {
     if (p->box[ax].begin != at) return false;
     at = p->box[ax].end;
   }
@@ -253,8 +257,7 @@ bool TensorFetch::try_all_gather(const std::vector<int>& devices, const std::vec
   a.kind = Action::Kind::kAllGather;
   a.axis = axis;
   std::map<int, int> out_of;
-  for (const Piece* p : in) {
-    const int h = p->holdings[0];
+  for (const auto& [p, h] : in) {
     const int d = holding(h).device;
     a.group.push_back(d);
     a.inputs.push_back(h);
@@ -272,7 +275,15 @@ bool TensorFetch::try_all_gather(const std::vector<int>& devices, const std::vec
 bool TensorFetch::try_all_to_all(const std::vector<int>& devices, const std::vector<Box>& wants,
                                  std::vector<int>& result, std::vector<Action>& actions) {
   const size_t n = devices.size();
-  if (n < 2 || pieces_.size() != n) return false;
+  if (n < 2) return false;
+  std::vector<std::pair<const Piece*, int>> in;  // (piece, its one holding in scope)
+  for (const Piece& p : pieces_) {
+    const std::vector<int> hs = in_scope(p);
+    if (hs.empty()) continue;
+    if (hs.size() != 1) return false;
+    in.push_back({&p, hs[0]});
+  }
+  if (in.size() != n) return false;
   const Box whole = whole_box(tensor_.shape);
   auto tiling_axis = [&](const std::vector<Box>& boxes, int& axis) {
     axis = -1;
@@ -294,20 +305,17 @@ bool TensorFetch::try_all_to_all(const std::vector<int>& devices, const std::vec
     return begins.size() == n;
   };
   std::vector<Box> piece_boxes;
-  for (const Piece& p : pieces_) {
-    if (p.holdings.size() != 1) return false;
-    piece_boxes.push_back(p.box);
-  }
+  for (const auto& [p, h] : in) piece_boxes.push_back(p->box);
   int a = -1, b = -1;
   if (!tiling_axis(piece_boxes, a) || !tiling_axis(wants, b) || a == b) return false;
   // The position of each device in the a-order must be the index of the b-tile it wants.
   const int64_t asize = tensor_.shape[static_cast<size_t>(a)] / static_cast<int64_t>(n);
   const int64_t bsize = tensor_.shape[static_cast<size_t>(b)] / static_cast<int64_t>(n);
   std::vector<int> group(n, -1), input(n, -1);
-  for (const Piece& p : pieces_) {
-    const auto slot = static_cast<size_t>(p.box[static_cast<size_t>(a)].begin / asize);
-    group[slot] = holding(p.holdings[0]).device;
-    input[slot] = p.holdings[0];
+  for (const auto& [p, h] : in) {
+    const auto slot = static_cast<size_t>(p->box[static_cast<size_t>(a)].begin / asize);
+    group[slot] = holding(h).device;
+    input[slot] = h;
   }
   for (size_t i = 0; i < n; ++i) {
     const int64_t tile = wants[i][static_cast<size_t>(b)].begin / bsize;
@@ -418,11 +426,40 @@ Expected<std::vector<int>> TensorFetch::fetch(const std::vector<int>& devices,
   if (try_all_gather(devices, wants, result, actions) ||
       try_all_to_all(devices, wants, result, actions))
     return result;
+  // Replicas fetch inside themselves: each replica's devices may still meet in a collective
+  // over the pieces their own replica holds.
+  std::map<int, std::vector<size_t>> by_replica;
+  if (replicas_)
+    for (size_t i = 0; i < devices.size(); ++i)
+      by_replica[replicas_->replica.at(static_cast<size_t>(devices[i]))].push_back(i);
+  result.assign(devices.size(), -1);
+  if (by_replica.size() > 1)
+    for (const auto& [replica, at] : by_replica) {
+      std::vector<int> ds, got;
+      std::vector<Box> ws;
+      for (size_t i : at) {
+        ds.push_back(devices[i]);
+        ws.push_back(wants[i]);
+      }
+      scope_ = replica;
+      const bool met = fetch_collective(ds, ws, got, actions);
+      scope_ = -1;
+      if (met)
+        for (size_t k = 0; k < at.size(); ++k) result[at[k]] = got[k];
+    }
   for (size_t i = 0; i < devices.size(); ++i) {
-    PLANNER_TRY_ASSIGN(int h, obtain(devices[i], wants[i], actions));
-    result.push_back(h);
+    if (result[i] >= 0) continue;
+    PLANNER_TRY_ASSIGN(result[i], obtain(devices[i], wants[i], actions));
   }
   return result;
+}
+
+std::vector<int> TensorFetch::in_scope(const Piece& p) const {
+  if (scope_ < 0) return p.holdings;
+  std::vector<int> out;
+  for (int h : p.holdings)
+    if (replicas_->replica.at(static_cast<size_t>(holding(h).device)) == scope_) out.push_back(h);
+  return out;
 }
 
 }  // namespace planner::analysis

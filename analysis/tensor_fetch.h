@@ -131,7 +131,10 @@ class TensorFetch {
                       std::vector<int>& result, std::vector<Action>& actions);
   Expected<int> obtain(int device, const Box& want, std::vector<Action>& actions);
   int nearest(const std::vector<int>& holdings, int device) const;
+  // The holdings of `p` the collective rules see: all, or those in replica `scope_`.
+  std::vector<int> in_scope(const Piece& p) const;
   const Replicas* replicas_ = nullptr;
+  int scope_ = -1;  // the replica whose holdings the collective rules see, -1: every one
   bool local_contains(int device, const Box& box) const;
 
   const ir::Tensor& tensor_;

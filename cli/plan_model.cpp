@@ -12,6 +12,7 @@
 #include "codegen/micro_batch.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
+#include "codegen/rank_classes.h"
 #include "search/pipeline.h"
 #include "search/replicas.h"
 #include "search/search.h"
@@ -195,9 +196,11 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan) {
 namespace {
 
 // One pass of the step: partitioned, ordered by its schedule, checked to run to the end.
+// `alike_once`: for pricing only, alike ranks keep one representative's steps
+// (codegen/rank_classes.h).
 Expected<codegen::Programs> compile_pass(const PreparedModel& m,
                                          const std::vector<analysis::OpConfig>& configs,
-                                         int num_ranks, int k) {
+                                         int num_ranks, int k, bool alike_once = false) {
   // Replicas fetch inside themselves: the two replicas priced (replica_sets) and the whole
   // cluster's step compiled from their plan alike.
   codegen::PartitionOptions options;
@@ -218,6 +221,11 @@ Expected<codegen::Programs> compile_pass(const PreparedModel& m,
     p->replica_set = set->second;
   else if (!m.replica_sets.empty())
     return make_error("{}: no replica layout for {} pipeline stages", m.source, k);
+  if (alike_once && num_ranks <= m.topology->num_devices()) {
+    auto classes = codegen::rank_classes(*p, *m.topology);
+    if (!classes) return classes.error().with_context(m.source);
+    codegen::keep_representatives(*p, std::move(*classes));
+  }
   if (num_ranks <= m.topology->num_devices()) {
     auto ordered =
         codegen::order_by_schedule(*p, m.graph, *m.topology, m.lowering->compute_model());
@@ -310,7 +318,7 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
     // one of K + 2 plus M - K - 2 times what the last pass added, in time and in memory.
     codegen::ProgramCost c[2];
-    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k));
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
     for (int i = 0; i < 2; ++i) {
       PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, k + 1 + i, k));
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
@@ -330,7 +338,7 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     // whole program.
     codegen::ProgramCost c[2];
     int64_t peak = 0;
-    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k));
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
     for (int i = 0; i < 2; ++i) {
       PLANNER_TRY_ASSIGN(auto programs,
                          repeat_pass(m, pass, configs, n, kSimulatedPasses - 1 + i, k));
@@ -345,8 +353,10 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     out.comm_bytes =
         static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
   } else {
-    PLANNER_TRY_ASSIGN(SimulatedProgram s, simulate_plan(m, configs, k));
-    out = {s.cost.step_time_s, s.cost.peak_memory_bytes, static_cast<int64_t>(s.cost.comm_bytes)};
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
+    PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, m.micro_batches, k));
+    PLANNER_TRY_ASSIGN(codegen::ProgramCost c, price_programs(m, programs, nullptr, nullptr));
+    out = {c.step_time_s, c.peak_memory_bytes, static_cast<int64_t>(c.comm_bytes)};
   }
   if (cache) {
     std::lock_guard<std::mutex> lock(cache->mutex);

@@ -88,6 +88,7 @@ Expected<void> check_runs(const Programs& p) {
           const int64_t k = passed[r][key];
           bool all = true;
           for (int m : s.group) {
+            if (!p.has_steps(m)) continue;  // stands with its representative
             const auto& ms = p.ranks[static_cast<size_t>(m)].steps;
             const size_t i = at[static_cast<size_t>(m)];
             all &= i < ms.size() && ms[i].kind == s.kind && ms[i].group == s.group &&
@@ -95,6 +96,7 @@ Expected<void> check_runs(const Programs& p) {
           }
           if (!all) break;
           for (int m : s.group) {
+            if (!p.has_steps(m)) continue;
             ++passed[static_cast<size_t>(m)][key];
             if (static_cast<size_t>(m) != r) {
               ++at[static_cast<size_t>(m)];
@@ -162,7 +164,7 @@ Expected<void> assemble_passes(Programs& out, std::vector<std::vector<PassChunk>
   for (size_t r = 0; r < out.ranks.size(); ++r)
     for (const auto& [key, tags] : collective_tags[r])
       for (int m : key.second)
-        if (collective_tags[static_cast<size_t>(m)][key] != tags)
+        if (out.has_steps(m) && collective_tags[static_cast<size_t>(m)][key] != tags)
           return make_error(
               "the {} schedule orders a {} over ranks {} differently on ranks {} and {}: its "
               "stages do not split the plan's collectives",

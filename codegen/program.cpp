@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/rank_classes.h"
+
 namespace planner::codegen {
 
 std::vector<int64_t> Buffer::shape() const {
@@ -40,6 +42,10 @@ std::string Programs::buffer_label(int id) const {
   const bool half = b.dtype == ir::DType::kFloat16 || b.dtype == ir::DType::kBFloat16;
   return fmt::format("b{} {}[{}]{}{}", id, b.tensor_name, fmt::join(dims, ","), half ? " " : "",
                      half ? ir::dtype_name(b.dtype) : "");
+}
+
+bool Programs::has_steps(int r) const {
+  return !symmetry || symmetry->representative_of(r) == r;
 }
 
 std::string Programs::to_text() const {

@@ -118,6 +118,8 @@ struct ReplicaSet {
   std::vector<std::vector<int>> counterparts;          ///< per rank: its devices in all replicas
 };
 
+struct RankClasses;  // rank_classes.h
+
 /// The compiled step: every rank's program and the buffers they use.
 struct Programs {
   int num_ranks = 0;
@@ -142,8 +144,14 @@ struct Programs {
   std::string schedule = "sequential";
   /// Set when these programs stand for a larger step of data-parallel replicas (pricing only).
   std::shared_ptr<const ReplicaSet> replica_set;
+  /// Set when only one representative of each class of alike ranks keeps its steps
+  /// (rank_classes.h): the others' lists are empty and their figures are their
+  /// representatives'. Only for pricing.
+  std::shared_ptr<const RankClasses> symmetry;
   std::vector<OpReport> ops;
 
+  /// Whether rank `r` keeps its steps (every rank, unless `symmetry` is set).
+  bool has_steps(int r) const;
   /// A readable listing: per rank, one line per step.
   std::string to_text() const;
   /// A buffer's display name: "b7 tensor[0:32,0:64]", with " f16" / " bf16" for 16-bit ones.

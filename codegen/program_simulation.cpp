@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "analysis/comm_model.h"
+#include "codegen/rank_classes.h"
 #include "ir/op_stats.h"
 
 namespace planner::codegen {
@@ -45,6 +46,38 @@ bool is_collective(StepKind kind) {
          kind == StepKind::kAllToAll || kind == StepKind::kReduceScatter;
 }
 
+}  // namespace
+
+Expected<analysis::CollectiveCost> price_collective(const Programs& p,
+                                                    const importers::Topology& topology,
+                                                    StepKind kind, const std::vector<int>& group,
+                                                    double bytes, std::vector<int>* cluster_group) {
+  const ReplicaSet* set = p.replica_set.get();
+  bool across = false;
+  if (set)
+    for (int r : group)
+      across |=
+          set->replica.at(static_cast<size_t>(r)) != set->replica.at(static_cast<size_t>(group[0]));
+  if (!across) return analysis::collective_cost(topology, collective_of(kind), group, bytes);
+  // Every replica holds the same buffers only if the collective leaves each member the whole
+  // buffer: an all-reduce.
+  if (kind != StepKind::kAllReduce)
+    return make_error(
+        "a {} between data-parallel replicas: only all-reduces may cross replicas (plan without "
+        "--replicas)",
+        step_kind_name(kind));
+  std::vector<int> members;
+  for (int r : group)
+    for (int d : set->counterparts.at(static_cast<size_t>(r))) members.push_back(d);
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  auto cost = analysis::collective_cost(*set->cluster, collective_of(kind), members, bytes);
+  if (cluster_group) *cluster_group = std::move(members);
+  return cost;
+}
+
+namespace {
+
 // Builds the task graph; one instance per call.
 class Builder {
  public:
@@ -67,8 +100,11 @@ class Builder {
     std::vector<int> group;
     double copies = 1;
   };
-  Expected<Priced> price_collective(StepKind kind, const std::vector<int>& group,
-                                    double bytes) const;
+  Expected<Priced> price(StepKind kind, const std::vector<int>& group, double bytes) const;
+  // With alike ranks simulated once (Programs::symmetry): how many ranks rank `r` stands for.
+  double stands_for(int r) const {
+    return p_.symmetry ? static_cast<double>(p_.symmetry->class_size_of(r)) : 1.0;
+  }
   double copies() const {
     return p_.replica_set ? static_cast<double>(p_.replica_set->replicas) / 2.0 : 1.0;
   }
@@ -137,32 +173,11 @@ double Builder::kernel_time(int rank, const Step& s) {
   return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes);
 }
 
-Expected<Builder::Priced> Builder::price_collective(StepKind kind, const std::vector<int>& group,
-                                                    double bytes) const {
+Expected<Builder::Priced> Builder::price(StepKind kind, const std::vector<int>& group,
+                                         double bytes) const {
   Priced out;
-  const ReplicaSet* set = p_.replica_set.get();
-  bool across = false;
-  if (set)
-    for (int r : group)
-      across |=
-          set->replica.at(static_cast<size_t>(r)) != set->replica.at(static_cast<size_t>(group[0]));
-  if (!across) {
-    out.cost = analysis::collective_cost(topology_, collective_of(kind), group, bytes);
-    out.copies = copies();
-    return out;
-  }
-  // Every replica holds the same buffers only if the collective leaves each member the whole
-  // buffer: an all-reduce.
-  if (kind != StepKind::kAllReduce)
-    return make_error(
-        "a {} between data-parallel replicas: only all-reduces may cross replicas (plan without "
-        "--replicas)",
-        step_kind_name(kind));
-  for (int r : group)
-    for (int d : set->counterparts.at(static_cast<size_t>(r))) out.group.push_back(d);
-  std::sort(out.group.begin(), out.group.end());
-  out.group.erase(std::unique(out.group.begin(), out.group.end()), out.group.end());
-  out.cost = analysis::collective_cost(*set->cluster, collective_of(kind), out.group, bytes);
+  PLANNER_TRY_ASSIGN(out.cost, price_collective(p_, topology_, kind, group, bytes, &out.group));
+  if (out.group.empty()) out.copies = copies();
   return out;
 }
 
@@ -212,7 +227,11 @@ Expected<void> Builder::add_tasks() {
   for (auto& [key, list] : collectives_) {
     const auto& [kind, group] = key;
     for (Collective& c : list) {
-      if (c.members.size() != group.size())
+      size_t expected = group.size();
+      if (p_.symmetry)
+        expected = static_cast<size_t>(
+            std::count_if(group.begin(), group.end(), [&](int m) { return p_.has_steps(m); }));
+      if (c.members.size() != expected)
         return make_error(
             "the compiled programs do not pair up: a {} over ranks {} is called by {} "
             "of its {} members",
@@ -223,7 +242,7 @@ Expected<void> Builder::add_tasks() {
         int b = kind == StepKind::kAllGather ? s.outputs.at(0) : s.inputs.at(0);
         bytes = std::max(bytes, static_cast<double>(buffer_bytes(buffer(b))));
       }
-      auto priced_or = price_collective(kind, group, bytes);
+      auto priced_or = price(kind, group, bytes);
       if (!priced_or) {
         const Step& s = step(c.members[0].first, c.members[0].second);
         return make_error("'{}': {}", buffer(s.inputs.at(0)).tensor_name,
@@ -231,7 +250,18 @@ Expected<void> Builder::add_tasks() {
       }
       const Priced& priced = *priced_or;
       const analysis::CollectiveCost& cost = priced.cost;
-      out_.comm_bytes += cost.bytes_sent * priced.copies;
+      // With alike ranks simulated once, this instance stands for the others of its kind: as
+      // many as the first member's class has ranks over the group's members of that class.
+      double instances = 1;
+      if (p_.symmetry) {
+        const int first = c.members[0].first;
+        const int k = p_.symmetry->class_of[static_cast<size_t>(first)];
+        const auto alike = std::count_if(group.begin(), group.end(), [&](int m) {
+          return p_.symmetry->class_of[static_cast<size_t>(m)] == k;
+        });
+        instances = stands_for(first) / static_cast<double>(alike);
+      }
+      out_.comm_bytes += cost.bytes_sent * priced.copies * instances;
       if (priced.group.empty()) schedule_.append(cost.schedule);
       const Step& first = step(c.members[0].first, c.members[0].second);
       Task join;
@@ -290,7 +320,7 @@ Expected<void> Builder::pair_transfers() {
       tr.op = s.op;
       tr.order = order_++;
       TaskId id = out_.graph.add_task(std::move(tr));
-      out_.comm_bytes += static_cast<double>(bytes) * copies();
+      out_.comm_bytes += static_cast<double>(bytes) * copies() * stands_for(from);
       transfers_.transfers.push_back({from, to, static_cast<double>(bytes)});
       out_.step_task[static_cast<size_t>(from)][sends[k]] = id;
       out_.step_task[static_cast<size_t>(to)][recvs[k]] = id;
@@ -566,14 +596,19 @@ Expected<ProgramCost> simulate_programs(const Programs& programs, const ir::Grap
     double& end = cost.rank_time_s[static_cast<size_t>(r)];
     end = std::max(end, t.end[static_cast<size_t>(id)]);
   }
+  // A rank simulated by its class's representative has the representative's figures.
+  auto from = [&](int r) {
+    return programs.symmetry ? programs.symmetry->representative_of(r) : r;
+  };
   // A rank's peak is its arena: the memory the launcher allocates (memory_plan.h).
   for (int r = 0; r < n; ++r) {
-    const int64_t peak = built.memory.rank_bytes[static_cast<size_t>(r)];
+    cost.rank_time_s[static_cast<size_t>(r)] = cost.rank_time_s[static_cast<size_t>(from(r))];
+    const int64_t peak = built.memory.rank_bytes[static_cast<size_t>(from(r))];
     cost.rank_peak_memory_bytes.push_back(peak);
     cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, peak);
   }
-  for (const RankProgram& prog : programs.ranks)
-    for (const Step& s : prog.steps)
+  for (int r = 0; r < n; ++r)
+    for (const Step& s : programs.ranks[static_cast<size_t>(from(r))].steps)
       if (s.kind == StepKind::kKernel) {
         ++cost.kernels;
         cost.kernels_whole += s.fallback ? 1 : 0;

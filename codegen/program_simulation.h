@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/comm_model.h"
 #include "analysis/cost_model.h"
 #include "analysis/simulator.h"
 #include "analysis/task_graph.h"
@@ -72,6 +73,16 @@ Expected<ProgramTasks> program_tasks(const Programs& programs, const ir::Graph& 
 Expected<void> order_by_schedule(Programs& programs, const ir::Graph& graph,
                                  const importers::Topology& topology,
                                  const analysis::ComputeCostModel& compute);
+
+/// What a collective of `programs` costs, as the simulator prices it: over `group` on
+/// `topology`, or, for an all-reduce between the two replicas of Programs::replica_set, over
+/// every replica's counterparts of its members on the whole cluster (then `cluster_group`, when
+/// given, receives those devices). Errors: any other collective between replicas.
+Expected<analysis::CollectiveCost> price_collective(const Programs& programs,
+                                                    const importers::Topology& topology,
+                                                    StepKind kind, const std::vector<int>& group,
+                                                    double bytes,
+                                                    std::vector<int>* cluster_group = nullptr);
 
 /// What the compiled step costs under the simulator.
 struct ProgramCost {

@@ -1,0 +1,155 @@
+// Alike ranks simulated once (codegen/rank_classes.h): wherever the reduction is taken, the
+// step simulated with one representative per class has exactly the figures of the step
+// simulated with every rank (step time, every rank's time and peak, bytes, kernels), for the
+// examples under every search, on one node, two nodes and a mixed H100 + A100 cluster, and for
+// pipelines of micro-batches; data parallelism reduces to one class per device type.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/lowering.h"
+#include "codegen/micro_batch.h"
+#include "codegen/partition.h"
+#include "codegen/pipeline_schedule.h"
+#include "codegen/program_simulation.h"
+#include "codegen/rank_classes.h"
+#include "importers/topology.h"
+#include "search/pipeline.h"
+#include "tests/codegen/prepared_model.h"
+#include "tests/test_util.h"
+
+namespace planner::codegen {
+namespace {
+
+using analysis::OpConfig;
+using testing_model::example;
+using testing_model::Model;
+
+struct Compiled {
+  ProgramCost cost;
+  std::shared_ptr<const RankClasses> classes;
+};
+
+// `configs` compiled on `topo` (ordered by the schedule, unrolled into `passes` passes on
+// `stages` stages), simulated with every rank or with one per class.
+Compiled simulate(const Model& m, const analysis::Lowering& lowering,
+                  const importers::Topology& topo, const std::vector<OpConfig>& configs,
+                  bool alike_once, int passes = 1, int stages = 1,
+                  Schedule schedule = Schedule::k1F1B) {
+  const int n = topo.num_devices();
+  auto p = partition(lowering, configs, n, m.train);
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  Compiled out;
+  if (alike_once) {
+    auto classes = rank_classes(*p, topo);
+    REQUIRE_MESSAGE(classes.has_value(), classes.error().message());
+    out.classes = *classes;
+    keep_representatives(*p, out.classes);
+  }
+  auto ordered = order_by_schedule(*p, m.graph, topo, lowering.compute_model());
+  REQUIRE_MESSAGE(ordered.has_value(), ordered.error().message());
+  REQUIRE(check_runs(*p).has_value());
+  Programs programs = std::move(*p);
+  if (m.train && passes > 1) {
+    MicroBatchOptions mo{passes, 0};
+    if (stages > 1) {
+      mo.schedule = schedule;
+      mo.stages = stages;
+      mo.rank_stage = search::rank_stages(n, stages);
+    }
+    auto u = unroll_micro_batches(programs, m.training, mo);
+    REQUIRE_MESSAGE(u.has_value(), u.error().message());
+    programs = std::move(*u);
+  }
+  auto cost = simulate_programs(programs, m.graph, topo, lowering.compute_model());
+  REQUIRE_MESSAGE(cost.has_value(), cost.error().message());
+  out.cost = std::move(*cost);
+  return out;
+}
+
+void check_same(const ProgramCost& all, const ProgramCost& once) {
+  CHECK(once.step_time_s == all.step_time_s);
+  CHECK(once.peak_memory_bytes == all.peak_memory_bytes);
+  CHECK(once.comm_bytes == doctest::Approx(all.comm_bytes).epsilon(1e-12));
+  CHECK(once.rank_time_s == all.rank_time_s);
+  CHECK(once.rank_peak_memory_bytes == all.rank_peak_memory_bytes);
+  CHECK(once.kernels == all.kernels);
+  CHECK(once.kernels_whole == all.kernels_whole);
+}
+
+TEST_CASE("alike ranks simulated once give every rank's figures exactly") {
+  const std::string mixed =
+      (planner::testing::source_dir() / "examples/topologies/h100-a100-2x8.json").string();
+  auto hetero = importers::load_topology(mixed);
+  REQUIRE_MESSAGE(hetero.has_value(), hetero.error().message());
+  const std::vector<std::pair<std::string, importers::Topology>> topologies = {
+      {"1 node", importers::h100_cluster(8)},
+      {"2 nodes", importers::h100_cluster(16)},
+      {"h100 + a100", *hetero}};
+  int reduced = 0, cases = 0;
+  for (const auto& [where, topo] : topologies)
+    for (const std::string name : {"mlp", "transformer_block", "small_cnn", "lstm"})
+      for (bool train : {true, false}) {
+        auto m = example(name, train);
+        const analysis::Lowering lowering(m->graph, m->strategies, topo);
+        for (const std::string s : {"data-parallel", "dp", "mcmc"}) {
+          CAPTURE(where);
+          CAPTURE(name);
+          CAPTURE(train);
+          CAPTURE(s);
+          const std::vector<OpConfig> configs =
+              testing_model::searched_configs(*m, lowering, s, {100, false, 1});
+          const Compiled all = simulate(*m, lowering, topo, configs, false);
+          const Compiled once = simulate(*m, lowering, topo, configs, true);
+          ++cases;
+          if (!once.classes) continue;
+          ++reduced;
+          CHECK(once.classes->num_classes() < topo.num_devices());
+          check_same(all.cost, once.cost);
+          if (s == "data-parallel" && train)  // every rank alike on its device type
+            CHECK(once.classes->num_classes() == static_cast<int>(topo.device_types().size()));
+        }
+      }
+  MESSAGE(reduced, " of ", cases, " plans simulated with one rank per class");
+  CHECK(reduced >= cases / 3);
+}
+
+// A batch-first MLP with a LayerNorm, for pipelines.
+constexpr const char* kNet = R"(<ir_version: 8, opset_import: ["" : 17]>
+net (float[batch,16] x) => (float[batch,8] y)
+<float[16,32] w1 = {}, float[32] b1 = {}, float[32] g = {}, float[32] be = {}, float[32,8] w2 = {}>
+{
+  h = MatMul(x, w1)
+  hb = Add(h, b1)
+  n = LayerNormalization<axis = -1>(hb, g, be)
+  a = Relu(n)
+  y = MatMul(a, w2)
+}
+)";
+
+TEST_CASE("alike ranks simulated once: pipelines of micro-batches, GPipe and 1F1B") {
+  importers::ImportOptions io;
+  io.batch = 16;
+  auto g = importers::import_model_text(kNet, "net.onnxtxt", io);
+  REQUIRE_MESSAGE(g.has_value(), g.error().message());
+  auto m = testing_model::prepare(std::move(*g), true);
+  const importers::Topology topo = importers::h100_cluster(8);
+  const analysis::Lowering lowering(m->graph, m->strategies, topo);
+  for (const std::string s : {"data-parallel", "model-parallel", "dp"})
+    for (int stages : {2, 4})
+      for (Schedule schedule : {Schedule::kGPipe, Schedule::k1F1B}) {
+        CAPTURE(s);
+        CAPTURE(stages);
+        CAPTURE(schedule_name(schedule));
+        const std::vector<OpConfig> configs =
+            testing_model::searched_configs(*m, lowering, s, {100, false, stages});
+        REQUIRE(search::on_stage_blocks(configs, 8, stages));
+        const Compiled all = simulate(*m, lowering, topo, configs, false, 6, stages, schedule);
+        const Compiled once = simulate(*m, lowering, topo, configs, true, 6, stages, schedule);
+        if (s == "data-parallel") REQUIRE(once.classes);
+        if (once.classes) check_same(all.cost, once.cost);
+      }
+}
+
+}  // namespace
+}  // namespace planner::codegen
