@@ -3,6 +3,7 @@
 // simulated with every rank (step time, every rank's time and peak, bytes, kernels), for the
 // examples under every search, on one node, two nodes and a mixed H100 + A100 cluster, and for
 // pipelines of micro-batches; data parallelism reduces to one class per device type.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "codegen/rank_classes.h"
 #include "importers/topology.h"
 #include "search/pipeline.h"
+#include "search/replicas.h"
 #include "tests/codegen/prepared_model.h"
 #include "tests/test_util.h"
 
@@ -149,6 +151,66 @@ TEST_CASE("alike ranks simulated once: pipelines of micro-batches, GPipe and 1F1
         if (s == "data-parallel") REQUIRE(once.classes);
         if (once.classes) check_same(all.cost, once.cost);
       }
+}
+
+// Per communication kind: its steps in `p`.
+std::map<StepKind, int> comm_counts(const Programs& p) {
+  std::map<StepKind, int> out;
+  for (const RankProgram& r : p.ranks)
+    for (const Step& s : r.steps)
+      if (s.kind != StepKind::kKernel) ++out[s.kind];
+  return out;
+}
+
+TEST_CASE("two replicas compile as two blocks: their gathers stay collectives") {
+  auto net_at = [](int64_t batch) {
+    importers::ImportOptions io;
+    io.batch = batch;
+    auto g = importers::import_model_text(kNet, "net.onnxtxt", io);
+    REQUIRE_MESSAGE(g.has_value(), g.error().message());
+    return testing_model::prepare(std::move(*g), true);
+  };
+  auto half = net_at(8), pair = net_at(16);
+  const importers::Topology block_topo = importers::h100_cluster(4);
+  const importers::Topology pair_topo = importers::h100_cluster(8);
+  const analysis::Lowering one(half->graph, half->strategies, block_topo);
+  const analysis::Lowering two(pair->graph, pair->strategies, pair_topo);
+  auto vars = search::batch_variables(one, two);
+  REQUIRE_MESSAGE(vars.has_value(), vars.error().message());
+  const search::ReplicaLayout layout{4, 2, 1};
+  PartitionOptions options;
+  for (int r = 0; r < 8; ++r) {
+    const auto [copy, inner] = layout.locate(r);
+    options.replicas.replica.push_back(copy);
+    options.replicas.inner.push_back(inner);
+  }
+  int gathers = 0;
+  for (const std::string s : {"model-parallel", "dp", "mcmc"}) {
+    CAPTURE(s);
+    const std::vector<OpConfig> block = testing_model::searched_configs(*half, one, s, {100});
+    std::vector<char> whole(block.size(), 0);
+    for (size_t id = 0; id < block.size(); ++id) {
+      if ((*vars)[id].empty() || block[id].num_shards() < 2) continue;
+      auto shards = one.op_shards(static_cast<ir::OpId>(id), block[id]);
+      whole[id] = shards && !(*shards)->native;
+    }
+    auto alone = partition(one, block, 4, true);
+    REQUIRE_MESSAGE(alone.has_value(), alone.error().message());
+    auto both =
+        partition(two, search::replicate_configs(block, *vars, layout, whole), 8, true, options);
+    REQUIRE_MESSAGE(both.has_value(), both.error().message());
+    std::map<StepKind, int> a = comm_counts(*alone), b = comm_counts(*both);
+    // A reduce-scatter of partial sums in the block may become, in two replicas, one
+    // all-reduce with the replicas' sum (the gradient of a weight split in the block): only
+    // the kinds that move values, not sums, are counted.
+    for (StepKind k :
+         {StepKind::kAllGather, StepKind::kAllToAll, StepKind::kSend, StepKind::kRecv}) {
+      CAPTURE(std::string(step_kind_name(k)));
+      CHECK(b[k] == 2 * a[k]);
+    }
+    gathers += a[StepKind::kAllGather] + a[StepKind::kAllToAll];
+  }
+  CHECK(gathers > 0);
 }
 
 }  // namespace
