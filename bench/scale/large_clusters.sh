@@ -9,6 +9,7 @@ work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 "$planner" generate gpt "$work/gpt3-1.3b.onnx" --preset gpt3-1.3b >/dev/null
 "$planner" generate gpt "$work/gpt3-13b.onnx" --preset gpt3-13b >/dev/null
+"$planner" generate gpt "$work/gpt3-175b.onnx" --preset gpt3-175b >/dev/null
 run() {
   local name=$1 model=$2
   shift 2
@@ -36,3 +37,12 @@ run gpt3-13b_64gpus_replicas2_stages4_m64_dp gpt3-13b --gpus 64 --batch 1024 --r
   --pipeline-stages 4 --micro-batches 64
 run gpt3-13b_64gpus_replicas2_stages4_m64_megatron2d gpt3-13b --gpus 64 --batch 1024 --replicas 2 \
   --pipeline-stages 4 --micro-batches 64 --search megatron-2d
+# GPT-3 175B on 1,024 H100: the block `plan` names when the model does not fit
+# (cli.replicas_do_not_fit), with the recomputation and sharding it then needs pinned, and
+# without them (the planner tries them itself), and megatron-2d in the same stages.
+run gpt3-175b_1024gpus_replicas8_stages16_pinned gpt3-175b --gpus 1024 --batch 1024 --replicas 8 \
+  --pipeline-stages 16 --micro-batches 32 --recompute all --zero 2
+run gpt3-175b_1024gpus_replicas8_stages16 gpt3-175b --gpus 1024 --batch 1024 --replicas 8 \
+  --pipeline-stages 16 --micro-batches 32
+run gpt3-175b_1024gpus_replicas8_stages16_megatron2d gpt3-175b --gpus 1024 --batch 1024 \
+  --replicas 8 --pipeline-stages 16 --micro-batches 32 --recompute all --zero 2 --search megatron-2d
