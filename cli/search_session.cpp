@@ -179,11 +179,12 @@ Expected<bool> falls_back_to_gpipe(const SearchSession& session,
 }  // namespace
 
 // Data parallelism keeps every parameter and its optimizer state on every GPU: their bytes.
-int64_t replicated_state_bytes(const ir::Graph& g) {
+int64_t replicated_state_bytes(const ir::Graph& g, bool parameters_only) {
   int64_t state = 0;
   for (ir::TensorId t = 0; t < g.num_tensors(); ++t) {
     const ir::Tensor& tensor = g.tensor(t);
-    if (tensor.role == ir::TensorRole::kParameter || tensor.role == ir::TensorRole::kOptimizerState)
+    if (tensor.role == ir::TensorRole::kParameter ||
+        (!parameters_only && tensor.role == ir::TensorRole::kOptimizerState))
       state += tensor.num_bytes();
   }
   return state;
@@ -348,8 +349,13 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
   out.frontier_gpus = result->frontier_gpus;
   out.frontier_chosen = result->frontier_chosen;
 
-  if (stop_if_unfit && m.train && pipeline.zero_stage() == 0 &&
-      replicated_state_bytes(m.graph) > options.memory_limit) {
+  // Data parallelism holds every parameter and its optimizer state on every GPU; with sharded
+  // state (--zero 2) still every parameter.
+  const int zero = pipeline.zero_stage();
+  const int64_t dp_at_least = zero == 0   ? replicated_state_bytes(m.graph)
+                              : zero == 2 ? replicated_state_bytes(m.graph, true)
+                                          : 0;
+  if (stop_if_unfit && m.train && dp_at_least > options.memory_limit) {
     PLANNER_TRY_ASSIGN(search::PlanMetrics predicted, judge_at(result->configs, 0));
     if (predicted.peak_memory_bytes > options.memory_limit) {
       out.plan.predicted = predicted;

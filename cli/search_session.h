@@ -77,14 +77,15 @@ struct PlanOutcome {
 /// data parallelism. A search's plan slower than data parallelism (which fits) gives way to
 /// data parallelism, with a note. Errors: unknown search, bad flags, a search failing.
 /// `stop_if_unfit`: when the search's plan does not fit and data parallelism cannot either (its
-/// every GPU would hold all the parameters and optimizer state), return at once with the
-/// search's figures alone (`complete` false): the caller plans another step variant.
+/// every GPU would hold all the parameters and optimizer state, or with --zero 2 all the
+/// parameters), return at once with the search's figures alone (`complete` false): the caller
+/// plans another step variant.
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
                                  const SearchFlags& search_flags, bool stop_if_unfit = false);
 
-/// The bytes of every parameter and optimizer state of `graph`: what data parallelism keeps on
-/// every GPU.
-int64_t replicated_state_bytes(const ir::Graph& graph);
+/// The bytes of every parameter and optimizer state of `graph` (`parameters_only`: of every
+/// parameter): what data parallelism keeps on every GPU (with --zero 2).
+int64_t replicated_state_bytes(const ir::Graph& graph, bool parameters_only = false);
 
 /// A progress line on stderr when it is a terminal (and not disabled), cleared when done.
 std::function<void(double, std::string_view)> terminal_progress(bool disabled);
