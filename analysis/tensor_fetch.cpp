@@ -284,7 +284,17 @@ bool TensorFetch::try_all_to_all(const std::vector<int>& devices, const std::vec
     in.push_back({&p, hs[0]});
   }
   if (in.size() != n) return false;
-  const Box whole = whole_box(tensor_.shape);
+  // The box the pieces exchange: the tensor, or, for a group of the fetching devices, the box
+  // its pieces cover.
+  Box whole = whole_box(tensor_.shape);
+  if (!scope_.empty()) {
+    whole = in[0].first->box;
+    for (const auto& [p, h] : in)
+      for (size_t d = 0; d < whole.size(); ++d) {
+        whole[d].begin = std::min(whole[d].begin, p->box[d].begin);
+        whole[d].end = std::max(whole[d].end, p->box[d].end);
+      }
+  }
   auto tiling_axis = [&](const std::vector<Box>& boxes, int& axis) {
     axis = -1;
     for (const Box& b : boxes)
@@ -293,13 +303,14 @@ bool TensorFetch::try_all_to_all(const std::vector<int>& devices, const std::vec
           if (axis >= 0 && axis != static_cast<int>(d)) return false;
           axis = static_cast<int>(d);
         }
-    if (axis < 0 || tensor_.shape[static_cast<size_t>(axis)] % static_cast<int64_t>(n) != 0)
+    if (axis < 0 || whole[static_cast<size_t>(axis)].size() % static_cast<int64_t>(n) != 0)
       return false;
-    const int64_t size = tensor_.shape[static_cast<size_t>(axis)] / static_cast<int64_t>(n);
+    const Range& span = whole[static_cast<size_t>(axis)];
+    const int64_t size = span.size() / static_cast<int64_t>(n);
     std::set<int64_t> begins;
     for (const Box& b : boxes) {
       const Range& r = b[static_cast<size_t>(axis)];
-      if (r.size() != size || r.begin % size != 0) return false;
+      if (r.size() != size || (r.begin - span.begin) % size != 0) return false;
       begins.insert(r.begin);
     }
     return begins.size() == n;
@@ -309,16 +320,19 @@ bool TensorFetch::try_all_to_all(const std::vector<int>& devices, const std::vec
   int a = -1, b = -1;
   if (!tiling_axis(piece_boxes, a) || !tiling_axis(wants, b) || a == b) return false;
   // The position of each device in the a-order must be the index of the b-tile it wants.
-  const int64_t asize = tensor_.shape[static_cast<size_t>(a)] / static_cast<int64_t>(n);
-  const int64_t bsize = tensor_.shape[static_cast<size_t>(b)] / static_cast<int64_t>(n);
+  const Range& along_a = whole[static_cast<size_t>(a)];
+  const Range& along_b = whole[static_cast<size_t>(b)];
+  const int64_t asize = along_a.size() / static_cast<int64_t>(n);
+  const int64_t bsize = along_b.size() / static_cast<int64_t>(n);
   std::vector<int> group(n, -1), input(n, -1);
   for (const auto& [p, h] : in) {
-    const auto slot = static_cast<size_t>(p->box[static_cast<size_t>(a)].begin / asize);
+    const auto slot =
+        static_cast<size_t>((p->box[static_cast<size_t>(a)].begin - along_a.begin) / asize);
     group[slot] = holding(h).device;
     input[slot] = h;
   }
   for (size_t i = 0; i < n; ++i) {
-    const int64_t tile = wants[i][static_cast<size_t>(b)].begin / bsize;
+    const int64_t tile = (wants[i][static_cast<size_t>(b)].begin - along_b.begin) / bsize;
     if (group[static_cast<size_t>(tile)] != devices[i]) return false;
     if (local_contains(devices[i], wants[i])) return false;
   }
@@ -426,27 +440,42 @@ Expected<std::vector<int>> TensorFetch::fetch(const std::vector<int>& devices,
   if (try_all_gather(devices, wants, result, actions) ||
       try_all_to_all(devices, wants, result, actions))
     return result;
-  // Replicas fetch inside themselves: each replica's devices may still meet in a collective
-  // over the pieces their own replica holds.
-  std::map<int, std::vector<size_t>> by_replica;
-  if (replicas_)
-    for (size_t i = 0; i < devices.size(); ++i)
-      by_replica[replicas_->replica.at(static_cast<size_t>(devices[i]))].push_back(i);
+  // Groups of the fetching devices may still meet in collectives of their own (a tensor split
+  // two ways gathered along one of them; replicas, inside themselves): devices whose wants
+  // overlap pieces held by the same devices (in their own replica), those devices being the
+  // group itself.
   result.assign(devices.size(), -1);
-  if (by_replica.size() > 1)
-    for (const auto& [replica, at] : by_replica) {
-      std::vector<int> ds, got;
-      std::vector<Box> ws;
-      for (size_t i : at) {
-        ds.push_back(devices[i]);
-        ws.push_back(wants[i]);
+  std::map<std::vector<int>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (local_contains(devices[i], wants[i])) continue;
+    std::set<int> holders;
+    for (const Piece& p : pieces_) {
+      if (!overlaps(p.box, wants[i])) continue;
+      for (int h : p.holdings) {
+        const int d = holding(h).device;
+        if (!replicas_ || replicas_->replica.at(static_cast<size_t>(d)) ==
+                              replicas_->replica.at(static_cast<size_t>(devices[i])))
+          holders.insert(d);
       }
-      scope_ = replica;
-      const bool met = fetch_collective(ds, ws, got, actions);
-      scope_ = -1;
-      if (met)
-        for (size_t k = 0; k < at.size(); ++k) result[at[k]] = got[k];
     }
+    groups[std::vector<int>(holders.begin(), holders.end())].push_back(i);
+  }
+  for (const auto& [holders, at] : groups) {
+    if (at.size() < 2 || at.size() != holders.size()) continue;
+    std::vector<int> ds, got;
+    std::vector<Box> ws;
+    for (size_t i : at) {
+      ds.push_back(devices[i]);
+      ws.push_back(wants[i]);
+    }
+    if (!std::is_permutation(ds.begin(), ds.end(), holders.begin())) continue;
+    scope_.assign(static_cast<size_t>(topology_.num_devices()), 0);
+    for (int d : ds) scope_[static_cast<size_t>(d)] = 1;
+    const bool met = fetch_collective(ds, ws, got, actions);
+    scope_.clear();
+    if (met)
+      for (size_t k = 0; k < at.size(); ++k) result[at[k]] = got[k];
+  }
   for (size_t i = 0; i < devices.size(); ++i) {
     if (result[i] >= 0) continue;
     PLANNER_TRY_ASSIGN(result[i], obtain(devices[i], wants[i], actions));
@@ -455,10 +484,10 @@ Expected<std::vector<int>> TensorFetch::fetch(const std::vector<int>& devices,
 }
 
 std::vector<int> TensorFetch::in_scope(const Piece& p) const {
-  if (scope_ < 0) return p.holdings;
+  if (scope_.empty()) return p.holdings;
   std::vector<int> out;
   for (int h : p.holdings)
-    if (replicas_->replica.at(static_cast<size_t>(holding(h).device)) == scope_) out.push_back(h);
+    if (scope_[static_cast<size_t>(holding(h).device)]) out.push_back(h);
   return out;
 }
 

@@ -131,10 +131,10 @@ class TensorFetch {
                       std::vector<int>& result, std::vector<Action>& actions);
   Expected<int> obtain(int device, const Box& want, std::vector<Action>& actions);
   int nearest(const std::vector<int>& holdings, int device) const;
-  // The holdings of `p` the collective rules see: all, or those in replica `scope_`.
+  // The holdings of `p` the collective rules see: all, or those on the devices in `scope_`.
   std::vector<int> in_scope(const Piece& p) const;
   const Replicas* replicas_ = nullptr;
-  int scope_ = -1;  // the replica whose holdings the collective rules see, -1: every one
+  std::vector<char> scope_;  // per device: the collective rules see its holdings (empty: all)
   bool local_contains(int device, const Box& box) const;
 
   const ir::Tensor& tensor_;
