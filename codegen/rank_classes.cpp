@@ -128,24 +128,47 @@ int densify(std::vector<uint64_t>& colours) {
   return static_cast<int>(id.size());
 }
 
-// One round of refinement: a rank's colour with its partners' colours, step by step.
-std::vector<uint64_t> refine(const Programs& p, const std::vector<uint64_t>& colour) {
-  std::vector<uint64_t> out(colour.size());
-  std::vector<uint64_t> members;
-  for (int r = 0; r < p.num_ranks; ++r) {
-    Hash h;
-    h.add(colour[static_cast<size_t>(r)]);
-    for (const Step& s : p.ranks[static_cast<size_t>(r)].steps) {
-      if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) {
-        h.add(colour[static_cast<size_t>(s.peer)]);
-      } else if (is_collective_kind(s.kind)) {
-        members.clear();
-        for (int m : s.group) members.push_back(colour[static_cast<size_t>(m)]);
-        std::sort(members.begin(), members.end());
-        for (uint64_t c : members) h.add(c);
+// Who each rank meets, step by step: a message partner (>= 0), or a collective's group
+// (-1 - its index in `groups`), interned once for every round of refinement.
+struct Meetings {
+  std::vector<std::vector<int>> of;  // per rank
+  std::vector<std::vector<int>> groups;
+
+  explicit Meetings(const Programs& p) : of(static_cast<size_t>(p.num_ranks)) {
+    std::map<std::vector<int>, int> id;
+    for (int r = 0; r < p.num_ranks; ++r)
+      for (const Step& s : p.ranks[static_cast<size_t>(r)].steps) {
+        if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) {
+          of[static_cast<size_t>(r)].push_back(s.peer);
+        } else if (is_collective_kind(s.kind)) {
+          auto [it, added] = id.emplace(s.group, static_cast<int>(groups.size()));
+          if (added) groups.push_back(s.group);
+          of[static_cast<size_t>(r)].push_back(-1 - it->second);
+        }
       }
-    }
-    out[static_cast<size_t>(r)] = h.h;
+  }
+};
+
+// One round of refinement: a rank's colour with its partners' colours, step by step (a
+// collective's members as a multiset).
+std::vector<uint64_t> refine(const Meetings& meet, const std::vector<uint64_t>& colour) {
+  std::vector<uint64_t> group_colour(meet.groups.size());
+  std::vector<uint64_t> members;
+  for (size_t g = 0; g < meet.groups.size(); ++g) {
+    members.clear();
+    for (int m : meet.groups[g]) members.push_back(colour[static_cast<size_t>(m)]);
+    std::sort(members.begin(), members.end());
+    Hash h;
+    for (uint64_t c : members) h.add(c);
+    group_colour[g] = h.h;
+  }
+  std::vector<uint64_t> out(colour.size());
+  for (size_t r = 0; r < colour.size(); ++r) {
+    Hash h;
+    h.add(colour[r]);
+    for (int x : meet.of[r])
+      h.add(x >= 0 ? colour[static_cast<size_t>(x)] : group_colour[static_cast<size_t>(-1 - x)]);
+    out[r] = h.h;
   }
   return out;
 }
@@ -175,8 +198,9 @@ Expected<std::shared_ptr<const RankClasses>> rank_classes(const Programs& progra
   PLANNER_TRY_ASSIGN(std::vector<uint64_t> colour, LocalSignatures(programs, topology).run());
   int classes = densify(colour);
   // Refining only ever splits classes: stop when a round splits none.
+  const Meetings meet(programs);
   for (int round = 0; round < n; ++round) {
-    std::vector<uint64_t> next = refine(programs, colour);
+    std::vector<uint64_t> next = refine(meet, colour);
     const int more = densify(next);
     colour = std::move(next);
     if (more == classes) break;
