@@ -89,9 +89,11 @@ TEST_CASE("alike ranks simulated once give every rank's figures exactly") {
       {"2 nodes", importers::h100_cluster(16)},
       {"h100 + a100", *hetero}};
   int reduced = 0, cases = 0;
-  for (const auto& [where, topo] : topologies)
+  for (const auto& entry : topologies)
     for (const std::string name : {"mlp", "transformer_block", "small_cnn", "lstm"})
       for (bool train : {true, false}) {
+        const std::string& where = entry.first;
+        const importers::Topology& topo = entry.second;
         auto m = example(name, train);
         const analysis::Lowering lowering(m->graph, m->strategies, topo);
         for (const std::string s : {"data-parallel", "dp", "mcmc"}) {
