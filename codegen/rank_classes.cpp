@@ -15,6 +15,9 @@
 namespace planner::codegen {
 namespace {
 
+// splitmix64's finaliser. runtime_stub/src/random.cpp has the same mixer for its counter-based
+// initialisation; the runtime builds standalone inside every launcher, so the planner's
+// libraries do not link it, and this one only hashes programs (any strong mixer would do).
 uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;

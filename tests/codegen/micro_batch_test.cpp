@@ -25,28 +25,9 @@ namespace {
 using analysis::OpConfig;
 using testing_model::Model;
 
-// A batch-first MLP with a LayerNorm: no operator mixes the rows of a batch.
-constexpr const char* kNet = R"(<ir_version: 8, opset_import: ["" : 17]>
-net (float[batch,16] x) => (float[batch,8] y)
-<float[16,32] w1 = {}, float[32] b1 = {}, float[32] g = {}, float[32] be = {}, float[32,8] w2 = {}>
-{
-  h = MatMul(x, w1)
-  hb = Add(h, b1)
-  n = LayerNormalization<axis = -1>(hb, g, be)
-  a = Relu(n)
-  y = MatMul(a, w2)
-}
-)";
-
 std::unique_ptr<Model> net(int64_t batch,
                            analysis::Optimizer opt = analysis::Optimizer::kMomentum) {
-  importers::ImportOptions o;
-  o.batch = batch;
-  auto g = importers::import_model_text(kNet, "net.onnxtxt", o);
-  REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  analysis::TrainingOptions t;
-  t.optimizer = opt;
-  return testing_model::prepare(std::move(*g), true, std::nullopt, t);
+  return testing_model::batch_first_net(batch, opt);
 }
 
 // `kind`'s plan of `m` on n ranks (on `stages` pipeline stages), compiled, scheduled, and

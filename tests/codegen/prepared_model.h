@@ -99,4 +99,30 @@ inline std::vector<analysis::OpConfig> searched_configs(const Model& m,
   return r->configs;
 }
 
+/// A batch-first MLP with a LayerNorm: no operator mixes the rows of a batch, so micro-batches,
+/// pipelines and replicas of it compute what one pass over the whole batch does.
+inline constexpr const char* kBatchFirstNet = R"(<ir_version: 8, opset_import: ["" : 17]>
+net (float[batch,16] x) => (float[batch,8] y)
+<float[16,32] w1 = {}, float[32] b1 = {}, float[32] g = {}, float[32] be = {}, float[32,8] w2 = {}>
+{
+  h = MatMul(x, w1)
+  hb = Add(h, b1)
+  n = LayerNormalization<axis = -1>(hb, g, be)
+  a = Relu(n)
+  y = MatMul(a, w2)
+}
+)";
+
+/// kBatchFirstNet at `batch`, prepared for training with `optimizer`.
+inline std::unique_ptr<Model> batch_first_net(
+    int64_t batch, analysis::Optimizer optimizer = analysis::Optimizer::kMomentum) {
+  importers::ImportOptions o;
+  o.batch = batch;
+  auto g = importers::import_model_text(kBatchFirstNet, "net.onnxtxt", o);
+  REQUIRE_MESSAGE(g.has_value(), g.error().message());
+  analysis::TrainingOptions t;
+  t.optimizer = optimizer;
+  return prepare(std::move(*g), true, std::nullopt, t);
+}
+
 }  // namespace planner::codegen::testing_model

@@ -118,25 +118,8 @@ TEST_CASE("alike ranks simulated once give every rank's figures exactly") {
   CHECK(reduced >= cases / 3);
 }
 
-// A batch-first MLP with a LayerNorm, for pipelines.
-constexpr const char* kNet = R"(<ir_version: 8, opset_import: ["" : 17]>
-net (float[batch,16] x) => (float[batch,8] y)
-<float[16,32] w1 = {}, float[32] b1 = {}, float[32] g = {}, float[32] be = {}, float[32,8] w2 = {}>
-{
-  h = MatMul(x, w1)
-  hb = Add(h, b1)
-  n = LayerNormalization<axis = -1>(hb, g, be)
-  a = Relu(n)
-  y = MatMul(a, w2)
-}
-)";
-
 TEST_CASE("alike ranks simulated once: pipelines of micro-batches, GPipe and 1F1B") {
-  importers::ImportOptions io;
-  io.batch = 16;
-  auto g = importers::import_model_text(kNet, "net.onnxtxt", io);
-  REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  auto m = testing_model::prepare(std::move(*g), true);
+  auto m = testing_model::batch_first_net(16);
   const importers::Topology topo = importers::h100_cluster(8);
   const analysis::Lowering lowering(m->graph, m->strategies, topo);
   for (const std::string s : {"data-parallel", "model-parallel", "dp"})
@@ -165,14 +148,7 @@ std::map<StepKind, int> comm_counts(const Programs& p) {
 }
 
 TEST_CASE("two replicas compile as two blocks: their gathers stay collectives") {
-  auto net_at = [](int64_t batch) {
-    importers::ImportOptions io;
-    io.batch = batch;
-    auto g = importers::import_model_text(kNet, "net.onnxtxt", io);
-    REQUIRE_MESSAGE(g.has_value(), g.error().message());
-    return testing_model::prepare(std::move(*g), true);
-  };
-  auto half = net_at(8), pair = net_at(16);
+  auto half = testing_model::batch_first_net(8), pair = testing_model::batch_first_net(16);
   const importers::Topology block_topo = importers::h100_cluster(4);
   const importers::Topology pair_topo = importers::h100_cluster(8);
   const analysis::Lowering one(half->graph, half->strategies, block_topo);
