@@ -111,10 +111,20 @@ class RequestBuilder {
     const std::string& type = op_.op_type;
     if (type == "Conv" || type == "MaxPool" || type == "AveragePool" || type == "LpPool")
       return normalise_window();
-    static const std::set<std::string> kAxisOps = {
-        "Softmax", "LogSoftmax",     "Hardmax", "LpNormalization", "LayerNormalization",
-        "Gather",  "GatherElements", "Concat",  "Split",           "Flatten",
-        "ArgMax",  "ArgMin",         "CumSum"};
+    static const std::set<std::string> kAxisOps = {"Softmax",
+                                                   "LogSoftmax",
+                                                   "Hardmax",
+                                                   "LpNormalization",
+                                                   "LayerNormalization",
+                                                   "Gather",
+                                                   "GatherElements",
+                                                   "Concat",
+                                                   "Split",
+                                                   "Flatten",
+                                                   "ArgMax",
+                                                   "ArgMin",
+                                                   "CumSum",
+                                                   "TopK"};
     if (type == "CumSum" && input_rank(1) >= 0) {
       if (!req_.inputs[1].values || req_.inputs[1].values->size() != 1)
         return fail("input 'axis' is not a constant scalar");

@@ -155,7 +155,7 @@ class Builder {
   // gradient.
   static bool input_differentiable(const Op& op, size_t i) {
     const std::string& t = op.op_type;
-    if (t == "Gather") return i == 0;
+    if (t == "Gather" || t == "TopK" || t == "CumSum") return i == 0;
     if (t == "Reshape" || t == "Expand" || t == "Tile") return i == 0;
     if (t == "Slice" || t == "Pad" || t == "Split" || t == "Squeeze" || t == "Unsqueeze")
       return i == 0;
@@ -802,6 +802,26 @@ class Builder {
       if (wants(0))
         add_part(in(0), emit1(type + "Grad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
                               attrs, gname(0)));
+      return ok();
+    }
+    if (type == "TopK") {
+      // Only the values carry a gradient, added back where each was taken.
+      if (wants(0) && dy != ir::kNoTensor) {
+        std::map<std::string, Attribute> attrs;
+        if (const Attribute* axis = op.attribute("axis")) attrs["axis"] = *axis;
+        add_part(in(0), emit1("TopKGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype,
+                              T(in(0)).shape, attrs, gname(0)));
+      }
+      return ok();
+    }
+    if (type == "CumSum") {
+      // The running sum's transpose: the running sum from the other end.
+      if (wants(0)) {
+        std::map<std::string, Attribute> attrs = op.attributes;
+        attrs["reverse"] = Attribute{int64_t{op.int_attr("reverse", 0) == 0 ? 1 : 0}};
+        add_part(in(0),
+                 emit1("CumSum", "", {dy, in(1)}, T(dy).dtype, T(dy).shape, attrs, gname(0)));
+      }
       return ok();
     }
     if (type == "Gather") {

@@ -153,9 +153,9 @@ int run_verify(VerifyFlags flags) {
   if (r.expected) {
     const codegen::Comparison& e = *r.expected;
     std::printf(
-        "against %s: %d outputs, largest error abs %.3g, %.3g of the tolerance (atol %.3g, "
-        "rtol %.3g)%s%s\n",
-        terminal_safe(flags.inputs).c_str(), e.tensors, e.max_abs, e.max_ratio,
+        "against %s: %d outputs, largest error abs %.3g, rel %.3g; %.3g of the tolerance (atol "
+        "%.3g, rtol %.3g)%s%s\n",
+        terminal_safe(flags.inputs).c_str(), e.tensors, e.max_abs, e.max_rel, e.max_ratio,
         flags.options.expected_atol, flags.options.expected_rtol, e.worst.empty() ? "" : " in ",
         e.worst.empty() ? "" : ("'" + terminal_safe(e.worst) + "'").c_str());
     if (!e.ok) {
@@ -209,6 +209,14 @@ void configure_verify(CLI::App& app, std::function<int()>& run) {
                  "a folder of input_N.pb (the model's inputs, in order) and output_N.pb (the "
                  "outputs expected, checked with ONNX's atol 1e-7, rtol 1e-3): the ONNX test "
                  "suite's test_data_set_N; needs --mode infer");
+  app.add_option("--expected-atol", flags->options.expected_atol,
+                 "absolute error accepted against --inputs' output_N.pb (default 1e-7)");
+  app.add_option("--expected-rtol", flags->options.expected_rtol,
+                 "error accepted against --inputs' output_N.pb relative to each element "
+                 "(default 1e-3)");
+  app.add_flag("--weights", flags->pipeline.model.load_weights,
+               "start from the parameter values the model file holds (inline or external data; "
+               "a missing data file is an error) instead of drawing them at random");
   app.add_flag("--build-log", flags->options.verbose, "print the build and run commands");
   CLI::Option* precision = app.get_option("--precision");
   run = [flags, precision] {

@@ -47,6 +47,7 @@ Expected<importers::ImportOptions> ModelFlags::import_options() const {
   importers::ImportOptions options;
   options.batch = batch;
   options.batch_must_bind = !batch_from_plan;
+  options.load_weights = load_weights;
   for (const std::string& d : dims) {
     PLANNER_TRY_ASSIGN(auto binding, parse_binding("--dim", d, "NAME=VALUE"));
     options.dims[binding.first] = binding.second;

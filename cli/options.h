@@ -23,6 +23,8 @@ struct ModelFlags {
   bool batch_from_plan = false;
   std::vector<std::string> dims;    ///< raw NAME=VALUE strings
   std::vector<std::string> shrink;  ///< raw OLD=NEW strings
+  /// Read the parameter values the model holds (verify --weights); planning never needs them.
+  bool load_weights = false;
 
   /// Adds the MODEL positional argument and the binding flags.
   void add_to(CLI::App& app);

@@ -175,7 +175,9 @@ int64_t fan_in_of(const ir::Graph& g, ir::TensorId t) {
 // optimizer state zero, constants their values.
 void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   const ir::Tensor& tensor = g_.tensor(t);
-  if (tensor.role == ir::TensorRole::kInput && tensor.has_data()) {  // given (verify --inputs)
+  const bool given =
+      tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kParameter;
+  if (given && tensor.has_data()) {  // given (verify --inputs, --weights)
     b.init = BufferInit::kConstant;
     b.data = slice_data(tensor, b.region);
     return;

@@ -374,10 +374,13 @@ Comparison compare_expected(const std::vector<DumpedSlice>& reference,
       continue;
     }
     const bool exact = !ir::is_floating(e.dtype);
+    double largest = 0, worst_diff = 0;  // the tensor's largest |expected| and |difference|
     for (int64_t i = 0; i < n; ++i) {
       const double a = element(*r, i), b = element(want, i);
+      if (std::isfinite(b)) largest = std::max(largest, std::fabs(b));
       if (a == b || (std::isnan(a) && std::isnan(b))) continue;
       const double diff = std::fabs(a - b);
+      if (std::isfinite(diff)) worst_diff = std::max(worst_diff, diff);
       const double allowed = exact ? 0 : atol + rtol * std::fabs(b);
       const double ratio = std::isfinite(diff) ? diff / std::max(allowed, 1e-300) : INFINITY;
       c.max_abs = std::max(c.max_abs, std::isfinite(diff) ? diff : c.max_abs);
@@ -386,6 +389,7 @@ Comparison compare_expected(const std::vector<DumpedSlice>& reference,
         c.worst = e.name;
       }
     }
+    if (worst_diff > 0) c.max_rel = std::max(c.max_rel, worst_diff / std::max(largest, 1e-300));
   }
   if (!(c.max_ratio <= 1)) c.ok = false;
   return c;

@@ -29,6 +29,7 @@
 
 #include "importers/fold_constants.h"
 #include "importers/fuse_layer_norm.h"
+#include "importers/lower_ops.h"
 #include "importers/onnx_checks.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
@@ -871,6 +872,7 @@ Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& sou
   PLANNER_TRY(graph.finalize(source));
   PLANNER_TRY(check_declared_outputs(graph, declared_by_name, source));
   PLANNER_TRY(lower_training_ops(graph, source));
+  PLANNER_TRY(lower_ops(graph, source));
   if (options.unflatten_linear) PLANNER_TRY(unflatten_linear(graph, source));
   if (options.fuse_layer_norm) PLANNER_TRY(fuse_layer_norm(graph, source));
 

@@ -851,6 +851,20 @@ Expected<void> rule_topk(Ctx& c) {
   return ok();
 }
 
+// OneHot: the indices' shape with the depth (a constant input) inserted at `axis`, in the
+// values' type.
+Expected<void> rule_one_hot(Ctx& c) {
+  const Dims* x = c.dims(0);
+  auto depth = c.ints(1);
+  if (!x) return ok();
+  PLANNER_TRY_ASSIGN(size_t axis, norm_axis(c.op.int_attr("axis", -1), x->size() + 1));
+  Dims out = *x;
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis),
+             depth && depth->size() == 1 ? (*depth)[0] : kUnknownDim);
+  c.set(0, c.dtype(2), out);
+  return ok();
+}
+
 using Rule = std::function<Expected<void>(Ctx&)>;
 
 // The rule table: op type -> rule. Readable in one place, like a registry .def file.
@@ -990,6 +1004,7 @@ const std::unordered_map<std::string, Rule>& rules() {
     t["DepthToSpace"] = [](Ctx& c) { return rule_depth_space(c, true); };
     t["SpaceToDepth"] = [](Ctx& c) { return rule_depth_space(c, false); };
     t["TopK"] = rule_topk;
+    t["OneHot"] = rule_one_hot;
     return t;
   }();
   return table;

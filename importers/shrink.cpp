@@ -215,6 +215,9 @@ Expected<void> shrink_model(onnx::ModelProto& model, const std::map<int64_t, int
       } else if (onnx_domain && (op == "LSTM" || op == "GRU" || op == "RNN") &&
                  a.name() == "hidden_size") {
         a.set_i(mapped(dims, a.i()));
+      } else if (onnx_domain && (op == "Conv" || op == "ConvTranspose") && a.name() == "group" &&
+                 a.i() > 1) {
+        a.set_i(mapped(dims, a.i()));  // depthwise and grouped convolutions keep their form
       } else if (onnx_domain && op == "Split" && a.name() == "split") {
         for (auto& v : *a.mutable_ints()) v = mapped(dims, v);
       }

@@ -2,7 +2,9 @@
 #include "tdl/instantiate.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -357,6 +359,20 @@ class Instantiator {
       }
     }
     decl_instances_.assign(op_.inputs.size(), {});
+    // Group lengths the inputs that can be laid out alone fix, for those that cannot.
+    std::map<std::string, int> known;
+    for (size_t d = 0; d < op_.inputs.size() && request_; ++d) {
+      const InputDecl& decl = op_.inputs[d];
+      for (int node_index : assignment[d]) {
+        const int rank =
+            static_cast<int>(request_->inputs[static_cast<size_t>(node_index)].shape.size());
+        auto spans = layout(decl, rank);
+        if (!spans) continue;
+        for (size_t i = 0; i < decl.dims.size(); ++i)
+          if (decl.dims[i].kind == DimDecl::Kind::kGroup)
+            known.emplace(decl.dims[i].name, (*spans)[i]);
+      }
+    }
     for (size_t d = 0; d < op_.inputs.size(); ++d) {
       const InputDecl& decl = op_.inputs[d];
       for (size_t k = 0; k < assignment[d].size(); ++k) {
@@ -368,7 +384,7 @@ class Instantiator {
         const std::vector<int64_t>* shape =
             request_ ? &request_->inputs[static_cast<size_t>(node_index)].shape : nullptr;
         int rank = shape ? static_cast<int>(shape->size()) : -1;
-        PLANNER_TRY_ASSIGN(std::vector<int> spans, layout(decl, rank));
+        PLANNER_TRY_ASSIGN(std::vector<int> spans, layout(decl, rank, &known));
         Layout lay;
         lay.spans = spans;
         int pos = 0;
@@ -428,8 +444,10 @@ class Instantiator {
   };
 
   // How many dimensions each declared dimension covers for an input of `rank` (-1: no node,
-  // groups are empty).
-  Expected<std::vector<int>> layout(const InputDecl& decl, int rank) const {
+  // groups are empty). Several groups with no `@ axis` between them divide the free dimensions
+  // by the lengths `known` from other inputs (`dY[..a, ..b]` beside `X[..a, R @ axis, ..b]`).
+  Expected<std::vector<int>> layout(const InputDecl& decl, int rank,
+                                    const std::map<std::string, int>* known = nullptr) const {
     std::vector<int> spans(decl.dims.size(), 1);
     int fixed = 0;
     std::vector<size_t> groups;
@@ -471,6 +489,26 @@ class Instantiator {
       if (!before.empty()) spans[before[0]] = len_before;
       if (!after.empty()) spans[after[0]] = len_after;
       return spans;
+    }
+    if (known) {
+      std::optional<size_t> unknown;
+      int placed = 0;
+      bool fits = true;
+      for (size_t g : groups) {
+        auto it = known->find(decl.dims[g].name);
+        if (it != known->end()) {
+          spans[g] = it->second;
+          placed += it->second;
+        } else if (!unknown) {
+          unknown = g;
+        } else {
+          fits = false;
+        }
+      }
+      if (fits && placed <= free && (unknown || placed == free)) {
+        if (unknown) spans[*unknown] = free - placed;
+        return spans;
+      }
     }
     return fail(
         fmt::format("input '{}' has several groups and no '@' dimension to place them", decl.name));

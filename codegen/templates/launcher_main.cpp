@@ -409,12 +409,19 @@ class Rank {
     return e;
   }
 
-  // r -= the initial value of `spec` (f32 data initialised uniform; zeros need nothing).
+  // r -= the initial value of `spec` (f32 data initialised uniform, or given: verify --weights;
+  // zeros need nothing).
   void subtract_initial(const rt::BufferSpec& spec, DumpRecord& r) const {
-    if (spec.init != rt::BufferInit::kUniform || spec.dtype != rt::DType::kFloat32) return;
+    if (spec.dtype != rt::DType::kFloat32) return;
+    const bool given = spec.init == rt::BufferInit::kConstant &&
+                       spec.data_bytes == static_cast<int64_t>(r.bytes.size());
+    if (spec.init != rt::BufferInit::kUniform && !given) return;
     std::vector<float> initial(r.bytes.size() / sizeof(float) + 1);
     rt::Tensor h(spec.dtype, spec.shape, initial.data());
-    rt::fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
+    if (given)
+      std::memcpy(initial.data(), spec.data, r.bytes.size());
+    else
+      rt::fill_uniform(h, o_.seed, spec.name, spec.global_shape, spec.offset, spec.lo, spec.hi);
     double largest = 0;
     for (size_t i = 0; i + 1 < initial.size(); ++i) {
       float v;

@@ -142,6 +142,9 @@ constexpr Entry kKernels[] = {
     {"", "Shape", k_shape, kCuda, CUDA(c_shape)},
     {"", "Gather", k_gather, kCuda, CUDA(c_gather)},
     {"", "Trilu", k_trilu, kCuda, CUDA(c_trilu)},
+    {"", "TopK", k_topk, kCuda, CUDA(c_topk)},
+    {"", "CumSum", k_cumsum, kCuda, CUDA(c_cumsum)},
+    {"", "OneHot", k_one_hot, kCuda, CUDA(c_one_hot)},
     // recurrent
     {"", "LSTM", k_lstm, kCublas, CUDA(c_lstm)},
     {"", "GRU", k_gru, kCublas, CUDA(c_gru)},
@@ -179,6 +182,7 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "SliceGrad", k_slice_grad, kCuda, CUDA(c_slice_grad)},
     {"ai.planner", "PadGrad", k_pad_grad, kCuda, CUDA(c_pad_grad)},
     {"ai.planner", "GatherGrad", k_gather_grad, kCuda, CUDA(c_gather_grad)},
+    {"ai.planner", "TopKGrad", k_topk_grad, kCuda, CUDA(c_topk_grad)},
     {"ai.planner", "LSTMGradData", k_lstm_grad_data, kCublas, CUDA(c_lstm_grad_data)},
     {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights, kCublas, CUDA(c_lstm_grad_weights)},
     {"ai.planner", "GRUGrad", k_gru_grad, kCublas, CUDA(c_gru_grad)},

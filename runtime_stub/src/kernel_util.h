@@ -219,6 +219,10 @@ void cast_like(const KernelContext& ctx, KernelFn cast);
 void k_cast_like(const KernelContext&);
 void k_arg_extreme(const KernelContext&);  // ArgMax, ArgMin
 void k_trilu(const KernelContext&);
+void k_topk(const KernelContext&);
+void k_topk_grad(const KernelContext&);
+void k_cumsum(const KernelContext&);
+void k_one_hot(const KernelContext&);
 void k_lstm(const KernelContext&);
 void k_gru(const KernelContext&);
 void k_rnn(const KernelContext&);

@@ -99,4 +99,32 @@ struct TriluShapes {
 };
 TriluShapes trilu_shapes(const KernelContext& ctx);
 
+/// TopK's geometry: the input as [outer, extent, inner], n = outer * inner slices, k (input 1,
+/// host memory); checks the outputs (values like the input, int64 indices) and the input type
+/// (f32, i32, i64).
+struct TopKShapes {
+  int64_t extent = 1, inner = 1, n = 0, k = 0;
+  bool largest = true;
+};
+TopKShapes topk_shapes(const KernelContext& ctx);
+/// TopKGrad's geometry (dV, indices) -> dX: dX as [outer, extent, inner] around `axis`, k from
+/// dV; checks the shapes and types (f32 gradients, int64 indices).
+TopKShapes topk_grad_shapes(const KernelContext& ctx);
+
+/// CumSum's geometry: the input as [outer, extent, inner] along the axis (input 1, host
+/// memory), n = outer * inner running sums; checks the output and the type (f32, i32, i64).
+struct CumSumShapes {
+  int64_t extent = 1, inner = 1, n = 0;
+  bool exclusive = false, reverse = false;
+};
+CumSumShapes cumsum_shapes(const KernelContext& ctx);
+
+/// OneHot's geometry: the output as [outer, depth, inner] (depth from input 1, host memory),
+/// the indices as [outer, inner]; checks the output (values' type) and the indices' type
+/// (i32, i64, f32).
+struct OneHotShapes {
+  int64_t depth = 0, inner = 1, n = 0;  ///< n: output elements
+};
+OneHotShapes one_hot_shapes(const KernelContext& ctx);
+
 }  // namespace planner::rt::kernels

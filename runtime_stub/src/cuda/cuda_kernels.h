@@ -82,6 +82,10 @@ void gemm_f32(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, 
 // select_cuda.cpp
 void c_arg_extreme(const KernelContext&);
 void c_trilu(const KernelContext&);
+void c_topk(const KernelContext&);
+void c_topk_grad(const KernelContext&);
+void c_cumsum(const KernelContext&);
+void c_one_hot(const KernelContext&);
 // rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)
 void c_lstm(const KernelContext&);
 void c_gru(const KernelContext&);

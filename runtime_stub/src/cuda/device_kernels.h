@@ -146,6 +146,20 @@ void launch_arg_extreme(int dtype, const void* x, int64_t* y, int64_t n, int64_t
 /// Trilu over n elements of `elem` bytes, matrices rows x cols.
 void launch_trilu(const void* x, void* y, int64_t n, int64_t rows, int64_t cols, int64_t k,
                   bool upper, int elem, cudaStream_t stream);
+/// TopK of x ([outer, extent, inner], ONNX dtype 1, 6 or 7): n slices, k values and int64
+/// indices each.
+void launch_topk(int dtype, const void* x, void* values, int64_t* indices, int64_t n,
+                 int64_t extent, int64_t inner, int64_t k, bool largest, cudaStream_t stream);
+/// TopKGrad: n slices of dx ([outer, extent, inner]) from dv and indices ([outer, k, inner]).
+void launch_topk_grad(const float* dv, const int64_t* indices, float* dx, int64_t n, int64_t extent,
+                      int64_t inner, int64_t k, cudaStream_t stream);
+/// CumSum of x ([outer, extent, inner], ONNX dtype 1, 6 or 7): n running sums.
+void launch_cumsum(int dtype, const void* x, void* y, int64_t n, int64_t extent, int64_t inner,
+                   bool exclusive, bool reverse, cudaStream_t stream);
+/// OneHot: n output elements of `elem` bytes ([outer, depth, inner]) from indices (ONNX dtype
+/// 1, 6 or 7) and the two-element values (off, on), all in device memory.
+void launch_one_hot(int index_dtype, const void* indices, const void* values, void* y, int64_t n,
+                    int64_t depth, int64_t inner, int elem, cudaStream_t stream);
 
 // ---- rnn.cu ---------------------------------------------------------------------------------
 /// rnn_element(k, p, e) for e in [0, n), one thread each.

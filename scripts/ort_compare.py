@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Holds the planner's cpu runtime against onnxruntime on whole models.
+
+For each MODEL the forward pass runs in onnxruntime (CPU build) on random inputs and weights,
+and `planner verify MODEL --mode infer --weights --inputs DIR` then runs the same file, with
+the same weights and inputs, unpartitioned (which must reproduce onnxruntime's outputs) and
+partitioned (which must reproduce the unpartitioned run). The largest difference from
+onnxruntime, relative to each output's largest magnitude, is printed per model.
+
+A MODEL is either a file that holds its weights (scripts/export_corpus.py --weights), or
+`FILE@SHRINK` for a graph-only file (../shared/models, the corpus's real widths): the script
+then writes a copy whose every dimension OLD is NEW (SHRINK as planner's --shrink: OLD=NEW,...;
+the integer constants that hold extents - Reshape's and Expand's shape, ConstantOfShape's input,
+Split's sizes - mapped in value, other constants cut to their leading block, recurrent
+hidden_size mapped) and whose float initializers hold random values. That copy is written by
+this script, independently of the planner's own --shrink, and both programs read it.
+
+Runs in the virtual environment of scripts/python_env.sh (onnxruntime, onnx, numpy).
+
+usage: ort_compare.py --planner build/planner [--gpus 2] [--search dp] [--batch 2]
+                      [--work DIR] [--json FILE] [--check] MODEL[@SHRINK] ...
+With --check it exits 1 when a model does not import, run or match; 77 when onnxruntime is
+not importable.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+except ImportError as e:
+    print(f"SKIPPED: ort_compare: {e} (run it with scripts/python_env.sh's python)")
+    sys.exit(77)
+
+# Inputs whose values are extents: mapped by value when shrinking (the planner's rule).
+EXTENT_INPUTS = {"Reshape": 1, "Expand": 1, "ConstantOfShape": 0, "Split": 1}
+RECURRENT = {"LSTM", "GRU", "RNN"}
+
+
+def parse_map(text):
+    mapping = {}
+    for item in filter(None, text.split(",")):
+        old, new = item.split("=")
+        mapping[int(old)] = int(new)
+    return mapping
+
+
+def extent_names(graph):
+    names = set()
+    for node in graph.node:
+        i = EXTENT_INPUTS.get(node.op_type)
+        if i is not None and i < len(node.input):
+            names.add(node.input[i])
+    return names
+
+
+def leading_block(values, shape):
+    return values[tuple(slice(0, n) for n in shape)].copy()
+
+
+def shrink_tensor(t, mapping, is_extent, rng):
+    """Returns `t` with its shape mapped and values: weights random, extents mapped by value,
+    other constants cut to their leading block."""
+    old = numpy_helper.to_array(t) if t.data_location != onnx.TensorProto.EXTERNAL else None
+    shape = [mapping.get(d, d) for d in t.dims]
+    np_type = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
+    if old is None:  # a weight whose data the file does not hold: random, scaled by fan-in
+        fan_in = int(np.prod(shape[1:])) if len(shape) >= 2 else 0
+        if fan_in > 0:
+            bound = np.sqrt(3.0 / fan_in)
+            values = rng.uniform(-bound, bound, size=shape)
+        else:
+            values = rng.uniform(0.5, 1.5, size=shape) if len(shape) == 1 else rng.uniform(
+                -0.1, 0.1, size=shape)
+        values = values.astype(np_type)
+    elif is_extent:
+        values = np.vectorize(lambda v: mapping.get(int(v), int(v)))(old).astype(old.dtype) \
+            if old.size else old
+    else:
+        values = leading_block(old, shape) if list(old.shape) != shape else old
+    return numpy_helper.from_array(values, t.name)
+
+
+def shrink_model(path, mapping, seed):
+    m = onnx.load(path, load_external_data=False)
+    g = m.graph
+    rng = np.random.default_rng(seed)
+    for vi in list(g.input) + list(g.output):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                d.dim_value = mapping.get(d.dim_value, d.dim_value)
+    del g.value_info[:]
+    extents = extent_names(g)
+    inits = [shrink_tensor(t, mapping, t.name in extents, rng) for t in g.initializer]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    for node in g.node:
+        for a in node.attribute:
+            if node.op_type == "Constant" and a.name == "value":
+                a.t.CopyFrom(shrink_tensor(a.t, mapping, node.output[0] in extents, rng))
+            elif node.op_type in RECURRENT and a.name == "hidden_size":
+                a.i = mapping.get(a.i, a.i)
+    return m
+
+
+def index_bound(graph, name, shapes):
+    """The largest valid value of an integer input: the smallest table it indexes (Gather), else 2."""
+    bounds = []
+    for node in graph.node:
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == name:
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            table = shapes.get(node.input[0])
+            if table:
+                bounds.append(table[axis])
+    return min(bounds) if bounds else 2
+
+
+def make_inputs(m, batch, seed):
+    g = m.graph
+    init_names = {t.name for t in g.initializer}
+    shapes = {t.name: list(t.dims) for t in g.initializer}
+    rng = np.random.default_rng(seed + 1)
+    inputs = []
+    for vi in g.input:
+        if vi.name in init_names:
+            continue
+        tt = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else batch for d in tt.shape.dim]
+        np_type = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        if np.issubdtype(np_type, np.floating):
+            value = rng.standard_normal(size=shape).astype(np_type)
+        elif np_type == np.bool_:
+            value = rng.random(size=shape) < 0.5
+        else:
+            value = rng.integers(0, index_bound(g, vi.name, shapes), size=shape).astype(np_type)
+        inputs.append((vi.name, value))
+    return inputs
+
+
+VERIFY_EXPECTED = re.compile(r"against .*: (\d+) outputs, largest error abs (\S+), rel (\S+);")
+VERIFY_PARTITIONED = re.compile(r"^largest error: abs (\S+), rel (\S+);", re.M)
+
+
+def compare(args, spec, index):
+    path, _, shrink = spec.partition("@")
+    name = os.path.splitext(os.path.basename(path))[0]
+    work = os.path.join(args.work, f"{index:02d}_{name}")
+    data = os.path.join(work, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    row = {"model": name, "source": spec}
+    try:
+        m = onnx.load(path, load_external_data=False)
+        if shrink or any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
+            m = shrink_model(path, parse_map(shrink), args.seed)
+        model = os.path.join(work, "model.onnx")
+        onnx.save(m, model)
+        inputs = make_inputs(m, args.batch, args.seed)
+        session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        outputs = session.run(None, dict(inputs))
+    except Exception as e:  # onnxruntime refuses the model: reported, not a crash
+        row.update(status="ort-error", detail=str(e).splitlines()[0][:300])
+        return row
+    for i, (n, v) in enumerate(inputs):
+        with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
+    largest = 0.0
+    for i, (o, v) in enumerate(zip(m.graph.output, outputs)):
+        with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(v), o.name).SerializeToString())
+        if np.issubdtype(np.asarray(v).dtype, np.floating) and np.asarray(v).size:
+            largest = max(largest, float(np.nanmax(np.abs(v))))
+    # Whole models accumulate rounding differently in each runtime (summation order, fused
+    # kernels): absolute differences are held to 1e-4 of the outputs' largest magnitude.
+    atol = max(1e-7, args.atol * largest)
+    cmd = [args.planner, "verify", model, "--mode", "infer", "--weights", "--inputs", data,
+           "--gpus", str(args.gpus), "--search", args.search, "--steps", "1",
+           "--expected-atol", repr(atol), "--expected-rtol", repr(args.rtol)]
+    if any(d.HasField("dim_param") for vi in m.graph.input for d in vi.type.tensor_type.shape.dim):
+        cmd += ["--batch", str(args.batch)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        row.update(status="fail", detail=f"{args.planner}: {e}")
+        return row
+    text = out.stdout + out.stderr
+    row["outputs"] = len(outputs)
+    e = VERIFY_EXPECTED.search(text)
+    p = VERIFY_PARTITIONED.search(text)
+    if e:
+        row["ort_abs"], row["ort_rel"] = float(e.group(2)), float(e.group(3))
+    if p:
+        row["partitioned_rel"] = float(p.group(2))
+    row["status"] = "pass" if out.returncode == 0 else "fail"
+    if out.returncode != 0:
+        errors = [l for l in text.splitlines() if l.startswith("error:")]
+        row["detail"] = (errors[0] if errors else text.strip().splitlines()[-1])[:300]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--planner", required=True)
+    ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument("--search", default="dp")
+    ap.add_argument("--batch", type=int, default=2, help="value of symbolic batch dimensions")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--atol", type=float, default=1e-4,
+                    help="absolute tolerance, as a fraction of the outputs' largest magnitude")
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--work", help="keep the files here (default: a temporary folder)")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("models", nargs="+")
+    args = ap.parse_args()
+    tmp = None
+    if not args.work:
+        tmp = tempfile.TemporaryDirectory(prefix="ort_compare.")
+        args.work = tmp.name
+    print(f"onnxruntime {ort.__version__}, onnx {onnx.__version__}; planner verify on "
+          f"{args.gpus} ranks ({args.search})")
+    print(f"{'model':<24} {'status':<9} {'outputs':>7} {'vs onnxruntime':>15} "
+          f"{'partitioned':>12}")
+    rows = []
+    for i, spec in enumerate(args.models):
+        row = compare(args, spec, i)
+        rows.append(row)
+        rel = f"{row['ort_rel']:.2e}" if "ort_rel" in row else "-"
+        part = f"{row['partitioned_rel']:.2e}" if "partitioned_rel" in row else "-"
+        print(f"{row['model']:<24} {row['status']:<9} {row.get('outputs', 0):>7} {rel:>15} "
+              f"{part:>12}", flush=True)
+        if "detail" in row:
+            print(f"    {row['detail']}", flush=True)
+    if args.json:
+        with open(args.json + ".part", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(args.json + ".part", args.json)
+    failed = [r for r in rows if r["status"] != "pass"]
+    print(f"{len(rows) - len(failed)} of {len(rows)} models match onnxruntime")
+    if args.check and failed:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

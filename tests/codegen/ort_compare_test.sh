@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The planner's cpu runtime against onnxruntime (scripts/ort_compare.py) on whole models: the
+# shrunk shared models (skipped one by one where ../shared/models lacks them) and, where
+# Debian's python3-torch exports it, the corpus's small models with weights
+# (scripts/export_corpus.py --weights). Skipped (77), saying why, where the virtual environment
+# with onnxruntime cannot be made (scripts/python_env.sh).
+#
+#   ort_compare_test.sh PLANNER SOURCE_DIR MODELS_DIR VENV_DIR WORK_DIR
+set -uo pipefail
+planner=$1 src=$2 models=$3 venv=$4 work=$5
+python=$("$src/scripts/python_env.sh" "$venv") || exit 77
+source "$src/tests/codegen/shrink_maps.sh"
+specs=()
+for m in alexnet bert_base gpt2_small inception_v3 lstm_lm lstm_lm_unrolled mlp_8192x4 resnet50 vgg16; do
+  if [ -f "$models/$m.onnx" ]; then
+    shrink_map "$m"
+    specs+=("$models/$m.onnx@$shrink")
+  else
+    echo "note: $models/$m.onnx is absent: not compared"
+  fi
+done
+rm -rf "$work" && mkdir -p "$work/corpus"
+if /usr/bin/python3 "$src/scripts/export_corpus.py" --weights "$work/corpus" > "$work/export.log" 2>&1; then
+  for f in "$work"/corpus/*_small.onnx; do specs+=("$f"); done
+else
+  echo "note: the corpus was not exported (scripts/export_corpus.py: $(tail -1 "$work/export.log")): not compared"
+fi
+[ ${#specs[@]} -gt 0 ] || { echo "SKIPPED: no model to compare"; exit 77; }
+"$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" \
+  --json "$work/ort_compare.json" --check "${specs[@]}"
