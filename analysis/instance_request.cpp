@@ -130,6 +130,14 @@ class RequestBuilder {
         return fail("input 'axis' is not a constant scalar");
       req_.attributes["axis"] = (*req_.inputs[1].values)[0];
     }
+    if (type == "OneHot") {  // the axis counts in the output, one rank above the indices
+      const int64_t rank = input_rank(0);
+      if (const int64_t* axis = int_attr("axis"); axis && rank >= 0) {
+        PLANNER_TRY_ASSIGN(int64_t a, normal_axis(*axis, rank + 1, "axis"));
+        req_.attributes["axis"] = a;
+      }
+      return ok();
+    }
     if (kAxisOps.count(type)) {
       int64_t rank = input_rank(0);
       if (rank < 0) return ok();  // instantiation reports the missing input

@@ -27,7 +27,7 @@ for row in "${rows[@]}"; do
   for search in dp frontier mcmc; do
     out="$work/plans/${file%.onnx}.$search"
     if ! "$planner" plan "$model" --gpus 8 --batch "$batch" --mode "$mode" --search "$search" \
-         --max-proposals 2000 --no-progress -o "$out.json" > "$out.log" 2>&1; then
+         --max-proposals 500 --no-progress -o "$out.json" > "$out.log" 2>&1; then
       echo "FAIL: $file --search $search: $(grep -m1 error: "$out.log")"; status=1; continue
     fi
     # "search       dp, 566.69 ms" and "step time      66.45 ms       67.59 ms ..."
