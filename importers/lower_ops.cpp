@@ -81,8 +81,14 @@ void add(ir::Graph& g, const std::string& base, const char* type, std::vector<ir
   g.add_op(std::move(op));
 }
 
-// Whether tensor t is a constant whose every element is `value`.
+// Whether tensor t is a constant whose every element is `value`, or a Cast or CastLike of one
+// (importers/opset18.h makes GroupNormalization's ones in the input's type with CastLike).
 bool all_equal(const ir::Graph& g, ir::TensorId t, double value) {
+  if (const ir::OpId p = g.tensor(t).producer; p != ir::kNoOp) {
+    const ir::Op& cast = g.op(p);
+    if (cast.domain.empty() && (cast.op_type == "Cast" || cast.op_type == "CastLike"))
+      t = cast.inputs[0];
+  }
   const ir::Tensor& tensor = g.tensor(t);
   if (tensor.role != ir::TensorRole::kConstant || !tensor.has_data()) return false;
   for (double v : tensor.float_values())
@@ -99,8 +105,8 @@ Expected<void> lower_instance_norm(ir::Graph& g, ir::OpId id, const std::string&
     return error("expected 3 inputs (input, scale, B) and one output");
   const ir::Tensor x = g.tensor(node.inputs[0]);
   if (x.rank() < 3)
-    return error(fmt::format("input has shape {}: expected [N, C, D1, ...]",
-                             ir::shape_to_string(x.shape)));
+    return error(
+        fmt::format("input has shape {}: expected [N, C, D1, ...]", ir::shape_to_string(x.shape)));
   const std::vector<int64_t> rows(x.shape.begin() + 2, x.shape.end());
   int64_t count = 1;
   for (int64_t d : rows) count *= d;
@@ -139,10 +145,9 @@ std::optional<std::vector<int64_t>> repeat_factors(const ir::Graph& g, const ir:
   if (op.string_attr("mode", "nearest") != "nearest") return {};
   const std::string coords = op.string_attr("coordinate_transformation_mode", "half_pixel");
   const std::string rounding = op.string_attr("nearest_mode", "round_prefer_floor");
-  const bool exact =
-      (coords == "asymmetric" && rounding == "floor") ||
-      ((coords == "half_pixel" || coords == "pytorch_half_pixel") &&
-       (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil"));
+  const bool exact = (coords == "asymmetric" && rounding == "floor") ||
+                     ((coords == "half_pixel" || coords == "pytorch_half_pixel") &&
+                      (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil"));
   if (!exact || op.int_attr("exclude_outside", 0) != 0) return {};
   if (op.attribute("axes")) return {};  // opset 18's axes: left to a kernel
   const ir::Tensor& x = g.tensor(op.inputs[0]);

@@ -31,6 +31,7 @@
 #include "importers/fuse_layer_norm.h"
 #include "importers/lower_ops.h"
 #include "importers/onnx_checks.h"
+#include "importers/opset18.h"
 #include "importers/shape_rules.h"
 #include "importers/shrink.h"
 #include "importers/training_ops.h"
@@ -45,7 +46,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kMinIrVersion = 3;
 constexpr int64_t kMaxIrVersion = onnx::IR_VERSION;  // 8 for ONNX 1.12
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 18;  // 18 through importers/opset18.h
 
 std::string lower_first(std::string s) {
   if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
@@ -775,6 +776,10 @@ Expected<void> check_declared_outputs(const ir::Graph& graph,
 Expected<ir::Graph> import_proto(onnx::ModelProto& model, const std::string& source,
                                  const fs::path& base_dir, const ImportOptions& options) {
   PLANNER_TRY_ASSIGN(int64_t opset, check_versions(model, source));
+  if (opset == 18) {  // ONNX 1.12 knows schemas up to 17: the same computation at 17
+    PLANNER_TRY(downgrade_opset18(model, source));
+    opset = 17;
+  }
   PLANNER_TRY(shrink_model(model, options.shrink, source));
   onnx::GraphProto& g = *model.mutable_graph();
   std::set<std::string> initializer_names;

@@ -80,8 +80,10 @@ up (float[1,2,3,4] x) => (float[1,2,6,8] y) {
   CHECK(count(*g, "Reshape") == 2);
 
   // Linear interpolation, and a floor rule that shifts half pixels, stay Resize.
-  for (std::string attrs : {R"(mode = "linear")",
-                            R"(coordinate_transformation_mode = "half_pixel", mode = "nearest", nearest_mode = "floor")"}) {
+  for (
+      std::string attrs :
+      {R"(mode = "linear")",
+       R"(coordinate_transformation_mode = "half_pixel", mode = "nearest", nearest_mode = "floor")"}) {
     CAPTURE(attrs);
     auto kept = import_model_text(R"(<ir_version: 8, opset_import: ["" : 13]>
 up (float[1,2,3,4] x) => (float[1,2,6,8] y) {

@@ -494,14 +494,14 @@ g (float[2] x) => (float[2] y) { y = Relu(x)  y = Neg(x) })")) ==
   }
   SUBCASE("unsupported opset version") {
     CHECK(error_of(import_model_text(
-              "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2] x) => (float[2] y) { y = "
+              "<ir_version: 8, opset_import: [\"\" : 19]> g (float[2] x) => (float[2] y) { y = "
               "Relu(x) }",
               "test.onnxtxt")) ==
-          "test.onnxtxt: unsupported opset version 18 (supported: 7 to 17)");
+          "test.onnxtxt: unsupported opset version 19 (supported: 7 to 18)");
     CHECK(error_of(import_model_text(
               "<ir_version: 8, opset_import: [\"\" : 6]> g (float[2] x) => (float[2] y) { y = "
               "Relu(x) }",
-              "test.onnxtxt")) == "test.onnxtxt: unsupported opset version 6 (supported: 7 to 17)");
+              "test.onnxtxt")) == "test.onnxtxt: unsupported opset version 6 (supported: 7 to 18)");
   }
   SUBCASE("a syntax error shows line and column") {
     CHECK(error_of(import_text("g (float[2] x) => (float[2] y) {\n  y = Relu(x\n}")) ==
