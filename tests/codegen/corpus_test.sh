@@ -46,4 +46,29 @@ for row in "${rows[@]}"; do
     echo "verified: $file ($(grep -m1 "^largest error" "$work/plans/${file%.onnx}.verify.log"))"
   fi
 done
+# Expert parallelism: with Adam's state the dp search splits the experts' FFN weights over the
+# experts ([E, d, ffn], `e0`) and the compiled program dispatches tokens to them by all-to-all.
+if [ -f "$work/corpus/moe_train.onnx" ]; then
+  moe="$work/plans/moe_train.adam"
+  if "$planner" plan "$work/corpus/moe_train.onnx" --gpus 8 --batch 128 --mode train \
+       --optimizer adam --no-progress -o "$moe.json" > "$moe.log" 2>&1 &&
+     "$planner" compile "$moe.json" --model "$work/corpus/moe_train.onnx" -o "$moe.out" \
+       > "$moe.compile.log" 2>&1; then
+    experts=$(/usr/bin/python3 -c '
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+print(sum(1 for o in ops if o["name"] in ("/moe/MatMul_1", "/moe/MatMul_2")
+          and any(s["var"] == "e0" for s in o["splits"])))' "$moe.json")
+    dispatch=$(grep -c "all_to_all .*/moe/MatMul_output_0" "$moe.out/programs.txt")
+    echo "expert parallelism (moe_train, adam): $experts of 2 expert FFN matmuls split over" \
+      "the experts; $dispatch all-to-all dispatches in the compiled program"
+    if [ "$experts" != 2 ] || [ "$dispatch" = 0 ]; then
+      echo "FAIL: moe_train with adam: expected the experts split and an all-to-all dispatch"
+      status=1
+    fi
+  else
+    echo "FAIL: moe_train with adam: $(grep -h -m1 error: "$moe.log" "$moe.compile.log")"
+    status=1
+  fi
+fi
 exit $status
