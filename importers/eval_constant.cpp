@@ -571,6 +571,48 @@ Result eval_split(const ir::Op& op, const ir::Tensor& x, std::span<const Partial
   return std::optional<std::vector<ir::Tensor>>(std::move(outs));
 }
 
+// ScatterND without reduction: data with the slices `indices` name replaced by `updates`
+// (HF's Swin builds its shifted-window mask this way: img_mask[:, h, w, :] = count).
+Result eval_scatter_nd(const ir::Op& op, const ir::Tensor& data, const ir::Tensor& indices,
+                       const ir::Tensor& updates, const Dims& out_shape) {
+  if (op.string_attr("reduction", "none") != "none" || out_shape != data.shape ||
+      indices.shape.empty() || updates.dtype != data.dtype)
+    return cannot();
+  const size_t k = static_cast<size_t>(indices.shape.back());
+  const size_t es = static_cast<size_t>(ir::dtype_size(data.dtype));
+  if (k > data.shape.size() || data.data.size() != static_cast<size_t>(data.num_elements()) * es ||
+      updates.data.size() != static_cast<size_t>(updates.num_elements()) * es)
+    return cannot();
+  Dims want(indices.shape.begin(), indices.shape.end() - 1);
+  want.insert(want.end(), data.shape.begin() + static_cast<std::ptrdiff_t>(k), data.shape.end());
+  if (want != updates.shape) return cannot();
+  int64_t slice = 1;
+  for (size_t d = k; d < data.shape.size(); ++d) slice *= data.shape[d];
+  const Dims ds = strides_of(data.shape);
+  const std::vector<int64_t> idx = indices.num_elements() ? indices.int_values() : Dims{};
+  ir::Tensor t = data;
+  t.role = ir::TensorRole::kConstant;
+  t.external.reset();
+  int64_t count = 1;  // index tuples: the product of indices' leading dimensions
+  for (size_t d = 0; d + 1 < indices.shape.size(); ++d) count *= indices.shape[d];
+  if (static_cast<int64_t>(idx.size()) != count * static_cast<int64_t>(k)) return cannot();
+  for (size_t u = 0; u < static_cast<size_t>(count); ++u) {
+    int64_t off = 0;
+    for (size_t j = 0; j < k; ++j) {
+      int64_t i = idx[u * k + j];
+      const int64_t extent = data.shape[j];
+      if (i < -extent || i >= extent)
+        return make_error("ScatterND index {} is out of range for axis {} of extent {}", i, j,
+                          extent);
+      off += (i < 0 ? i + extent : i) * ds[j];
+    }
+    std::memcpy(t.data.data() + static_cast<size_t>(off) * es,
+                updates.data.data() + u * static_cast<size_t>(slice) * es,
+                static_cast<size_t>(slice) * es);
+  }
+  return one(std::move(t));
+}
+
 Result eval_range(const ir::Tensor& start, const ir::Tensor& delta, const PartialType& out) {
   ir::Tensor t = empty_like(*out.dtype, *out.dims);
   int64_t n = (*out.dims)[0];
@@ -657,6 +699,8 @@ Expected<std::optional<std::vector<ir::Tensor>>> evaluate_constant(
   if (type == "Transpose") return eval_transpose(op, x, shape);
   if (type == "Expand" || type == "Tile") return eval_expand_or_tile(op, x, shape);
   if (type == "Split") return eval_split(op, x, outputs);
+  if (type == "ScatterND" && in.size() == 3 && in[1] && in[2])
+    return eval_scatter_nd(op, x, *in[1], *in[2], shape);
   if (type == "ConstantOfShape") return eval_constant_of_shape(op, outputs[0]);
   if (type == "Range" && in.size() == 3 && in[2]) return eval_range(x, *in[2], outputs[0]);
   if (in_set(type,

@@ -11,7 +11,9 @@
 namespace planner::importers {
 namespace {
 
-bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+bool default_domain(const std::string& d) {
+  return d.empty() || d == "ai.onnx";
+}
 
 // The int64 or int32 values of a tensor held in the file, if it holds them.
 std::optional<std::vector<int64_t>> int_values(const onnx::TensorProto& t) {
@@ -139,7 +141,7 @@ class Downgrade {
   Expected<void> rewrite(const onnx::NodeProto& n,
                          google::protobuf::RepeatedPtrField<onnx::NodeProto>& out) {
     static const std::set<std::string> kAxesReductions = {
-        "ReduceMean", "ReduceMax", "ReduceMin",       "ReduceProd",     "ReduceL1",
+        "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",     "ReduceL1",
         "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
     static const std::set<std::string> kNew = {"BitwiseAnd", "BitwiseOr",     "BitwiseXor",
                                                "BitwiseNot", "CenterCropPad", "Col2Im"};
@@ -162,7 +164,8 @@ class Downgrade {
       const onnx::AttributeProto* aa = attribute(n, "antialias");
       const onnx::AttributeProto* policy = attribute(n, "keep_aspect_ratio_policy");
       if ((aa && aa->i() != 0) || attribute(n, "axes") || (policy && policy->s() != "stretch"))
-        return error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
+        return error(n,
+                     "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
       remove_attribute(copy, "antialias");
       remove_attribute(copy, "keep_aspect_ratio_policy");
     } else if (type == "Pad" && n.input_size() > 3 && !n.input(3).empty()) {
@@ -214,11 +217,11 @@ class Downgrade {
     const int64_t g = groups->i();
     const onnx::AttributeProto* eps = attribute(n, "epsilon");
     const std::string& x = n.input(0);
-    const std::string grouped = fresh(n.name() + ":grouped"),
-                      normed = fresh(n.name() + ":normed"), scaled = fresh(n.name() + ":scaled"),
-                      shifted = fresh(n.name() + ":shifted"), scale = fresh(n.name() + ":scale"),
-                      bias = fresh(n.name() + ":bias"), shape = fresh(n.name() + ":shape"),
-                      ones = fresh(n.name() + ":ones"), zeros = fresh(n.name() + ":zeros");
+    const std::string grouped = fresh(n.name() + ":grouped"), normed = fresh(n.name() + ":normed"),
+                      scaled = fresh(n.name() + ":scaled"), shifted = fresh(n.name() + ":shifted"),
+                      scale = fresh(n.name() + ":scale"), bias = fresh(n.name() + ":bias"),
+                      shape = fresh(n.name() + ":shape"), ones = fresh(n.name() + ":ones"),
+                      zeros = fresh(n.name() + ":zeros");
     add(out, n, "Reshape", {x, constant(out, n, "groups", ints({0, g, -1}))}, {grouped});
     add(out, n, "CastLike", {constant(out, n, "ones_f32", floats(g, 1)), x}, {ones});
     add(out, n, "CastLike", {constant(out, n, "zeros_f32", floats(g, 0)), x}, {zeros});

@@ -918,6 +918,8 @@ const std::unordered_map<std::string, Rule>& rules() {
                            "Clip",
                            "CumSum",
                            "Trilu",
+                           "ScatterND",
+                           "ScatterElements",
                            "IsNaN",
                            "IsInf",
                            "MeanVarianceNormalization",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The planner's cpu runtime against onnxruntime (scripts/ort_compare.py) on whole models: the
-# shrunk shared models (skipped one by one where ../shared/models lacks them) and, where
-# Debian's python3-torch exports it, the corpus's small models with weights
-# (scripts/export_corpus.py --weights). Skipped (77), saying why, where the virtual environment
+# shrunk shared models (skipped one by one where ../shared/models lacks them), where Debian's
+# python3-torch exports it the corpus's small models with weights (scripts/export_corpus.py
+# --weights), and where transformers installs Hugging Face's architectures
+# (scripts/export_hf_models.py; their training steps verified on 2 ranks too). Skipped (77), saying why, where the virtual environment
 # with onnxruntime cannot be made (scripts/python_env.sh).
 #
 #   ort_compare_test.sh PLANNER SOURCE_DIR MODELS_DIR VENV_DIR WORK_DIR
@@ -25,6 +26,29 @@ if /usr/bin/python3 "$src/scripts/export_corpus.py" --weights "$work/corpus" > "
 else
   echo "note: the corpus was not exported (scripts/export_corpus.py: $(tail -1 "$work/export.log")): not compared"
 fi
+# Hugging Face transformers' architectures, exported as users export them (weights inline).
+hf_status=0
+if "$python" "$src/scripts/export_hf_models.py" "$work/hf" > "$work/hf_export.log" 2>&1; then
+  for f in "$work"/hf/hf_*.onnx; do
+    [ "$(basename "$f")" = hf_mixtral.onnx ] || specs+=("$f")
+  done
+  # Training steps of the same exports on 2 ranks.
+  for m in llama gpt2 bert t5 vit convnext swin; do
+    if ! "$planner" verify "$work/hf/hf_$m.onnx" --gpus 2 --mode train --search dp --steps 1 \
+         > "$work/hf_$m.train.log" 2>&1; then
+      echo "FAIL: hf_$m training: $(tail -1 "$work/hf_$m.train.log")"; hf_status=1
+    fi
+  done
+  # Mixtral routes with NonZero (tokens per expert depend on the data): one line naming it.
+  if "$planner" inspect "$work/hf/hf_mixtral.onnx" > "$work/hf_mixtral.log" 2>&1 ||
+     ! grep -q "(NonZero): cannot infer a static shape" "$work/hf_mixtral.log"; then
+    echo "FAIL: hf_mixtral: expected the one-line error naming its NonZero node:"
+    cat "$work/hf_mixtral.log"; hf_status=1
+  fi
+else
+  echo "note: transformers' models were not exported ($(tail -1 "$work/hf_export.log")): not compared"
+fi
 [ ${#specs[@]} -gt 0 ] || { echo "SKIPPED: no model to compare"; exit 77; }
 "$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" \
-  --json "$work/ort_compare.json" --check "${specs[@]}"
+  --json "$work/ort_compare.json" --check "${specs[@]}" || exit 1
+exit $hf_status

@@ -910,5 +910,24 @@ TEST_CASE("a truncated copy of a shared model is reported as truncated") {
             "1000");
 }
 
+TEST_CASE("ScatterND on constants folds (Hugging Face Swin's shifted-window mask)") {
+  // mask[:, 1:3, :] = 7 written as ScatterND, as `img_mask[:, h, w, :] = count` exports.
+  auto g = import_model_text(R"(<ir_version: 8, opset_import: ["" : 17]>
+m (float[1,4,2] x) => (float[1,4,2] y) {
+  shape = Constant<value = int64[3] {1, 4, 2}>()
+  zero = ConstantOfShape<value = float[1] {0.0}>(shape)
+  idx = Constant<value = int64[1,2,2] {0, 1, 0, 2}>()
+  upd = Constant<value = float[1,2,2] {7.0, 7.0, 7.0, 7.0}>()
+  mask = ScatterND(zero, idx, upd)
+  y = Add(x, mask)
+})",
+                             "m.onnxtxt");
+  REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
+  REQUIRE(g->num_ops() == 1);
+  const ir::Tensor& mask = g->tensor(g->op(0).inputs[1]);
+  REQUIRE(mask.role == ir::TensorRole::kConstant);
+  CHECK(mask.float_values() == std::vector<double>{0, 0, 7, 7, 7, 7, 0, 0});
+}
+
 }  // namespace
 }  // namespace planner::importers

@@ -18,7 +18,9 @@ int count(const ir::Graph& g, const std::string& type) {
   return n;
 }
 
-std::string error_of(const Expected<ir::Graph>& g) { return g ? "" : g.error().message(); }
+std::string error_of(const Expected<ir::Graph>& g) {
+  return g ? "" : g.error().message();
+}
 
 }  // namespace
 
