@@ -32,8 +32,9 @@ for row in "${rows[@]}"; do
     fi
     # "search       dp, 566.69 ms" and "step time      66.45 ms       67.59 ms ..."
     awk -v f="$file" -v m="$mode" -v s="$search" '
-      /^search/ { t = $(NF - 1); if ($NF == "ms") t /= 1000 }
-      /^step time/ { step = $3; dp = $5; if ($4 == "s") step *= 1000; if ($6 == "s") dp *= 1000 }
+      /^search/ { t = $(NF - 1); if ($NF == "ms") t /= 1000; else if ($NF == "us") t /= 1e6 }
+      function ms(v, unit) { return unit == "s" ? v * 1000 : unit == "us" ? v / 1000 : v }
+      /^step time/ { step = ms($3, $4); dp = ms($5, $6) }
       END { printf "%-24s %-6s %-9s %9.2f %12.2f %12.2f %6.2fx\n", f, m, s, t, step, dp, dp / step }
     ' "$out.log"
   done
