@@ -118,6 +118,7 @@ const std::set<std::string> kOnnxNative = {
     "ArgMax", "ArgMin", "BatchNormalization", "Concat", "Einsum", "GlobalAveragePool",
     "GlobalMaxPool", "GRU", "LayerNormalization", "LogSoftmax", "LSTM", "MatMul", "Gemm",
     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "RNN", "Softmax", "Split", "Transpose",
+    "TopK", "CumSum", "OneHot", "GatherElements", "NegativeLogLikelihoodLoss",
     // with rewritten attributes or shape inputs
     "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
     "Squeeze", "Unsqueeze"};
@@ -137,6 +138,8 @@ const std::set<std::string> kPlannerNative = {"Adam",
                                               "DropoutTrain",
                                               "MatMulGradWeight",
                                               "MatMulTransB",
+                                              "NLLLossGrad",
+                                              "TopKGrad",
                                               "GatherGrad",
                                               "GlobalPoolGrad",
                                               "GRUGrad",
@@ -157,8 +160,9 @@ const std::set<std::string> kPlannerNative = {"Adam",
                                               "WhereGrad",
                                               "ZerosLike"};
 
-const std::set<std::string> kOnnxPartial = {"MatMul",    "Gemm",      "Conv",  "ReduceSum",
-                                            "ReduceMax", "ReduceMin", "Einsum"};
+const std::set<std::string> kOnnxPartial = {
+    "MatMul",    "Gemm",      "Conv",   "ReduceSum",
+    "ReduceMax", "ReduceMin", "Einsum", "NegativeLogLikelihoodLoss"};
 const std::set<std::string> kPlannerPartial = {
     "ConvGradData",       "ConvGradFilter", "LayerNormParamGrad",
     "BatchNormParamGrad", "BatchNormStats", "BatchNormTrainParamGrad",

@@ -155,7 +155,8 @@ class Builder {
   // gradient.
   static bool input_differentiable(const Op& op, size_t i) {
     const std::string& t = op.op_type;
-    if (t == "Gather" || t == "TopK" || t == "CumSum") return i == 0;
+    if (t == "Gather" || t == "TopK" || t == "CumSum" || t == "NegativeLogLikelihoodLoss")
+      return i == 0;
     if (t == "Reshape" || t == "Expand" || t == "Tile") return i == 0;
     if (t == "Slice" || t == "Pad" || t == "Split" || t == "Squeeze" || t == "Unsqueeze")
       return i == 0;
@@ -811,6 +812,16 @@ class Builder {
         if (const Attribute* axis = op.attribute("axis")) attrs["axis"] = *axis;
         add_part(in(0), emit1("TopKGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype,
                               T(in(0)).shape, attrs, gname(0)));
+      }
+      return ok();
+    }
+    if (type == "NegativeLogLikelihoodLoss") {
+      // Only the log-probabilities carry a gradient (targets are classes, weights constants).
+      if (wants(0)) {
+        std::vector<TensorId> ins = {dy, in(1)};
+        if (in(2) != ir::kNoTensor) ins.push_back(in(2));
+        add_part(in(0), emit1("NLLLossGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
+                              op.attributes, gname(0)));
       }
       return ok();
     }

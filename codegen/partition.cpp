@@ -171,7 +171,8 @@ int64_t fan_in_of(const ir::Graph& g, ir::TensorId t) {
 }
 
 // Initial values: inputs and parameters uniform (parameters scaled by their fan-in so that
-// deep models stay in range), batch-norm variances positive, token ids inside the table,
+// deep models stay in range), batch-norm variances positive, token ids inside the table and
+// class labels among the classes,
 // optimizer state zero, constants their values.
 void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   const ir::Tensor& tensor = g_.tensor(t);
@@ -219,6 +220,10 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
       if (axis < 0) axis += static_cast<int64_t>(ds.size());
       b.lo = 0;
       b.hi = static_cast<double>(ds[static_cast<size_t>(axis)]);
+    }
+    if (op.op_type == "NegativeLogLikelihoodLoss" && op.domain.empty() && index == 1) {
+      b.lo = 0;  // class labels: [0, C)
+      b.hi = static_cast<double>(g_.tensor(op.inputs[0]).shape[1]);
     }
     if ((op.op_type == "LSTM" || op.op_type == "GRU" || op.op_type == "RNN") && index == 4) {
       b.lo = static_cast<double>(g_.tensor(op.inputs[0]).shape[0]);

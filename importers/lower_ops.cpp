@@ -253,6 +253,104 @@ void lower_merged_reduction(ir::Graph& g, ir::OpId id, const std::vector<int64_t
         y);
 }
 
+// SoftmaxCrossEntropyLoss as its ONNX function body: LogSoftmax over the classes (axis 1),
+// then NegativeLogLikelihoodLoss with the same reduction, ignore_index and weights; the
+// optional log_prob output is the LogSoftmax's.
+void lower_softmax_cross_entropy(ir::Graph& g, ir::OpId id) {
+  const ir::Op node = g.op(id);
+  const ir::Tensor scores = g.tensor(node.inputs[0]);
+  const bool keep_log_prob = node.outputs.size() > 1 && node.outputs[1] != ir::kNoTensor;
+  const ir::TensorId log_prob =
+      keep_log_prob ? node.outputs[1]
+                    : activation(g, node.name + ":log_prob", scores.dtype, scores.shape);
+  add(g, node.name + "/log_softmax", "LogSoftmax", {node.inputs[0]}, log_prob,
+      {{"axis", ir::Attribute{int64_t{1}}}});
+  ir::Op& nll = g.op(id);
+  nll.op_type = "NegativeLogLikelihoodLoss";
+  nll.inputs[0] = log_prob;
+  nll.outputs = {node.outputs[0]};
+}
+
+ir::TensorId scalar_constant(ir::Graph& g, const std::string& base, ir::DType dtype, double value) {
+  std::vector<uint8_t> bytes;
+  auto put = [&](const auto v) {
+    bytes.resize(sizeof v);
+    std::memcpy(bytes.data(), &v, sizeof v);
+  };
+  if (dtype == ir::DType::kInt64)
+    put(static_cast<int64_t>(value));
+  else if (dtype == ir::DType::kInt32)
+    put(static_cast<int32_t>(value));
+  else if (dtype == ir::DType::kFloat64)
+    put(value);
+  else
+    put(static_cast<float>(value));  // losses are f32 (NLL's kernel checks)
+  return constant(
+      g, base,
+      dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32 || dtype == ir::DType::kFloat64
+          ? dtype
+          : ir::DType::kFloat32,
+      {}, std::move(bytes));
+}
+
+// NegativeLogLikelihoodLoss with reduction `mean` as the loss summed, divided by the weights of
+// the targets counted (a constant when every target counts with weight 1): both sums split
+// along the samples as reductions, so data parallelism adds two scalars per step, as a framework
+// averaging its ranks' losses does, instead of gathering every sample's log-probabilities.
+void lower_nll_mean(ir::Graph& g, ir::OpId id) {
+  const ir::Op node = g.op(id);
+  const ir::Tensor target = g.tensor(node.inputs[1]);
+  const ir::DType dtype = g.tensor(node.outputs[0]).dtype;
+  const bool weighted = node.inputs.size() > 2 && node.inputs[2] != ir::kNoTensor;
+  const ir::Attribute* ignore = node.attribute("ignore_index");
+  const ir::TensorId loss = node.outputs[0];
+  const ir::TensorId sum = activation(g, node.name + ":sum", dtype, {});
+  ir::Op& nll = g.op(id);
+  nll.attributes["reduction"] = ir::Attribute{std::string("sum")};
+  nll.outputs = {sum};
+  ir::TensorId den;
+  if (!weighted && !ignore) {
+    den =
+        scalar_constant(g, node.name + ":count", dtype, static_cast<double>(target.num_elements()));
+  } else {
+    // Per target: its class's weight (1 without weights), 0 where it is ignored.
+    ir::TensorId counted = ir::kNoTensor, index = node.inputs[1];
+    if (ignore) {
+      const ir::TensorId skip =
+          scalar_constant(g, node.name + ":ignore_index", target.dtype,
+                          static_cast<double>(std::get<int64_t>(ignore->value)));
+      counted = activation(g, node.name + ":ignored", ir::DType::kBool, target.shape);
+      add(g, node.name + "/ignored", "Equal", {node.inputs[1], skip}, counted);
+      // An ignored target may lie outside the classes (PyTorch's -100): gathered as class 0.
+      index = activation(g, node.name + ":index", target.dtype, target.shape);
+      add(g, node.name + "/index", "Where",
+          {counted, scalar_constant(g, node.name + ":zero_index", target.dtype, 0), node.inputs[1]},
+          index);
+    }
+    ir::TensorId w = ir::kNoTensor;
+    if (weighted) {
+      w = activation(g, node.name + ":target_weight", dtype, target.shape);
+      add(g, node.name + "/target_weight", "Gather", {node.inputs[2], index}, w);
+    }
+    const ir::TensorId one = scalar_constant(g, node.name + ":one", dtype, 1);
+    const ir::TensorId zero = scalar_constant(g, node.name + ":zero", dtype, 0);
+    ir::TensorId per_target = w;
+    if (ignore) {
+      per_target = activation(g, node.name + ":counted", dtype, target.shape);
+      add(g, node.name + "/counted", "Where", {counted, zero, weighted ? w : one}, per_target);
+    }
+    // Summed as one row (the samples outermost, so a split of the samples stays contiguous):
+    // the library describes all-axes reductions up to rank 4, targets may have more.
+    const ir::TensorId row = activation(g, node.name + ":row", dtype, {target.num_elements()});
+    add(g, node.name + "/row", "Reshape",
+        {per_target, shape_constant(g, node.name + ":row_shape", {target.num_elements()})}, row);
+    den = activation(g, node.name + ":weights", dtype, {});
+    add(g, node.name + "/weights", "ReduceSum", {row}, den,
+        {{"keepdims", ir::Attribute{int64_t{0}}}});
+  }
+  add(g, node.name + "/mean", "Div", {sum, den}, loss);
+}
+
 }  // namespace
 
 Expected<void> lower_ops(ir::Graph& graph, const std::string& source) {
@@ -263,6 +361,16 @@ Expected<void> lower_ops(ir::Graph& graph, const std::string& source) {
     if (!op.domain.empty()) continue;
     if (op.op_type == "InstanceNormalization") {
       PLANNER_TRY(lower_instance_norm(graph, id, source));
+      changed = true;
+    } else if (op.op_type == "SoftmaxCrossEntropyLoss" && op.inputs.size() >= 2 &&
+               graph.tensor(op.inputs[0]).rank() >= 2) {
+      lower_softmax_cross_entropy(graph, id);
+      if (graph.op(id).string_attr("reduction", "mean") == "mean") lower_nll_mean(graph, id);
+      changed = true;
+    } else if (op.op_type == "NegativeLogLikelihoodLoss" &&
+               op.string_attr("reduction", "mean") == "mean" && op.inputs.size() >= 2 &&
+               !op.outputs.empty()) {
+      lower_nll_mean(graph, id);
       changed = true;
     } else if (auto axes = merged_axes(graph, op)) {
       lower_merged_reduction(graph, id, *axes);

@@ -28,6 +28,13 @@ namespace planner::importers {
 ///   mean over the 7 x 7 window positions, axes [1, 2]) into Reshape (the axes merged) -> the
 ///   reduction over the merged axis -> Reshape (keepdims' unit dimensions), except the spatial
 ///   pair [2, 3] of a rank-4 tensor, which the library describes.
+/// - SoftmaxCrossEntropyLoss into its ONNX function body, LogSoftmax over axis 1 followed by
+///   NegativeLogLikelihoodLoss (same reduction, ignore_index, weights); the LogSoftmax gives the
+///   optional log_prob output.
+/// - NegativeLogLikelihoodLoss with reduction `mean` into the summed loss divided by the
+///   weights of the targets counted (ReduceSum of the targets' class weights, zero where
+///   ignored; a constant count without weights or ignore_index): two sums that split along the
+///   samples, where the mean would have to read every sample at once.
 ///
 /// Requires a finalized graph with static shapes; leaves it finalized. Never reads parameter
 /// values. Errors name `source` and the node.

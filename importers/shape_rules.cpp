@@ -865,6 +865,19 @@ Expected<void> rule_one_hot(Ctx& c) {
   return ok();
 }
 
+// NegativeLogLikelihoodLoss: the target's shape unreduced, else a scalar, in the input's type.
+Expected<void> rule_nll_loss(Ctx& c) {
+  const bool none = c.op.string_attr("reduction", "mean") == "none";
+  if (none) {
+    const Dims* t = c.dims(1);
+    if (!t) return ok();
+    c.set(0, c.dtype(0), *t);
+  } else {
+    c.set(0, c.dtype(0), Dims{});
+  }
+  return ok();
+}
+
 using Rule = std::function<Expected<void>(Ctx&)>;
 
 // The rule table: op type -> rule. Readable in one place, like a registry .def file.
@@ -1007,6 +1020,7 @@ const std::unordered_map<std::string, Rule>& rules() {
     t["SpaceToDepth"] = [](Ctx& c) { return rule_depth_space(c, false); };
     t["TopK"] = rule_topk;
     t["OneHot"] = rule_one_hot;
+    t["NegativeLogLikelihoodLoss"] = rule_nll_loss;
     return t;
   }();
   return table;

@@ -145,6 +145,8 @@ constexpr Entry kKernels[] = {
     {"", "TopK", k_topk, kCuda, CUDA(c_topk)},
     {"", "CumSum", k_cumsum, kCuda, CUDA(c_cumsum)},
     {"", "OneHot", k_one_hot, kCuda, CUDA(c_one_hot)},
+    {"", "GatherElements", k_gather_elements, kHost, nullptr},
+    {"", "NegativeLogLikelihoodLoss", k_nll_loss, kHost, nullptr},
     // recurrent
     {"", "LSTM", k_lstm, kCublas, CUDA(c_lstm)},
     {"", "GRU", k_gru, kCublas, CUDA(c_gru)},
@@ -183,6 +185,7 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "PadGrad", k_pad_grad, kCuda, CUDA(c_pad_grad)},
     {"ai.planner", "GatherGrad", k_gather_grad, kCuda, CUDA(c_gather_grad)},
     {"ai.planner", "TopKGrad", k_topk_grad, kCuda, CUDA(c_topk_grad)},
+    {"ai.planner", "NLLLossGrad", k_nll_loss_grad, kHost, nullptr},
     {"ai.planner", "LSTMGradData", k_lstm_grad_data, kCublas, CUDA(c_lstm_grad_data)},
     {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights, kCublas, CUDA(c_lstm_grad_weights)},
     {"ai.planner", "GRUGrad", k_gru_grad, kCublas, CUDA(c_gru_grad)},

@@ -223,6 +223,10 @@ void k_topk(const KernelContext&);
 void k_topk_grad(const KernelContext&);
 void k_cumsum(const KernelContext&);
 void k_one_hot(const KernelContext&);
+// loss.cpp
+void k_gather_elements(const KernelContext&);
+void k_nll_loss(const KernelContext&);
+void k_nll_loss_grad(const KernelContext&);
 void k_lstm(const KernelContext&);
 void k_gru(const KernelContext&);
 void k_rnn(const KernelContext&);
