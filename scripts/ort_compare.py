@@ -17,8 +17,12 @@ this script, independently of the planner's own --shrink, and both programs read
 
 Runs in the virtual environment of scripts/python_env.sh (onnxruntime, onnx, numpy).
 
+With --reference the unpartitioned step is also held to the outputs of onnx.reference's
+evaluator (the ONNX project's numpy implementation of the specifications), a second opinion
+written by other people again.
+
 usage: ort_compare.py --planner build/planner [--gpus 2] [--search dp] [--batch 2]
-                      [--work DIR] [--json FILE] [--check] MODEL[@SHRINK] ...
+                      [--reference] [--work DIR] [--json FILE] [--check] MODEL[@SHRINK] ...
 With --check it exits 1 when a model does not import, run or match; 77 when onnxruntime is
 not importable.
 """
@@ -191,6 +195,8 @@ def compare(args, spec, index):
         return row
     text = out.stdout + out.stderr
     row["outputs"] = len(outputs)
+    if args.reference:
+        second_opinion(args, row, m, model, inputs, work, atol)
     e = VERIFY_EXPECTED.search(text)
     p = VERIFY_PARTITIONED.search(text)
     if e:
@@ -204,6 +210,39 @@ def compare(args, spec, index):
     return row
 
 
+def second_opinion(args, row, m, model, inputs, work, atol):
+    """onnx.reference's evaluator (the ONNX project's own numpy implementation of the operator
+    specifications) on the same model and inputs; the unpartitioned step is held to its outputs
+    too. Models it cannot run are reported, not failed."""
+    try:
+        from onnx.reference import ReferenceEvaluator
+        ref = ReferenceEvaluator(m).run(None, dict(inputs))
+    except Exception as e:  # an operator or form the evaluator lacks
+        row["reference"] = f"not run: {str(e).splitlines()[0][:120]}"
+        return
+    data = os.path.join(work, "test_data_set_1")
+    os.makedirs(data, exist_ok=True)
+    for i, (n, v) in enumerate(inputs):
+        with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
+    for i, (o, v) in enumerate(zip(m.graph.output, ref)):
+        with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(v), o.name).SerializeToString())
+    cmd = [args.planner, "verify", model, "--mode", "infer", "--weights", "--inputs", data,
+           "--gpus", "1", "--search", "data-parallel", "--steps", "1",
+           "--expected-atol", repr(atol), "--expected-rtol", repr(args.rtol)]
+    if any(d.HasField("dim_param") for vi in m.graph.input for d in vi.type.tensor_type.shape.dim):
+        cmd += ["--batch", str(args.batch)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    e = VERIFY_EXPECTED.search(out.stdout + out.stderr)
+    if e:
+        row["reference_rel"] = float(e.group(3))
+    if out.returncode != 0:
+        row["status"] = "fail"
+        errors = [l for l in (out.stdout + out.stderr).splitlines() if l.startswith("error:")]
+        row["detail"] = "against onnx.reference: " + (errors[0] if errors else "")[:280]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--planner", required=True)
@@ -215,6 +254,8 @@ def main():
                     help="absolute tolerance, as a fraction of the outputs' largest magnitude")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--work", help="keep the files here (default: a temporary folder)")
+    ap.add_argument("--reference", action="store_true",
+                    help="also hold the unpartitioned step to onnx.reference's evaluator")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("models", nargs="+")
@@ -226,15 +267,18 @@ def main():
     print(f"onnxruntime {ort.__version__}, onnx {onnx.__version__}; planner verify on "
           f"{args.gpus} ranks ({args.search})")
     print(f"{'model':<24} {'status':<9} {'outputs':>7} {'vs onnxruntime':>15} "
-          f"{'partitioned':>12}")
+          f"{'partitioned':>12}" + (f" {'vs onnx.reference':>18}" if args.reference else ""))
     rows = []
     for i, spec in enumerate(args.models):
         row = compare(args, spec, i)
         rows.append(row)
         rel = f"{row['ort_rel']:.2e}" if "ort_rel" in row else "-"
         part = f"{row['partitioned_rel']:.2e}" if "partitioned_rel" in row else "-"
+        ref = f"{row['reference_rel']:.2e}" if "reference_rel" in row else "-"
         print(f"{row['model']:<24} {row['status']:<9} {row.get('outputs', 0):>7} {rel:>15} "
-              f"{part:>12}", flush=True)
+              f"{part:>12}" + (f" {ref:>18}" if args.reference else ""), flush=True)
+        if "reference" in row:
+            print(f"    onnx.reference {row['reference']}", flush=True)
         if "detail" in row:
             print(f"    {row['detail']}", flush=True)
     if args.json:

@@ -7,6 +7,7 @@
 
 #include "copy_math.h"
 #include "kernel_util.h"
+#include "loss_math.h"
 #include "pool_math.h"
 
 namespace planner::rt::kernels {
@@ -126,5 +127,24 @@ struct OneHotShapes {
   int64_t depth = 0, inner = 1, n = 0;  ///< n: output elements
 };
 OneHotShapes one_hot_shapes(const KernelContext& ctx);
+
+/// GatherElements' geometry: the data's and the indices' shapes (at most 8 dimensions), the
+/// axis, n output elements; checks the ranks, the index type (i64, i32) and the output.
+struct GatherElementsShapes {
+  SmallShape data, idx;
+  int axis = 0;
+  int64_t n = 0;
+};
+GatherElementsShapes gather_elements_shapes(const KernelContext& ctx);
+
+/// NegativeLogLikelihoodLoss's (and its gradient's) geometry: `input` (or dInput) as
+/// [N, C, inner], the target's shape, the weights, reduction and ignore_index; checks them.
+struct NllShapes {
+  Shape target;
+  int64_t n = 0, c = 0, inner = 1;
+  bool weighted = false, none = false, mean = false, ignore = false;
+  int64_t ignored = 0;
+};
+NllShapes nll_shapes(const KernelContext& ctx, const Tensor& input, const Tensor& target);
 
 }  // namespace planner::rt::kernels

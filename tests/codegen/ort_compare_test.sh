@@ -49,6 +49,6 @@ else
   echo "note: transformers' models were not exported ($(tail -1 "$work/hf_export.log")): not compared"
 fi
 [ ${#specs[@]} -gt 0 ] || { echo "SKIPPED: no model to compare"; exit 77; }
-"$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" \
+"$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" --reference \
   --json "$work/ort_compare.json" --check "${specs[@]}" || exit 1
 exit $hf_status

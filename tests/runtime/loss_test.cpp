@@ -63,8 +63,8 @@ TEST_CASE("NLLLossGrad is the derivative of the loss") {
     const bool none = std::string(reduction) == "none";
     Buf dy = none ? F({2, 2}, {1, 1, 1, 1}) : F({}, {1});  // d(sum of the outputs)
     Buf dx = Z({2, 3, 2});
-    run_planner("NLLLossGrad", attrs,
-                {dy.t, I64({2, 2}, {0, 2, 1, 1}).t, F({3}, {0.5, 1, 2}).t}, {dx.t});
+    run_planner("NLLLossGrad", attrs, {dy.t, I64({2, 2}, {0, 2, 1, 1}).t, F({3}, {0.5, 1, 2}).t},
+                {dx.t});
     for (size_t i = 0; i < x.size(); ++i) {
       std::vector<float> up = x, down = x;
       up[i] += 1e-2f;

@@ -303,6 +303,23 @@ void kernel_cases() {
   check("ai.planner", "PadGrad", {}, {F({3, 4, 5}), I64({0, 1, -1, 1, 0, 2})}, {O({2, 3, 4})});
   check("ai.planner", "GatherGrad", {{"axis", int64_t{0}}}, {F({4, 3}), I64({1, 4, 1, 0})},
         {O({5, 3})});
+  // selection and losses (indices and targets drawn in [0, 5))
+  check("", "TopK", {{"axis", int64_t{1}}}, {F({3, 7}), I64({3})},
+        {O({3, 3}), O({3, 3}, DType::kInt64)});
+  check("ai.planner", "TopKGrad", {{"axis", int64_t{-1}}}, {F({3, 2}), In{DType::kInt64, {3, 2}}},
+        {O({3, 5})});
+  check("", "CumSum", {{"reverse", int64_t{1}}}, {F({4, 6}), I64({1})}, {O({4, 6})});
+  check("", "OneHot", {}, {In{DType::kInt64, {3, 4}}, I64({6}), F({2})}, {O({3, 4, 6})});
+  check("", "GatherElements", {{"axis", int64_t{1}}}, {F({3, 6}), In{DType::kInt64, {3, 4}}},
+        {O({3, 4})});
+  check("", "NegativeLogLikelihoodLoss", {{"reduction", std::string("none")}},
+        {F({4, 6, 3}), In{DType::kInt64, {4, 3}}, P({6})}, {O({4, 3})});
+  check("", "NegativeLogLikelihoodLoss", {{"ignore_index", int64_t{2}}},
+        {F({4, 6, 3}), In{DType::kInt64, {4, 3}}}, {O({})});
+  check("ai.planner", "NLLLossGrad", {{"reduction", std::string("mean")}},
+        {F({}), In{DType::kInt64, {4, 3}}, P({6})}, {O({4, 6, 3})});
+  check("ai.planner", "NLLLossGrad", {{"reduction", std::string("none")}},
+        {F({4, 3}), In{DType::kInt64, {4, 3}}}, {O({4, 6, 3})});
   check("ai.planner", "PoolGrad",
         {{"op", std::string("MaxPool")},
          {"kernel_shape", std::vector<int64_t>{3, 3}},

@@ -86,6 +86,9 @@ void c_topk(const KernelContext&);
 void c_topk_grad(const KernelContext&);
 void c_cumsum(const KernelContext&);
 void c_one_hot(const KernelContext&);
+void c_gather_elements(const KernelContext&);
+void c_nll_loss(const KernelContext&);
+void c_nll_loss_grad(const KernelContext&);
 // rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)
 void c_lstm(const KernelContext&);
 void c_gru(const KernelContext&);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "../copy_math.h"
+#include "../loss_math.h"
 #include "../pool_math.h"
 #include "../rnn_math.h"
 #include "../train_math.h"
@@ -160,6 +161,20 @@ void launch_cumsum(int dtype, const void* x, void* y, int64_t n, int64_t extent,
 /// 1, 6 or 7) and the two-element values (off, on), all in device memory.
 void launch_one_hot(int index_dtype, const void* indices, const void* values, void* y, int64_t n,
                     int64_t depth, int64_t inner, int elem, cudaStream_t stream);
+
+// ---- loss.cu --------------------------------------------------------------------------------
+/// GatherElements over n output elements of `elem` bytes (indices i64 or i32, in device memory).
+void launch_gather_elements(const void* x, const void* indices, bool i64, void* y, int64_t n,
+                            const kernels::SmallShape& idx, const kernels::SmallShape& data,
+                            int axis, int elem, int* error, cudaStream_t stream);
+/// NegativeLogLikelihoodLoss of x ([n, c, inner]) with int64 targets and optional weights.
+void launch_nll_loss(const float* x, const int64_t* target, const float* w, float* y, int64_t n,
+                     int64_t c, int64_t inner, bool ignore, int64_t ignored, bool none, bool mean,
+                     int* error, cudaStream_t stream);
+/// NLLLossGrad into dx (zeroed by the caller).
+void launch_nll_loss_grad(const float* dy, const int64_t* target, const float* w, float* dx,
+                          int64_t n, int64_t c, int64_t inner, bool ignore, int64_t ignored,
+                          bool none, bool mean, int* error, cudaStream_t stream);
 
 // ---- rnn.cu ---------------------------------------------------------------------------------
 /// rnn_element(k, p, e) for e in [0, n), one thread each.

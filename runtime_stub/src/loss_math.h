@@ -1,0 +1,83 @@
+// GatherElements and NegativeLogLikelihoodLoss as the cpu and cuda backends compute them, one
+// element (or, for the reductions, one loop in element order) at a time (__host__ __device__
+// under nvcc; plain types only). tests/runtime/loss_test.cpp checks the cpu kernels, which run
+// these bodies, by hand; the ONNX node tests check them against ONNX's own outputs.
+#pragma once
+
+#include <stdint.h>
+
+#include "unary_math.h"  // PLANNER_RT_HD
+
+namespace planner::rt::kernels {
+
+/// A shape of at most 8 dimensions, passed to device kernels by value.
+struct SmallShape {
+  int64_t d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int rank = 0;
+};
+
+/// GatherElements: the data element output element e reads (e indexes the indices' shape
+/// `idx`; `data` is the data's shape), given the index read at e; -1 when the index lies
+/// outside [-extent, extent) of the data's `axis`.
+PLANNER_RT_HD inline int64_t gather_elements_source(int64_t e, const SmallShape& idx,
+                                                    const SmallShape& data, int axis,
+                                                    int64_t index) {
+  const int64_t extent = data.d[axis];
+  if (index < -extent || index >= extent) return -1;
+  if (index < 0) index += extent;
+  int64_t off = 0, stride = 1, rest = e;
+  for (int k = idx.rank - 1; k >= 0; --k) {
+    const int64_t at = rest % idx.d[k];
+    rest /= idx.d[k];
+    off += (k == axis ? index : at) * stride;
+    stride *= data.d[k];
+  }
+  return off;
+}
+
+/// One term of NegativeLogLikelihoodLoss: target `cls` of sample i at position j (input viewed
+/// as [N, C, inner]); `weight` gets the class's weight (1 without weights, 0 where ignored) and
+/// the result is -input * weight. Returns false for a target outside [0, C) that is not ignored.
+PLANNER_RT_HD inline bool nll_term(const float* input, const float* weights, int64_t cls,
+                                   int64_t i, int64_t j, int64_t c, int64_t inner, bool ignore,
+                                   int64_t ignored, double* loss, double* weight) {
+  *loss = 0;
+  *weight = 0;
+  if (ignore && cls == ignored) return true;
+  if (cls < 0 || cls >= c) return false;
+  *weight = weights ? weights[cls] : 1.0;
+  *loss = -static_cast<double>(input[(i * c + cls) * inner + j]) * *weight;
+  return true;
+}
+
+/// The reduced loss (sum, or mean: over the weights counted; NaN when none is), summed in
+/// element order; `bad` counts targets outside the classes.
+PLANNER_RT_HD inline float nll_reduced(const float* input, const int64_t* target,
+                                       const float* weights, int64_t n, int64_t c, int64_t inner,
+                                       bool ignore, int64_t ignored, bool mean, int* bad) {
+  double sum = 0, total = 0;
+  for (int64_t k = 0; k < n * inner; ++k) {
+    double loss = 0, weight = 0;
+    if (!nll_term(input, weights, target[k], k / inner, k % inner, c, inner, ignore, ignored,
+                  &loss, &weight))
+      *bad = 1;
+    sum += loss;
+    total += weight;
+  }
+  if (!mean) return static_cast<float>(sum);
+  return total == 0 ? static_cast<float>(0.0 / 0.0) : static_cast<float>(sum / total);
+}
+
+/// The weights of the targets counted (a mean's divisor), in element order.
+PLANNER_RT_HD inline double nll_weights(const int64_t* target, const float* weights, int64_t count,
+                                        int64_t c, bool ignore, int64_t ignored) {
+  double total = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t cls = target[k];
+    if ((ignore && cls == ignored) || cls < 0 || cls >= c) continue;
+    total += weights ? weights[cls] : 1.0;
+  }
+  return total;
+}
+
+}  // namespace planner::rt::kernels
