@@ -3,8 +3,10 @@
 # shrunk shared models (skipped one by one where ../shared/models lacks them), where Debian's
 # python3-torch exports it the corpus's small models with weights (scripts/export_corpus.py
 # --weights), and where transformers installs Hugging Face's architectures
-# (scripts/export_hf_models.py; their training steps verified on 2 ranks too). Skipped (77), saying why, where the virtual environment
-# with onnxruntime cannot be made (scripts/python_env.sh).
+# (scripts/export_hf_models.py; their training steps verified on 2 ranks too). Where
+# onnx.reference's evaluator runs a model within 30 s, the unpartitioned step is held to it
+# too. Skipped (77), saying why, where the virtual environment with onnxruntime cannot be made
+# (scripts/python_env.sh).
 #
 #   ort_compare_test.sh PLANNER SOURCE_DIR MODELS_DIR VENV_DIR WORK_DIR
 set -uo pipefail
@@ -49,6 +51,6 @@ else
   echo "note: transformers' models were not exported ($(tail -1 "$work/hf_export.log")): not compared"
 fi
 [ ${#specs[@]} -gt 0 ] || { echo "SKIPPED: no model to compare"; exit 77; }
-"$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" --reference \
+"$python" "$src/scripts/ort_compare.py" --planner "$planner" --work "$work/runs" --reference --reference-timeout 30 \
   --json "$work/ort_compare.json" --check "${specs[@]}" || exit 1
 exit $hf_status
