@@ -38,8 +38,8 @@ PLANNER_RT_HD inline int64_t gather_elements_source(int64_t e, const SmallShape&
 /// One term of NegativeLogLikelihoodLoss: target `cls` of sample i at position j (input viewed
 /// as [N, C, inner]); `weight` gets the class's weight (1 without weights, 0 where ignored) and
 /// the result is -input * weight. Returns false for a target outside [0, C) that is not ignored.
-PLANNER_RT_HD inline bool nll_term(const float* input, const float* weights, int64_t cls,
-                                   int64_t i, int64_t j, int64_t c, int64_t inner, bool ignore,
+PLANNER_RT_HD inline bool nll_term(const float* input, const float* weights, int64_t cls, int64_t i,
+                                   int64_t j, int64_t c, int64_t inner, bool ignore,
                                    int64_t ignored, double* loss, double* weight) {
   *loss = 0;
   *weight = 0;
@@ -58,8 +58,8 @@ PLANNER_RT_HD inline float nll_reduced(const float* input, const int64_t* target
   double sum = 0, total = 0;
   for (int64_t k = 0; k < n * inner; ++k) {
     double loss = 0, weight = 0;
-    if (!nll_term(input, weights, target[k], k / inner, k % inner, c, inner, ignore, ignored,
-                  &loss, &weight))
+    if (!nll_term(input, weights, target[k], k / inner, k % inner, c, inner, ignore, ignored, &loss,
+                  &weight))
       *bad = 1;
     sum += loss;
     total += weight;

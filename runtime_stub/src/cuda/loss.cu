@@ -14,8 +14,8 @@ namespace {
 
 template <typename T>
 __global__ void gather_elements_kernel(const T* x, const void* indices, bool i64, T* y, int64_t n,
-                                       kernels::SmallShape idx, kernels::SmallShape data,
-                                       int axis, int* error) {
+                                       kernels::SmallShape idx, kernels::SmallShape data, int axis,
+                                       int* error) {
   GRID_STRIDE(e, n) {
     const int64_t index =
         i64 ? static_cast<const int64_t*>(indices)[e] : static_cast<const int32_t*>(indices)[e];
@@ -34,15 +34,15 @@ __global__ void nll_none_kernel(const float* x, const int64_t* target, const flo
                                 int64_t ignored, int* error) {
   GRID_STRIDE(k, count) {
     double loss = 0, weight = 0;
-    if (!kernels::nll_term(x, w, target[k], k / inner, k % inner, c, inner, ignore, ignored,
-                           &loss, &weight))
+    if (!kernels::nll_term(x, w, target[k], k / inner, k % inner, c, inner, ignore, ignored, &loss,
+                           &weight))
       atomicExch(error, 1);
     y[k] = static_cast<float>(loss);
   }
 }
 
-__global__ void nll_reduced_kernel(const float* x, const int64_t* target, const float* w,
-                                   float* y, int64_t n, int64_t c, int64_t inner, bool ignore,
+__global__ void nll_reduced_kernel(const float* x, const int64_t* target, const float* w, float* y,
+                                   int64_t n, int64_t c, int64_t inner, bool ignore,
                                    int64_t ignored, bool mean, int* error) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   int bad = 0;
@@ -92,24 +92,24 @@ void launch_gather_elements(const void* x, const void* indices, bool i64, void* 
   const unsigned g = blocks_for(n);
   switch (elem) {
     case 1:
-      gather_elements_kernel<uint8_t><<<g, kThreads, 0, stream>>>(
-          static_cast<const uint8_t*>(x), indices, i64, static_cast<uint8_t*>(y), n, idx, data,
-          axis, error);
+      gather_elements_kernel<uint8_t>
+          <<<g, kThreads, 0, stream>>>(static_cast<const uint8_t*>(x), indices, i64,
+                                       static_cast<uint8_t*>(y), n, idx, data, axis, error);
       break;
     case 2:
-      gather_elements_kernel<uint16_t><<<g, kThreads, 0, stream>>>(
-          static_cast<const uint16_t*>(x), indices, i64, static_cast<uint16_t*>(y), n, idx, data,
-          axis, error);
+      gather_elements_kernel<uint16_t>
+          <<<g, kThreads, 0, stream>>>(static_cast<const uint16_t*>(x), indices, i64,
+                                       static_cast<uint16_t*>(y), n, idx, data, axis, error);
       break;
     case 4:
-      gather_elements_kernel<uint32_t><<<g, kThreads, 0, stream>>>(
-          static_cast<const uint32_t*>(x), indices, i64, static_cast<uint32_t*>(y), n, idx, data,
-          axis, error);
+      gather_elements_kernel<uint32_t>
+          <<<g, kThreads, 0, stream>>>(static_cast<const uint32_t*>(x), indices, i64,
+                                       static_cast<uint32_t*>(y), n, idx, data, axis, error);
       break;
     default:
-      gather_elements_kernel<uint64_t><<<g, kThreads, 0, stream>>>(
-          static_cast<const uint64_t*>(x), indices, i64, static_cast<uint64_t*>(y), n, idx, data,
-          axis, error);
+      gather_elements_kernel<uint64_t>
+          <<<g, kThreads, 0, stream>>>(static_cast<const uint64_t*>(x), indices, i64,
+                                       static_cast<uint64_t*>(y), n, idx, data, axis, error);
       break;
   }
   check_launch("gather_elements");

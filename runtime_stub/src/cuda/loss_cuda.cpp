@@ -13,8 +13,8 @@ void c_gather_elements(const KernelContext& ctx) {
   const Tensor& ind = ctx.in(1);
   cuda::launch_gather_elements(ctx.in(0).data, ind.data, ind.dtype == DType::kInt64,
                                ctx.out(0).data, g.n, g.idx, g.data, g.axis,
-                               static_cast<int>(dtype_size(ctx.in(0).dtype)),
-                               cuda::context().error, cuda::context().stream);
+                               static_cast<int>(dtype_size(ctx.in(0).dtype)), cuda::context().error,
+                               cuda::context().stream);
 }
 
 void c_nll_loss(const KernelContext& ctx) {
@@ -41,9 +41,9 @@ void c_nll_loss_grad(const KernelContext& ctx) {
   if (dx.bytes())
     PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), cuda::context().stream));
   cuda::launch_nll_loss_grad(dy.as<float>(), ctx.in(1).as<int64_t>(),
-                             s.weighted ? ctx.in(2).as<float>() : nullptr, dx.as<float>(), s.n,
-                             s.c, s.inner, s.ignore, s.ignored, s.none, s.mean,
-                             cuda::context().error, cuda::context().stream);
+                             s.weighted ? ctx.in(2).as<float>() : nullptr, dx.as<float>(), s.n, s.c,
+                             s.inner, s.ignore, s.ignored, s.none, s.mean, cuda::context().error,
+                             cuda::context().stream);
 }
 
 }  // namespace planner::rt::kernels
