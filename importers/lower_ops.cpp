@@ -101,8 +101,10 @@ Expected<void> lower_instance_norm(ir::Graph& g, ir::OpId id, const std::string&
   auto error = [&](const std::string& what) {
     return make_error("{}: node '{}' (InstanceNormalization): {}", source, node.name, what);
   };
-  if (node.inputs.size() != 3 || node.outputs.empty())
+  if (node.inputs.size() != 3 || node.outputs.empty() || node.outputs[0] == ir::kNoTensor)
     return error("expected 3 inputs (input, scale, B) and one output");
+  for (ir::TensorId t : node.inputs)
+    if (t == ir::kNoTensor) return error("expected 3 inputs (input, scale, B) and one output");
   const ir::Tensor x = g.tensor(node.inputs[0]);
   if (x.rank() < 3)
     return error(
@@ -141,7 +143,9 @@ Expected<void> lower_instance_norm(ir::Graph& g, ir::OpId id, const std::string&
 // The integer factor of each dimension when Resize `op` repeats every input element f times
 // along it (nearest mode with an exact coordinate rule), else nothing.
 std::optional<std::vector<int64_t>> repeat_factors(const ir::Graph& g, const ir::Op& op) {
-  if (op.inputs.empty() || op.outputs.empty() || op.outputs[0] == ir::kNoTensor) return {};
+  if (op.inputs.empty() || op.inputs[0] == ir::kNoTensor || op.outputs.empty() ||
+      op.outputs[0] == ir::kNoTensor)
+    return {};
   if (op.string_attr("mode", "nearest") != "nearest") return {};
   const std::string coords = op.string_attr("coordinate_transformation_mode", "half_pixel");
   const std::string rounding = op.string_attr("nearest_mode", "round_prefer_floor");
@@ -196,7 +200,9 @@ void lower_resize(ir::Graph& g, ir::OpId id, const std::vector<int64_t>& factors
 std::optional<std::vector<int64_t>> merged_axes(const ir::Graph& g, const ir::Op& op) {
   static const std::set<std::string> kReductions = {"ReduceMean", "ReduceSum", "ReduceMax",
                                                     "ReduceMin"};
-  if (!kReductions.count(op.op_type) || op.inputs.empty() || op.outputs.empty()) return {};
+  if (!kReductions.count(op.op_type) || op.inputs.empty() || op.inputs[0] == ir::kNoTensor ||
+      op.outputs.empty() || op.outputs[0] == ir::kNoTensor)
+    return {};
   std::vector<int64_t> axes;
   if (op.attribute("axes")) {
     axes = op.ints_attr("axes");
@@ -302,7 +308,8 @@ void lower_nll_mean(ir::Graph& g, ir::OpId id) {
   const ir::Tensor target = g.tensor(node.inputs[1]);
   const ir::DType dtype = g.tensor(node.outputs[0]).dtype;
   const bool weighted = node.inputs.size() > 2 && node.inputs[2] != ir::kNoTensor;
-  const ir::Attribute* ignore = node.attribute("ignore_index");
+  const ir::Attribute* ignore_attr = node.attribute("ignore_index");
+  const bool ignore = ignore_attr && ignore_attr->is_int();
   const ir::TensorId loss = node.outputs[0];
   const ir::TensorId sum = activation(g, node.name + ":sum", dtype, {});
   ir::Op& nll = g.op(id);
@@ -318,7 +325,7 @@ void lower_nll_mean(ir::Graph& g, ir::OpId id) {
     if (ignore) {
       const ir::TensorId skip =
           scalar_constant(g, node.name + ":ignore_index", target.dtype,
-                          static_cast<double>(std::get<int64_t>(ignore->value)));
+                          static_cast<double>(node.int_attr("ignore_index", 0)));
       counted = activation(g, node.name + ":ignored", ir::DType::kBool, target.shape);
       add(g, node.name + "/ignored", "Equal", {node.inputs[1], skip}, counted);
       // An ignored target may lie outside the classes (PyTorch's -100): gathered as class 0.
@@ -363,13 +370,16 @@ Expected<void> lower_ops(ir::Graph& graph, const std::string& source) {
       PLANNER_TRY(lower_instance_norm(graph, id, source));
       changed = true;
     } else if (op.op_type == "SoftmaxCrossEntropyLoss" && op.inputs.size() >= 2 &&
+               op.inputs[0] != ir::kNoTensor && op.inputs[1] != ir::kNoTensor &&
+               !op.outputs.empty() && op.outputs[0] != ir::kNoTensor &&
                graph.tensor(op.inputs[0]).rank() >= 2) {
       lower_softmax_cross_entropy(graph, id);
       if (graph.op(id).string_attr("reduction", "mean") == "mean") lower_nll_mean(graph, id);
       changed = true;
     } else if (op.op_type == "NegativeLogLikelihoodLoss" &&
                op.string_attr("reduction", "mean") == "mean" && op.inputs.size() >= 2 &&
-               !op.outputs.empty()) {
+               op.inputs[1] != ir::kNoTensor && !op.outputs.empty() &&
+               op.outputs[0] != ir::kNoTensor) {
       lower_nll_mean(graph, id);
       changed = true;
     } else if (auto axes = merged_axes(graph, op)) {

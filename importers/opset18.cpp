@@ -149,6 +149,8 @@ class Downgrade {
     if (kAxesReductions.count(type)) return reduction(n, out);
     if (type == "GroupNormalization") return group_norm(n, out);
     if (type == "Mish") {
+      if (n.input_size() != 1 || n.output_size() != 1 || n.input(0).empty())
+        return error(n, "expected one input and one output");
       const std::string sp = fresh(n.name() + ":softplus"), t = fresh(n.name() + ":tanh");
       add(out, n, "Softplus", {n.input(0)}, {sp});
       add(out, n, "Tanh", {sp}, {t});
