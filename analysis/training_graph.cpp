@@ -155,7 +155,8 @@ class Builder {
   // gradient.
   static bool input_differentiable(const Op& op, size_t i) {
     const std::string& t = op.op_type;
-    if (t == "Gather" || t == "TopK" || t == "CumSum" || t == "NegativeLogLikelihoodLoss")
+    if (t == "Gather" || t == "GatherElements" || t == "TopK" || t == "CumSum" ||
+        t == "NegativeLogLikelihoodLoss")
       return i == 0;
     if (t == "Reshape" || t == "Expand" || t == "Tile") return i == 0;
     if (t == "Slice" || t == "Pad" || t == "Split" || t == "Squeeze" || t == "Unsqueeze")
@@ -811,6 +812,15 @@ class Builder {
         std::map<std::string, Attribute> attrs;
         if (const Attribute* axis = op.attribute("axis")) attrs["axis"] = *axis;
         add_part(in(0), emit1("TopKGrad", kPlannerDomain, {dy, op.outputs[1]}, T(dy).dtype,
+                              T(in(0)).shape, attrs, gname(0)));
+      }
+      return ok();
+    }
+    if (type == "GatherElements") {
+      if (wants(0)) {
+        std::map<std::string, Attribute> attrs;
+        if (const Attribute* axis = op.attribute("axis")) attrs["axis"] = *axis;
+        add_part(in(0), emit1("GatherElementsGrad", kPlannerDomain, {dy, in(1), in(0)}, T(dy).dtype,
                               T(in(0)).shape, attrs, gname(0)));
       }
       return ok();

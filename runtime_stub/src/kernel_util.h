@@ -225,6 +225,7 @@ void k_cumsum(const KernelContext&);
 void k_one_hot(const KernelContext&);
 // loss.cpp
 void k_gather_elements(const KernelContext&);
+void k_gather_elements_grad(const KernelContext&);
 void k_nll_loss(const KernelContext&);
 void k_nll_loss_grad(const KernelContext&);
 void k_lstm(const KernelContext&);

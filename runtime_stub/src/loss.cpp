@@ -63,6 +63,39 @@ void k_gather_elements(const KernelContext& ctx) {
   }
 }
 
+GatherElementsShapes gather_elements_grad_shapes(const KernelContext& ctx) {
+  const Tensor& dy = ctx.in(0);
+  const Tensor& ind = ctx.in(1);
+  const Tensor& dx = ctx.out(0);
+  ctx.expect_dtype(dy, DType::kFloat32, "dY");
+  ctx.expect_dtype(dx, DType::kFloat32, "dX");
+  if (ind.dtype != DType::kInt64) ctx.fail("indices must be i64");
+  if (dx.rank() == 0 || dy.shape != ind.shape || dx.rank() != ind.rank())
+    ctx.fail("dY " + shape_to_string(dy.shape) + " and indices " + shape_to_string(ind.shape) +
+             " do not fit dX " + shape_to_string(dx.shape));
+  GatherElementsShapes g;
+  g.axis = static_cast<int>(ctx.norm_axis(ctx.attr_int("axis", 0), dx.rank()));
+  for (int64_t d = 0; d < dx.rank(); ++d)
+    if (d != g.axis && ind.shape[static_cast<size_t>(d)] != dx.shape[static_cast<size_t>(d)])
+      ctx.fail("indices " + shape_to_string(ind.shape) + " differ from dX " +
+               shape_to_string(dx.shape) + " outside the axis");
+  g.data = small_shape(ctx, dx.shape);
+  g.idx = small_shape(ctx, ind.shape);
+  g.n = 1;  // lines along the axis: the other dimensions' product
+  for (int64_t d = 0; d < dx.rank(); ++d)
+    if (d != g.axis) g.n *= dx.shape[static_cast<size_t>(d)];
+  return g;
+}
+
+void k_gather_elements_grad(const KernelContext& ctx) {
+  // dX[..., indices[j], ...] += dY[..., j, ...] along `axis`, zero elsewhere.
+  const GatherElementsShapes g = gather_elements_grad_shapes(ctx);
+  for (int64_t line = 0; line < g.n; ++line)
+    if (!gather_elements_grad_line(ctx.in(0).as<float>(), ctx.in(1).as<int64_t>(),
+                                   ctx.out(0).as<float>(), line, g.idx, g.data, g.axis))
+      ctx.fail("an index is out of range for extent " + std::to_string(g.data.d[g.axis]));
+}
+
 NllShapes nll_shapes(const KernelContext& ctx, const Tensor& input, const Tensor& target) {
   // input (or dInput) [N, C, d...], target [N, d...], weight [C] optional.
   if (input.rank() < 2) ctx.fail("input " + shape_to_string(input.shape) + " must be [N, C, d...]");

@@ -35,6 +35,48 @@ PLANNER_RT_HD inline int64_t gather_elements_source(int64_t e, const SmallShape&
   return off;
 }
 
+/// GatherElementsGrad for one line of dData along `axis` (line = every coordinate but the
+/// axis one, as an index into the indices' shape with that coordinate 0): zero the line, then
+/// add each dY value of the matching indices line where it was gathered, in index order (the
+/// cpu and each device thread add in the same order). Returns false for an index out of range.
+PLANNER_RT_HD inline bool gather_elements_grad_line(const float* dy, const int64_t* idx, float* dx,
+                                                    int64_t line, const SmallShape& ind,
+                                                    const SmallShape& data, int axis) {
+  // The line's coordinates in the indices' shape (axis coordinate 0).
+  int64_t coord[8];
+  int64_t rest = line;
+  for (int k = ind.rank - 1; k >= 0; --k) {
+    const int64_t extent = k == axis ? 1 : ind.d[k];
+    coord[k] = rest % extent;
+    rest /= extent;
+  }
+  int64_t base = 0, stride = 1, axis_stride = 1, ibase = 0, istride = 1, iaxis_stride = 1;
+  for (int k = ind.rank - 1; k >= 0; --k) {
+    if (k == axis) {
+      axis_stride = stride;
+      iaxis_stride = istride;
+    } else {
+      base += coord[k] * stride;
+      ibase += coord[k] * istride;
+    }
+    stride *= data.d[k];
+    istride *= ind.d[k];
+  }
+  const int64_t extent = data.d[axis];
+  for (int64_t v = 0; v < extent; ++v) dx[base + v * axis_stride] = 0.0f;
+  bool ok = true;
+  for (int64_t j = 0; j < ind.d[axis]; ++j) {
+    int64_t i = idx[ibase + j * iaxis_stride];
+    if (i < -extent || i >= extent) {
+      ok = false;
+      continue;
+    }
+    if (i < 0) i += extent;
+    dx[base + i * axis_stride] += dy[ibase + j * iaxis_stride];
+  }
+  return ok;
+}
+
 /// One term of NegativeLogLikelihoodLoss: target `cls` of sample i at position j (input viewed
 /// as [N, C, inner]); `weight` gets the class's weight (1 without weights, 0 where ignored) and
 /// the result is -input * weight. Returns false for a target outside [0, C) that is not ignored.

@@ -136,6 +136,9 @@ struct GatherElementsShapes {
   int64_t n = 0;
 };
 GatherElementsShapes gather_elements_shapes(const KernelContext& ctx);
+/// GatherElementsGrad's geometry (dY, indices, X) -> dX: checks dY against the indices, dX
+/// against X, and that they differ only along `axis`; n = the lines of dX along the axis.
+GatherElementsShapes gather_elements_grad_shapes(const KernelContext& ctx);
 
 /// NegativeLogLikelihoodLoss's (and its gradient's) geometry: `input` (or dInput) as
 /// [N, C, inner], the target's shape, the weights, reduction and ignore_index; checks them.

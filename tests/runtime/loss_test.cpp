@@ -78,3 +78,20 @@ TEST_CASE("NLLLossGrad is the derivative of the loss") {
     }
   }
 }
+
+TEST_CASE("GatherElementsGrad adds each gradient where GatherElements took it") {
+  // Forward: y[i, j] = x[i, idx[i, j]] over x [2, 3]; repeated indices add up.
+  Buf dy = F({2, 2}, {1, 2, 3, 4});
+  Buf idx = I64({2, 2}, {2, 2, 0, 1});
+  Buf x = Z({2, 3});
+  Buf dx = Z({2, 3});
+  for (int64_t k = 0; k < dx.n(); ++k) dx.f()[k] = 9.0f;  // every element is written
+  run_planner("GatherElementsGrad", {{"axis", int64_t{1}}}, {dy.t, idx.t, x.t}, {dx.t});
+  CHECK(std::vector<float>(dx.f(), dx.f() + 6) == std::vector<float>{0, 0, 3, 3, 4, 0});
+  // Along axis 0 of [3, 2], indices [2, 2].
+  Buf dy0 = F({2, 2}, {1, 2, 3, 4});
+  Buf x0 = Z({3, 2});
+  Buf dx0 = Z({3, 2});
+  run_planner("GatherElementsGrad", {}, {dy0.t, I64({2, 2}, {2, 0, 2, -1}).t, x0.t}, {dx0.t});
+  CHECK(std::vector<float>(dx0.f(), dx0.f() + 6) == std::vector<float>{0, 2, 0, 0, 4, 4});
+}

@@ -312,6 +312,8 @@ void kernel_cases() {
   check("", "OneHot", {}, {In{DType::kInt64, {3, 4}}, I64({6}), F({2})}, {O({3, 4, 6})});
   check("", "GatherElements", {{"axis", int64_t{1}}}, {F({3, 6}), In{DType::kInt64, {3, 4}}},
         {O({3, 4})});
+  check("ai.planner", "GatherElementsGrad", {{"axis", int64_t{1}}},
+        {F({3, 4}), In{DType::kInt64, {3, 4}}, F({3, 6})}, {O({3, 6})});
   check("", "NegativeLogLikelihoodLoss", {{"reduction", std::string("none")}},
         {F({4, 6, 3}), In{DType::kInt64, {4, 3}}, P({6})}, {O({4, 3})});
   check("", "NegativeLogLikelihoodLoss", {{"ignore_index", int64_t{2}}},

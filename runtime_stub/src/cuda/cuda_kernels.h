@@ -87,6 +87,7 @@ void c_topk_grad(const KernelContext&);
 void c_cumsum(const KernelContext&);
 void c_one_hot(const KernelContext&);
 void c_gather_elements(const KernelContext&);
+void c_gather_elements_grad(const KernelContext&);
 void c_nll_loss(const KernelContext&);
 void c_nll_loss_grad(const KernelContext&);
 // rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)

@@ -167,6 +167,10 @@ void launch_one_hot(int index_dtype, const void* indices, const void* values, vo
 void launch_gather_elements(const void* x, const void* indices, bool i64, void* y, int64_t n,
                             const kernels::SmallShape& idx, const kernels::SmallShape& data,
                             int axis, int elem, int* error, cudaStream_t stream);
+/// GatherElementsGrad: one thread per line of dx along the axis (indices i64).
+void launch_gather_elements_grad(const float* dy, const int64_t* idx, float* dx, int64_t lines,
+                                 const kernels::SmallShape& ind, const kernels::SmallShape& data,
+                                 int axis, int* error, cudaStream_t stream);
 /// NegativeLogLikelihoodLoss of x ([n, c, inner]) with int64 targets and optional weights.
 void launch_nll_loss(const float* x, const int64_t* target, const float* w, float* y, int64_t n,
                      int64_t c, int64_t inner, bool ignore, int64_t ignored, bool none, bool mean,

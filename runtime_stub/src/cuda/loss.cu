@@ -29,6 +29,15 @@ __global__ void gather_elements_kernel(const T* x, const void* indices, bool i64
   }
 }
 
+__global__ void gather_elements_grad_kernel(const float* dy, const int64_t* idx, float* dx,
+                                            int64_t lines, kernels::SmallShape ind,
+                                            kernels::SmallShape data, int axis, int* error) {
+  GRID_STRIDE(line, lines) {
+    if (!kernels::gather_elements_grad_line(dy, idx, dx, line, ind, data, axis))
+      atomicExch(error, 1);
+  }
+}
+
 __global__ void nll_none_kernel(const float* x, const int64_t* target, const float* w, float* y,
                                 int64_t count, int64_t c, int64_t inner, bool ignore,
                                 int64_t ignored, int* error) {
@@ -113,6 +122,15 @@ void launch_gather_elements(const void* x, const void* indices, bool i64, void* 
       break;
   }
   check_launch("gather_elements");
+}
+
+void launch_gather_elements_grad(const float* dy, const int64_t* idx, float* dx, int64_t lines,
+                                 const kernels::SmallShape& ind, const kernels::SmallShape& data,
+                                 int axis, int* error, cudaStream_t stream) {
+  if (lines == 0) return;
+  gather_elements_grad_kernel<<<blocks_for(lines), kThreads, 0, stream>>>(dy, idx, dx, lines, ind,
+                                                                          data, axis, error);
+  check_launch("gather_elements_grad");
 }
 
 void launch_nll_loss(const float* x, const int64_t* target, const float* w, float* y, int64_t n,

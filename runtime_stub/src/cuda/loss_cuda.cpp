@@ -17,6 +17,13 @@ void c_gather_elements(const KernelContext& ctx) {
                                cuda::context().stream);
 }
 
+void c_gather_elements_grad(const KernelContext& ctx) {
+  const GatherElementsShapes g = gather_elements_grad_shapes(ctx);
+  cuda::launch_gather_elements_grad(ctx.in(0).as<float>(), ctx.in(1).as<int64_t>(),
+                                    ctx.out(0).as<float>(), g.n, g.idx, g.data, g.axis,
+                                    cuda::context().error, cuda::context().stream);
+}
+
 void c_nll_loss(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   ctx.expect_dtype(x, DType::kFloat32, "input");
