@@ -15,9 +15,11 @@
 namespace planner::codegen {
 namespace {
 
-// splitmix64's finaliser. runtime_stub/src/random.cpp has the same mixer for its counter-based
-// initialisation; the runtime builds standalone inside every launcher, so the planner's
-// libraries do not link it, and this one only hashes programs (any strong mixer would do).
+// The 64-bit mixer of the colour refinement's hashes (splitmix64's finaliser: every input bit
+// moves about half the output bits). runtime_stub/src/random.cpp has the same mixer for its
+// counter-based initialisation, but the runtime builds standalone inside every launcher and the
+// planner's libraries do not link it. A collision would merge two ranks whose programs differ;
+// with 64-bit colours over at most a few thousand ranks its odds are below 1e-12.
 uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;

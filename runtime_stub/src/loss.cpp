@@ -179,12 +179,9 @@ void k_nll_loss_grad(const KernelContext& ctx) {
   std::fill(d, d + dx.numel(), 0.0f);
   const float* g = dy.as<float>();
   for (int64_t k = 0; k < s.n * s.inner; ++k) {
-    const int64_t cls = t[static_cast<size_t>(k)];
-    if (s.ignore && cls == s.ignored) continue;
-    if (cls < 0 || cls >= s.c) bad_target(ctx, t, s.c);
     const double share = s.none ? g[k] : s.mean ? g[0] / total : g[0];
-    d[((k / s.inner) * s.c + cls) * s.inner + k % s.inner] =
-        static_cast<float>(-(w ? w[cls] : 1.0) * share);
+    if (!nll_grad_term(t.data(), w, d, k, s.c, s.inner, s.ignore, s.ignored, share))
+      bad_target(ctx, t, s.c);
   }
 }
 

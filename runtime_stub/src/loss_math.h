@@ -110,6 +110,20 @@ PLANNER_RT_HD inline float nll_reduced(const float* input, const int64_t* target
   return total == 0 ? static_cast<float>(0.0 / 0.0) : static_cast<float>(sum / total);
 }
 
+/// NLLLossGrad for target k (dInput zeroed before): -weight[cls] * share at the target's class,
+/// where `share` is dY's part of this loss (dY[k] unreduced, dY[0] summed, dY[0] over the
+/// weights counted for a mean). Returns false for a target outside [0, C) that is not ignored.
+PLANNER_RT_HD inline bool nll_grad_term(const int64_t* target, const float* weights, float* dx,
+                                        int64_t k, int64_t c, int64_t inner, bool ignore,
+                                        int64_t ignored, double share) {
+  const int64_t cls = target[k];
+  if (ignore && cls == ignored) return true;
+  if (cls < 0 || cls >= c) return false;
+  dx[((k / inner) * c + cls) * inner + k % inner] =
+      static_cast<float>(-(weights ? weights[cls] : 1.0) * share);
+  return true;
+}
+
 /// The weights of the targets counted (a mean's divisor), in element order.
 PLANNER_RT_HD inline double nll_weights(const int64_t* target, const float* weights, int64_t count,
                                         int64_t c, bool ignore, int64_t ignored) {

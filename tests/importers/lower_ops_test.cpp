@@ -9,15 +9,10 @@
 #include <doctest/doctest.h>
 
 #include "importers/onnx_import.h"
+#include "op_count.h"
 
 namespace planner::importers {
 namespace {
-
-int count(const ir::Graph& g, const std::string& type) {
-  int n = 0;
-  for (const ir::Op& op : g.ops()) n += op.op_type == type;
-  return n;
-}
 
 const ir::Op& only(const ir::Graph& g, const std::string& type) {
   for (const ir::Op& op : g.ops())
@@ -44,12 +39,12 @@ gn (float[2,8,5,5] x) => (float[2,8,5,5] y) <float[8,1,1] w = {}, float[8,1,1] b
 })",
                              "gn.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  CHECK(count(*g, "InstanceNormalization") == 0);
+  CHECK(count_ops(*g, "InstanceNormalization") == 0);
   const ir::Op& ln = only(*g, "LayerNormalization");
   CHECK(ln.int_attr("axis", 0) == 2);
   CHECK(ln.float_attr("epsilon", 0) == doctest::Approx(1e-5));
   CHECK(g->tensor(ln.inputs[1]).shape == std::vector<int64_t>{50});  // ones over [C/G * H * W]
-  CHECK(count(*g, "Mul") == 1);  // constant ones and zeros: no affine step of its own
+  CHECK(count_ops(*g, "Mul") == 1);  // constant ones and zeros: no affine step of its own
 }
 
 TEST_CASE("lower_ops: InstanceNormalization with a learned scale keeps it per channel") {
@@ -62,8 +57,8 @@ in (float[2,3,4,4] x) => (float[2,3,4,4] y) <float[3] s = {}, float[3] b = {}> {
   const ir::Op& ln = only(*g, "LayerNormalization");
   CHECK(g->tensor(ln.inputs[1]).shape == std::vector<int64_t>{4, 4});
   CHECK(g->tensor(only(*g, "Mul").outputs[0]).shape == std::vector<int64_t>{2, 3, 4, 4});
-  CHECK(count(*g, "Add") == 1);
-  CHECK(count(*g, "Reshape") == 2);  // scale and B viewed as [3, 1, 1]
+  CHECK(count_ops(*g, "Add") == 1);
+  CHECK(count_ops(*g, "Reshape") == 2);  // scale and B viewed as [3, 1, 1]
 }
 
 TEST_CASE("lower_ops: nearest Resize by integer factors becomes Reshape, Expand, Reshape") {
@@ -75,9 +70,9 @@ up (float[1,2,3,4] x) => (float[1,2,6,8] y) {
 })",
                              "up.onnxtxt");
   REQUIRE_MESSAGE(g.has_value(), g.error().message());
-  CHECK(count(*g, "Resize") == 0);
+  CHECK(count_ops(*g, "Resize") == 0);
   CHECK(g->tensor(only(*g, "Expand").outputs[0]).shape == std::vector<int64_t>{1, 2, 3, 2, 4, 2});
-  CHECK(count(*g, "Reshape") == 2);
+  CHECK(count_ops(*g, "Reshape") == 2);
 
   // Linear interpolation, and a floor rule that shifts half pixels, stay Resize.
   for (
@@ -92,7 +87,7 @@ up (float[1,2,3,4] x) => (float[1,2,6,8] y) {
 })",
                                   "up.onnxtxt");
     REQUIRE_MESSAGE(kept.has_value(), kept.error().message());
-    CHECK(count(*kept, "Resize") == 1);
+    CHECK(count_ops(*kept, "Resize") == 1);
   }
 }
 
@@ -110,7 +105,7 @@ m (float[2,7,7,16] x) => (float[2,16] y, float[2,1,1,16] z) {
     CHECK(op.ints_attr("axes") == std::vector<int64_t>{1});
     CHECK(g->tensor(op.inputs[0]).shape == std::vector<int64_t>{2, 49, 16});
   }
-  CHECK(count(*g, "Reshape") == 3);  // two merges, and keepdims' [2, 1, 1, 16] back
+  CHECK(count_ops(*g, "Reshape") == 3);  // two merges, and keepdims' [2, 1, 1, 16] back
 
   // The spatial pair of NCHW is described as it is; apart axes are left to the description.
   auto kept = import_model_text(R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -121,7 +116,7 @@ m (float[2,3,4,5] x) => (float[2,3,1,1] y, float[3,5] z) {
 })",
                                 "m.onnxtxt");
   REQUIRE_MESSAGE(kept.has_value(), kept.error().message());
-  CHECK(count(*kept, "Reshape") == 0);
+  CHECK(count_ops(*kept, "Reshape") == 0);
 }
 
 }  // namespace planner::importers

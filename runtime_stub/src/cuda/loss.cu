@@ -64,31 +64,18 @@ __global__ void nll_grad_mean_kernel(const float* dy, const int64_t* target, con
                                      float* dx, int64_t count, int64_t c, int64_t inner,
                                      bool ignore, int64_t ignored, int* error) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  const double total = kernels::nll_weights(target, w, count, c, ignore, ignored);
-  for (int64_t k = 0; k < count; ++k) {
-    const int64_t cls = target[k];
-    if (ignore && cls == ignored) continue;
-    if (cls < 0 || cls >= c) {
+  const double share = dy[0] / kernels::nll_weights(target, w, count, c, ignore, ignored);
+  for (int64_t k = 0; k < count; ++k)
+    if (!kernels::nll_grad_term(target, w, dx, k, c, inner, ignore, ignored, share))
       atomicExch(error, 1);
-      continue;
-    }
-    dx[((k / inner) * c + cls) * inner + k % inner] =
-        static_cast<float>(-(w ? w[cls] : 1.0) * (dy[0] / total));
-  }
 }
 
 __global__ void nll_grad_kernel(const float* dy, const int64_t* target, const float* w, float* dx,
                                 int64_t count, int64_t c, int64_t inner, bool ignore,
                                 int64_t ignored, bool none, int* error) {
   GRID_STRIDE(k, count) {
-    const int64_t cls = target[k];
-    if (ignore && cls == ignored) continue;
-    if (cls < 0 || cls >= c) {
+    if (!kernels::nll_grad_term(target, w, dx, k, c, inner, ignore, ignored, none ? dy[k] : dy[0]))
       atomicExch(error, 1);
-      continue;
-    }
-    dx[((k / inner) * c + cls) * inner + k % inner] =
-        static_cast<float>(-(w ? w[cls] : 1.0) * (none ? dy[k] : dy[0]));
   }
 }
 
