@@ -153,6 +153,7 @@ int run_plan(const PlanFlags& flags) {
   auto outcome = plan_model(*session, variants.front(), search, variants.size() > 1 && !fewest);
   if (!outcome) return report(outcome.error());
   const search::PlanMetrics first = outcome->plan.predicted;
+  const bool first_at_least = outcome->peak_at_least;
   // --min-gpus: every step is tried, and one that fits on fewer GPUs wins (ties: the cheaper
   // step, the earlier one).
   auto gpus_used = [](const PlanOutcome& o) {
@@ -162,8 +163,11 @@ int run_plan(const PlanFlags& flags) {
                : o.plan.topology.num_devices;
   };
   const int first_gpus = gpus_used(*outcome);
-  for (size_t v = 1; v < variants.size() && (!outcome->fits || fewest) && session->model->train;
-       ++v) {
+  const bool train = session->model->train;
+  // A variant stopped early is planned again if none fits: its session is not kept meanwhile
+  // (on a large cluster its models are a good part of the memory the next variant needs).
+  if (!outcome->complete) *session = SearchSession{};
+  for (size_t v = 1; v < variants.size() && (!outcome->fits || fewest) && train; ++v) {
     auto next_session = open_session(variants[v], dumped);
     if (!next_session) return report(next_session.error());
     auto next = plan_model(*next_session, variants[v], search, v + 1 < variants.size() && !fewest);
@@ -178,9 +182,10 @@ int run_plan(const PlanFlags& flags) {
         first.peak_memory_bytes <= outcome->memory_limit
             ? fmt::format("planned with{}: it fits on {} GPU{}, the step without it on {}", pinned,
                           gpus_used(*next), gpus_used(*next) == 1 ? "" : "s", first_gpus)
-            : fmt::format("planned with{}: without it the plan needs {} on its largest "
+            : fmt::format("planned with{}: without it the plan needs {}{} on its largest "
                           "device, over the limit of {}",
-                          pinned, format_bytes(static_cast<double>(first.peak_memory_bytes)),
+                          pinned, first_at_least ? "at least " : "",
+                          format_bytes(static_cast<double>(first.peak_memory_bytes)),
                           format_bytes(static_cast<double>(outcome->memory_limit))));
     session = std::move(next_session);
     outcome = std::move(next);

@@ -214,6 +214,7 @@ Expected<codegen::Programs> compile_pass(const PreparedModel& m,
       options.replicas.inner.push_back(inner);
     }
   }
+  options.values = !alike_once;  // priced only: no constant's bytes
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train, options);
   if (!p) return p.error().with_context(m.source);
   p->gather_parameters_late = m.train && m.zero_stage == 3;
@@ -270,9 +271,10 @@ Expected<codegen::Programs> repeat_pass(const PreparedModel& m, const codegen::P
 
 Expected<codegen::Programs> compile_programs(const PreparedModel& m,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks, int micro_batches, int stages) {
+                                             int num_ranks, int micro_batches, int stages,
+                                             bool priced_only) {
   const int k = stages > 0 ? stages : m.pipeline_stages;
-  PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, num_ranks, k));
+  PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, num_ranks, k, priced_only));
   const int passes = micro_batches > 0 ? micro_batches : m.micro_batches;
   return repeat_pass(m, pass, configs, num_ranks, passes, k);
 }
@@ -363,6 +365,24 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     cache->metrics.emplace(std::move(key), out);
   }
   return out;
+}
+
+Expected<PeakMemory> peak_memory(const PreparedModel& m,
+                                 const std::vector<analysis::OpConfig>& configs, int stages,
+                                 int64_t limit) {
+  const int k = stages > 0 ? stages : m.pipeline_stages;
+  const int n = m.topology->num_devices();
+  if (m.train && search::on_stage_blocks(configs, n, k) && m.micro_batches > k + 2) {
+    PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
+    // Half as many passes first: a plan far over the limit is already over it there.
+    for (int passes : {std::max(2, (k + 1) / 2), k + 1}) {
+      PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, passes, k));
+      PLANNER_TRY_ASSIGN(codegen::ProgramCost fewer, price_programs(m, programs, nullptr, nullptr));
+      if (fewer.peak_memory_bytes > limit) return PeakMemory{fewer.peak_memory_bytes, true};
+    }
+  }
+  PLANNER_TRY_ASSIGN(search::PlanMetrics all, program_metrics(m, configs, stages));
+  return PeakMemory{all.peak_memory_bytes, false};
 }
 
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& m) {

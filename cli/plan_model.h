@@ -55,10 +55,12 @@ std::vector<analysis::OpConfig> plan_configs(const search::Plan& plan);
 /// mode with micro-batches the step runs `micro_batches` passes (0: the model's
 /// --micro-batches), gradients accumulated between them (codegen/micro_batch.h).
 /// A plan on `stages` pipeline stages (0: the model's --pipeline-stages) runs its passes in the
-/// model's schedule.
+/// model's schedule. `priced_only`: the programs are for pricing or for their schedule alone
+/// (alike ranks keep one representative's steps, constants no bytes: codegen/rank_classes.h).
 Expected<codegen::Programs> compile_programs(const PreparedModel& model,
                                              const std::vector<analysis::OpConfig>& configs,
-                                             int num_ranks, int micro_batches = 0, int stages = 0);
+                                             int num_ranks, int micro_batches = 0, int stages = 0,
+                                             bool priced_only = false);
 
 /// Above this many micro-batches, program_metrics simulates the step of this many passes and
 /// of one fewer, and extends the difference to the rest.
@@ -90,6 +92,21 @@ Expected<SimulatedProgram> simulate_plan(const PreparedModel& model,
 Expected<search::PlanMetrics> program_metrics(const PreparedModel& model,
                                               const std::vector<analysis::OpConfig>& configs,
                                               int stages = 0);
+
+/// program_metrics' peak memory of the plan where it is within `limit`; above it, that peak
+/// or, found more cheaply, a lower bound of it that already exceeds `limit` (`at_least`): a
+/// pipelined step of M > K + 2 micro-batches on K stages is first simulated with (K + 1) / 2
+/// passes, then K + 1 (program_metrics simulates K + 1 and K + 2 and extends them), whose
+/// peaks are at most the whole step's (a step of fewer passes holds fewer in flight; once
+/// every stage holds its most, more passes repeat the steady state). For the step variants,
+/// which skip a plan that cannot fit.
+struct PeakMemory {
+  int64_t bytes = 0;
+  bool at_least = false;
+};
+Expected<PeakMemory> peak_memory(const PreparedModel& model,
+                                 const std::vector<analysis::OpConfig>& configs, int stages,
+                                 int64_t limit);
 
 /// Every operator on rank 0, whole: the unpartitioned reference step.
 std::vector<analysis::OpConfig> single_device_configs(const PreparedModel& model);

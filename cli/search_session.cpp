@@ -171,8 +171,8 @@ Expected<bool> falls_back_to_gpipe(const SearchSession& session,
   PLANNER_TRY_ASSIGN(
       codegen::Programs probe,
       rep ? compile_programs(*rep->two, rep->replicate(configs, 2, m.pipeline_stages),
-                             2 * rep->block, passes, m.pipeline_stages)
-          : compile_programs(m, configs, n, passes));
+                             2 * rep->block, passes, m.pipeline_stages, true)
+          : compile_programs(m, configs, n, passes, 0, true));
   return probe.schedule != "1f1b";
 }
 
@@ -356,9 +356,14 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
                               : zero == 2 ? replicated_state_bytes(m.graph, true)
                                           : 0;
   if (stop_if_unfit && m.train && dp_at_least > options.memory_limit) {
-    PLANNER_TRY_ASSIGN(search::PlanMetrics predicted, judge_at(result->configs, 0));
-    if (predicted.peak_memory_bytes > options.memory_limit) {
-      out.plan.predicted = predicted;
+    const int k = layout_stages(result->configs, 0);
+    PLANNER_TRY_ASSIGN(
+        const PeakMemory peak,
+        rep ? peak_memory(*rep->two, rep->replicate(result->configs, 2, k), k, options.memory_limit)
+            : peak_memory(m, result->configs, 0, options.memory_limit));
+    if (peak.bytes > options.memory_limit) {
+      out.plan.predicted.peak_memory_bytes = peak.bytes;
+      out.peak_at_least = peak.at_least;
       out.fits = false;
       out.complete = false;
       return out;

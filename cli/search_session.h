@@ -63,6 +63,8 @@ struct PlanOutcome {
   int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
   bool fits = true;                ///< the largest device's peak is within the limit
   bool complete = true;  ///< false: stopped early (plan_model's stop_if_unfit), no plan built
+  /// Stopped early on a bound: `plan.predicted.peak_memory_bytes` is at most the plan's peak.
+  bool peak_at_least = false;
   std::vector<analysis::OpConfig> configs;  ///< the plan's configs, one per op
   /// With replicas: two replicas' configs (on the model of two, ReplicaModels::two), whose
   /// compiled step the plan's figures come from; empty otherwise.
@@ -78,8 +80,8 @@ struct PlanOutcome {
 /// data parallelism, with a note. Errors: unknown search, bad flags, a search failing.
 /// `stop_if_unfit`: when the search's plan does not fit and data parallelism cannot either (its
 /// every GPU would hold all the parameters and optimizer state, or with --zero 2 all the
-/// parameters), return at once with the search's figures alone (`complete` false): the caller
-/// plans another step variant.
+/// parameters), return at once with the search's peak memory alone (`complete` false;
+/// exceeds_memory): the caller plans another step variant.
 Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFlags& pipeline,
                                  const SearchFlags& search_flags, bool stop_if_unfit = false);
 

@@ -180,12 +180,13 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
       tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kParameter;
   if (given && tensor.has_data()) {  // given (verify --inputs, --weights)
     b.init = BufferInit::kConstant;
-    b.data = slice_data(tensor, b.region);
+    if (options_.values) b.data = slice_data(tensor, b.region);
     return;
   }
   switch (tensor.role) {
     case ir::TensorRole::kConstant:
       b.init = BufferInit::kConstant;
+      if (!options_.values) return;
       b.data = tensor.has_data()
                    ? slice_data(tensor, b.region)
                    : std::vector<uint8_t>(static_cast<size_t>(analysis::box_elements(b.region)) *

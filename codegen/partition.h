@@ -27,6 +27,11 @@ struct PartitionOptions {
   /// The ranks are data-parallel replicas of one block (search/replicas.h): each fetches from
   /// its own replica (analysis::TensorFetch::Replicas; empty: they are not).
   analysis::TensorFetch::Replicas replicas;
+  /// False: constant buffers (and given inputs and parameters) keep their kind and box but not
+  /// their bytes. For programs that are only priced: the simulator reads no values, and a
+  /// folded constant (a causal mask of 16 MB) held by every rank of a large cluster would
+  /// otherwise be copied once per rank.
+  bool values = true;
 };
 
 /// Compiles `configs` (one per op of the lowering's graph, graph order) for `num_ranks` ranks

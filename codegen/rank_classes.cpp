@@ -34,6 +34,16 @@ struct Hash {
   void add_text(std::string_view s) { add(std::hash<std::string_view>{}(s)); }
 };
 
+uint64_t group_hash(const std::vector<int>& group) {
+  Hash h;
+  for (int m : group) h.add(static_cast<uint64_t>(m));
+  return h.h;
+}
+
+struct GroupHash {
+  size_t operator()(const std::vector<int>& g) const { return group_hash(g); }
+};
+
 bool is_collective_kind(StepKind k) {
   return k == StepKind::kAllReduce || k == StepKind::kAllGather || k == StepKind::kAllToAll ||
          k == StepKind::kReduceScatter;
@@ -121,9 +131,22 @@ class LocalSignatures {
     return cost.time;
   }
 
+  using Key = std::tuple<StepKind, std::vector<int>, int64_t>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      Hash h;
+      h.add(static_cast<uint64_t>(std::get<0>(k)));
+      h.add(static_cast<uint64_t>(std::get<2>(k)));
+      h.add(group_hash(std::get<1>(k)));
+      return h.h;
+    }
+  };
+
   const Programs& p_;
   const importers::Topology& topology_;
-  std::map<std::tuple<StepKind, std::vector<int>, int64_t>, double> priced_;
+  // Hashed: a data-parallel step has thousands of collectives over every rank, and an ordered
+  // map compared their member lists element by element at every level.
+  std::unordered_map<Key, double, KeyHash> priced_;
 };
 
 // Renumbers colours densely in order of first appearance; returns the number of colours.
@@ -140,7 +163,7 @@ struct Meetings {
   std::vector<std::vector<int>> groups;
 
   explicit Meetings(const Programs& p) : of(static_cast<size_t>(p.num_ranks)) {
-    std::map<std::vector<int>, int> id;
+    std::unordered_map<std::vector<int>, int, GroupHash> id;
     for (int r = 0; r < p.num_ranks; ++r)
       for (const Step& s : p.ranks[static_cast<size_t>(r)].steps) {
         if (s.kind == StepKind::kSend || s.kind == StepKind::kRecv) {

@@ -214,6 +214,27 @@ TEST_CASE("pipeline: 1F1B holds fewer passes' activations than GPipe, in the sam
   CHECK(cost(Schedule::k1F1B, 12).peak_memory_bytes - one.peak_memory_bytes <= inputs);
 }
 
+// The planner's step variants skip a pipelined plan whose step of fewer passes is already over
+// the memory limit (cli/plan_model.h, peak_memory): that holds only if a step of more passes
+// never peaks lower.
+TEST_CASE("pipeline: a step of more passes never peaks lower than one of fewer") {
+  auto m = net(16);
+  const importers::Topology topo = importers::h100_cluster(4);
+  const analysis::Lowering lowering(m->graph, m->strategies, topo);
+  for (Schedule s : {Schedule::k1F1B, Schedule::kGPipe})
+    for (int stages : {2, 4}) {
+      INFO(static_cast<int>(s), " ", stages);
+      int64_t before = 0;
+      for (int passes = 1; passes <= 8; ++passes) {
+        auto c = simulate_programs(compiled(*m, "dp", 4, passes, 16, stages, s), m->graph, topo,
+                                   lowering.compute_model());
+        REQUIRE(c.has_value());
+        CHECK(c->peak_memory_bytes >= before);
+        before = c->peak_memory_bytes;
+      }
+    }
+}
+
 TEST_CASE("pipeline: 2 and 4 stages, GPipe and 1F1B, update the parameters as one pass does") {
   auto big = net(16);
   auto small = net(4);

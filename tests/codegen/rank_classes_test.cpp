@@ -39,8 +39,14 @@ Compiled simulate(const Model& m, const analysis::Lowering& lowering,
                   bool alike_once, int passes = 1, int stages = 1,
                   Schedule schedule = Schedule::k1F1B) {
   const int n = topo.num_devices();
-  auto p = partition(lowering, configs, n, m.train);
+  // Priced as the planner prices (cli/plan_model.cpp): constants without their bytes.
+  PartitionOptions po;
+  po.values = !alike_once;
+  auto p = partition(lowering, configs, n, m.train, po);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  for (const Buffer& b : p->buffers)
+    if (b.init == BufferInit::kConstant && b.tensor != ir::kNoTensor)
+      CHECK(b.data.empty() == alike_once);
   Compiled out;
   if (alike_once) {
     auto classes = rank_classes(*p, topo);
