@@ -120,8 +120,8 @@ const std::set<std::string> kOnnxNative = {
     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "RNN", "Softmax", "Split", "Transpose",
     "TopK", "CumSum", "OneHot", "GatherElements", "NegativeLogLikelihoodLoss",
     // with rewritten attributes or shape inputs
-    "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Slice",
-    "Squeeze", "Unsqueeze"};
+    "AveragePool", "Conv", "Expand", "Flatten", "Gather", "MaxPool", "Pad", "Reshape", "Resize",
+    "Slice", "Squeeze", "Unsqueeze"};
 
 const std::set<std::string> kPlannerNative = {"Adam",
                                               "BatchNormGrad",
@@ -153,6 +153,7 @@ const std::set<std::string> kPlannerNative = {"Adam",
                                               "PadGrad",
                                               "PoolGrad",
                                               "ReduceGrad",
+                                              "ResizeGrad",
                                               "RNNGrad",
                                               "SGD",
                                               "SliceGrad",
@@ -354,6 +355,28 @@ bool untouched_axes_split(const ShardRequest& r, const std::optional<std::vector
 }
 
 // The rule of a planner-domain op; false (with why) when the shard cannot run natively.
+// Resize (and its gradient, `grad`: dY in, dX out) on a shard: every split axis keeps its extent
+// (scale 1) and its box on both sides; the kernel's `sizes` (the forward's output shape) become
+// the shard's, its `scales` hold as they are.
+bool resize_split(const ShardRequest& r, ShardKernel& k, bool grad, std::string& why) {
+  const ir::Graph& g = *r.graph;
+  const ir::Op& op = g.op(r.op);
+  const Box& small = grad ? r.output_boxes[0] : r.input_boxes[0];
+  const Box& large = grad ? r.input_boxes[0] : r.output_boxes[0];
+  const auto& xs = g.tensor(grad ? op.outputs[0] : op.inputs[0]).shape;
+  const auto& ys = g.tensor(grad ? op.inputs[0] : op.outputs[0]).shape;
+  for (size_t d = 0; d < ys.size() && d < xs.size(); ++d) {
+    const bool split = !whole_on(large, ys, d) || !whole_on(small, xs, d);
+    if (split && (xs[d] != ys[d] || !(small[d] == large[d]))) {
+      why = "split along a resized axis";
+      return false;
+    }
+  }
+  if (op.inputs.size() > 3 && op.inputs[3] != ir::kNoTensor)
+    k.inputs[3] = {ShardInput::Kind::kConstant, {}, int64_constant("sizes", box_shape(large))};
+  return true;
+}
+
 bool planner_guard(const ShardRequest& r, std::string& why) {
   const ir::Op& op = r.graph->op(r.op);
   const ir::Graph& g = *r.graph;
@@ -590,6 +613,10 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
     k.inputs[2].kind = ShardInput::Kind::kAbsent;
 
   if (planner) {
+    if (op.op_type == "ResizeGrad") {
+      if (!resize_split(r, k, true, why)) return std::nullopt;
+      return k;
+    }
     if (op.op_type == "SliceGrad" || op.op_type == "PadGrad") {
       const auto& xs = g.tensor(op.outputs[0]).shape;
       auto untouched =
@@ -646,6 +673,8 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
   } else if (t == "Expand") {
     k.inputs[1] = {
         ShardInput::Kind::kConstant, {}, int64_constant("shape", box_shape(r.output_boxes[0]))};
+  } else if (t == "Resize") {
+    if (!resize_split(r, k, false, why)) return std::nullopt;
   } else if (t == "Slice") {
     if (!rewrite_slice(r, k, why)) return std::nullopt;
   } else if (t == "Pad") {

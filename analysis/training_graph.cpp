@@ -816,6 +816,17 @@ class Builder {
       }
       return ok();
     }
+    if (type == "Resize") {
+      // Each input element gathers the output gradients it was weighted into
+      // (ai.planner.ResizeGrad: the forward's attributes, roi, scales and sizes).
+      if (wants(0) && dy != ir::kNoTensor) {
+        std::vector<TensorId> ins = {dy};
+        for (size_t i = 1; i < 4; ++i) ins.push_back(i < op.inputs.size() ? in(i) : ir::kNoTensor);
+        add_part(in(0), emit1("ResizeGrad", kPlannerDomain, ins, T(dy).dtype, T(in(0)).shape,
+                              op.attributes, gname(0)));
+      }
+      return ok();
+    }
     if (type == "GatherElements") {
       if (wants(0)) {
         std::map<std::string, Attribute> attrs;

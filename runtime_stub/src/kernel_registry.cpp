@@ -145,6 +145,7 @@ constexpr Entry kKernels[] = {
     {"", "TopK", k_topk, kCuda, CUDA(c_topk)},
     {"", "CumSum", k_cumsum, kCuda, CUDA(c_cumsum)},
     {"", "OneHot", k_one_hot, kCuda, CUDA(c_one_hot)},
+    {"", "Resize", k_resize, kCuda, CUDA(c_resize)},
     {"", "GatherElements", k_gather_elements, kCuda, CUDA(c_gather_elements)},
     {"", "NegativeLogLikelihoodLoss", k_nll_loss, kCuda, CUDA(c_nll_loss)},
     // recurrent
@@ -153,6 +154,7 @@ constexpr Entry kKernels[] = {
     {"", "RNN", k_rnn, kCublas, CUDA(c_rnn)},
     // ai.planner: backward
     {"ai.planner", "LossGrad", k_loss_grad, kCuda, CUDA(c_loss_grad)},
+    {"ai.planner", "ResizeGrad", k_resize_grad, kCuda, CUDA(c_resize_grad)},
     {"ai.planner", "ConvGradData", k_conv_grad_data, kCudnn, CUDA(c_conv_grad_data)},
     {"ai.planner", "ConvGradFilter", k_conv_grad_filter, kCudnn, CUDA(c_conv_grad_filter)},
     {"ai.planner", "UnaryGrad", k_unary_grad, kCuda, CUDA(c_unary_grad)},

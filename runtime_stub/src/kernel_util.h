@@ -223,6 +223,8 @@ void k_topk(const KernelContext&);
 void k_topk_grad(const KernelContext&);
 void k_cumsum(const KernelContext&);
 void k_one_hot(const KernelContext&);
+void k_resize(const KernelContext&);
+void k_resize_grad(const KernelContext&);
 // loss.cpp
 void k_gather_elements(const KernelContext&);
 void k_gather_elements_grad(const KernelContext&);

@@ -9,6 +9,7 @@
 #include "kernel_util.h"
 #include "loss_math.h"
 #include "pool_math.h"
+#include "resize_math.h"
 
 namespace planner::rt::kernels {
 
@@ -127,6 +128,14 @@ struct OneHotShapes {
   int64_t depth = 0, inner = 1, n = 0;  ///< n: output elements
 };
 OneHotShapes one_hot_shapes(const KernelContext& ctx);
+
+/// Resize's parameters (opset 11-17: X, roi, scales, sizes; scales and sizes in host memory),
+/// checked: f32 data of rank 1 to 8, nearest/linear/cubic, a coordinate mode other than
+/// tf_crop_and_resize, no antialias, one scale or size per axis, the output's shape.
+ResizeParams resize_params(const KernelContext& ctx);
+/// ai.planner.ResizeGrad's (dY, roi, scales, sizes) -> dX: the forward Resize's parameters for an
+/// input of dX's shape, checked against dY's.
+ResizeParams resize_grad_params(const KernelContext& ctx);
 
 /// GatherElements' geometry: the data's and the indices' shapes (at most 8 dimensions), the
 /// axis, n output elements; checks the ranks, the index type (i64, i32) and the output.

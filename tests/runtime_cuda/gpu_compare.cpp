@@ -309,6 +309,17 @@ void kernel_cases() {
   check("ai.planner", "TopKGrad", {{"axis", int64_t{-1}}}, {F({3, 2}), In{DType::kInt64, {3, 2}}},
         {O({3, 5})});
   check("", "CumSum", {{"reverse", int64_t{1}}}, {F({4, 6}), I64({1})}, {O({4, 6})});
+  // Resize by sizes (empty roi and scales): the three modes.
+  check("", "Resize", {{"mode", std::string("linear")}},
+        {F({2, 3, 4, 5}), F({0}), F({0}), I64({2, 3, 7, 9})}, {O({2, 3, 7, 9})});
+  check("", "Resize",
+        {{"mode", std::string("cubic")},
+         {"coordinate_transformation_mode", std::string("align_corners")}},
+        {F({2, 3, 4, 5}), F({0}), F({0}), I64({2, 3, 3, 8})}, {O({2, 3, 3, 8})});
+  check("", "Resize", {{"nearest_mode", std::string("ceil")}},
+        {F({2, 6}), F({0}), F({0}), I64({2, 15})}, {O({2, 15})});
+  check("ai.planner", "ResizeGrad", {{"mode", std::string("cubic")}},
+        {F({2, 3, 7, 9}), F({0}), F({0}), I64({2, 3, 7, 9})}, {O({2, 3, 4, 5})});
   check("", "OneHot", {}, {In{DType::kInt64, {3, 4}}, I64({6}), F({2})}, {O({3, 4, 6})});
   check("", "GatherElements", {{"axis", int64_t{1}}}, {F({3, 6}), In{DType::kInt64, {3, 4}}},
         {O({3, 4})});

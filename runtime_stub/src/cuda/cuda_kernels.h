@@ -86,6 +86,9 @@ void c_topk(const KernelContext&);
 void c_topk_grad(const KernelContext&);
 void c_cumsum(const KernelContext&);
 void c_one_hot(const KernelContext&);
+// resize_cuda.cpp
+void c_resize(const KernelContext&);
+void c_resize_grad(const KernelContext&);
 void c_gather_elements(const KernelContext&);
 void c_gather_elements_grad(const KernelContext&);
 void c_nll_loss(const KernelContext&);

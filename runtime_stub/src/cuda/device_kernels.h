@@ -11,6 +11,7 @@
 #include "../copy_math.h"
 #include "../loss_math.h"
 #include "../pool_math.h"
+#include "../resize_math.h"
 #include "../rnn_math.h"
 #include "../train_math.h"
 #include "../unary_math.h"
@@ -155,6 +156,11 @@ void launch_topk(int dtype, const void* x, void* values, int64_t* indices, int64
 void launch_topk_grad(const float* dv, const int64_t* indices, float* dx, int64_t n, int64_t extent,
                       int64_t inner, int64_t k, cudaStream_t stream);
 /// CumSum of x ([outer, extent, inner], ONNX dtype 1, 6 or 7): n running sums.
+/// Resize of x (f32, p.in's extents) into y (p.numel_out elements): resize_math.h per element.
+void launch_resize(const float* x, float* y, const kernels::ResizeParams& p, cudaStream_t stream);
+/// Resize's input gradient: n elements of dx (p.in's extents) from dy (p.out's).
+void launch_resize_grad(const float* dy, float* dx, int64_t n, const kernels::ResizeParams& p,
+                        cudaStream_t stream);
 void launch_cumsum(int dtype, const void* x, void* y, int64_t n, int64_t extent, int64_t inner,
                    bool exclusive, bool reverse, cudaStream_t stream);
 /// OneHot: n output elements of `elem` bytes ([outer, depth, inner]) from indices (ONNX dtype
