@@ -1,6 +1,7 @@
 // Resize in nearest, linear and cubic modes and its input gradient (ai.planner.ResizeGrad):
-// resize_math.h's bodies per element (the cuda kernels run the same). Nearest upsampling by whole factors is imported as Reshape, Expand and
-// Reshape (importers/lower_ops.h) and never reaches this kernel.
+// resize_math.h's bodies per element (the cuda kernels run the same). Nearest upsampling by whole
+// factors is imported as Reshape, Expand and Reshape (importers/lower_ops.h) and never reaches this
+// kernel.
 #include <cmath>
 #include <string>
 
@@ -29,13 +30,14 @@ ResizeParams params_for(const KernelContext& ctx, const Shape& xs) {
   if (rank < 1 || rank > kResizeMaxRank)
     ctx.fail("needs an input of rank 1 to " + std::to_string(kResizeMaxRank));
   if (ctx.inputs.size() < 3)
-    ctx.fail("needs the opset-11 inputs (X, roi, scales, sizes): opset 10's (X, scales) is not run");
+    ctx.fail(
+        "needs the opset-11 inputs (X, roi, scales, sizes): opset 10's (X, scales) is not run");
   ResizeParams p;
   p.rank = static_cast<int32_t>(rank);
   p.mode = one_of(ctx, "mode", "nearest", {"nearest", "linear", "cubic"});
-  p.coord = one_of(ctx, "coordinate_transformation_mode", "half_pixel",
-                   {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                    "tf_half_pixel_for_nn"});
+  p.coord = one_of(
+      ctx, "coordinate_transformation_mode", "half_pixel",
+      {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"});
   p.rounding = one_of(ctx, "nearest_mode", "round_prefer_floor",
                       {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
   p.exclude_outside = ctx.attr_int("exclude_outside", 0) != 0;

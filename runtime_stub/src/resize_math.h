@@ -195,8 +195,7 @@ PLANNER_RT_HD inline void resize_grad_range(const ResizeParams& p, int d, int64_
                                             int64_t* hi) {
   const int64_t last = p.in[d] - 1;
   int64_t a = j == 0 ? 0 : resize_first_source_at_least(p, d, static_cast<double>(j) - 2);
-  int64_t b =
-      j == last ? p.out[d] : resize_first_source_at_least(p, d, static_cast<double>(j) + 3);
+  int64_t b = j == last ? p.out[d] : resize_first_source_at_least(p, d, static_cast<double>(j) + 3);
   while (a < b && resize_weight(p, d, a, j) == 0) ++a;
   while (b > a && resize_weight(p, d, b - 1, j) == 0) --b;
   *lo = a;

@@ -9,7 +9,9 @@ using namespace rt_test;
 namespace {
 
 // An empty roi or scales input (present, no values).
-Buf none() { return Buf(DType::kFloat32, {0}); }
+Buf none() {
+  return Buf(DType::kFloat32, {0});
+}
 
 std::vector<float> resize(const Buf& x, Shape out, const Attributes& attrs, const Buf& scales,
                           const Buf* sizes = nullptr) {
@@ -48,8 +50,7 @@ TEST_CASE("Resize nearest: the rounding rules") {
                {1, 1, 2, 2, 3, 3, 4, 4}, 0, 0);
   // Halving under half_pixel lands on x.5: round_prefer_floor takes the left, _ceil the right.
   expect_close(resize(x, {2}, {}, F({1}, {0.5f})), {1, 3}, 0, 0);
-  expect_close(resize(x, {2}, {{"nearest_mode", std::string("round_prefer_ceil")}},
-                      F({1}, {0.5f})),
+  expect_close(resize(x, {2}, {{"nearest_mode", std::string("round_prefer_ceil")}}, F({1}, {0.5f})),
                {2, 4}, 0, 0);
 }
 
@@ -57,8 +58,7 @@ TEST_CASE("Resize cubic: Keys' weights at a half coordinate, exclude_outside") {
   // Asymmetric x2: output 3 reads coordinate 1.5, taps 0..3 weighted -0.09375, 0.59375,
   // 0.59375, -0.09375 (a = -0.75).
   const Buf x = F({4}, {0, 0, 1, 0});
-  const auto y = resize(x,
-                        {8},
+  const auto y = resize(x, {8},
                         {{"mode", std::string("cubic")},
                          {"coordinate_transformation_mode", std::string("asymmetric")}},
                         F({1}, {2}));
@@ -76,13 +76,13 @@ TEST_CASE("Resize cubic: Keys' weights at a half coordinate, exclude_outside") {
 TEST_CASE("Resize: what it refuses") {
   const Buf x = F({4}, {1, 2, 3, 4});
   Buf y = Z({8});
-  CHECK_THROWS_WITH_AS(run("Resize", {{"coordinate_transformation_mode",
-                                       std::string("tf_crop_and_resize")}},
-                           {x.t, none().t, F({1}, {2}).t}, {y.t}),
-                       doctest::Contains("tf_crop_and_resize"), planner::rt::Error);
-  CHECK_THROWS_WITH_AS(run("Resize", {{"antialias", int64_t{1}}}, {x.t, none().t, F({1}, {2}).t},
-                           {y.t}),
-                       doctest::Contains("antialias"), planner::rt::Error);
+  CHECK_THROWS_WITH_AS(
+      run("Resize", {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}},
+          {x.t, none().t, F({1}, {2}).t}, {y.t}),
+      doctest::Contains("tf_crop_and_resize"), planner::rt::Error);
+  CHECK_THROWS_WITH_AS(
+      run("Resize", {{"antialias", int64_t{1}}}, {x.t, none().t, F({1}, {2}).t}, {y.t}),
+      doctest::Contains("antialias"), planner::rt::Error);
   Buf wrong = Z({7});
   CHECK_THROWS_WITH_AS(run("Resize", {}, {x.t, none().t, F({1}, {2}).t}, {wrong.t}),
                        doctest::Contains("[8]"), planner::rt::Error);

@@ -1,5 +1,5 @@
-// Resize and its input gradient on the device: one element per thread, resize_math.h's body (the cpu kernel
-// runs the same).
+// Resize and its input gradient on the device: one element per thread, resize_math.h's body (the
+// cpu kernel runs the same).
 #include <cstdint>
 
 #include "../resize_math.h"
@@ -11,11 +11,15 @@ namespace planner::rt::cuda {
 namespace {
 
 __global__ void resize_kernel(const float* x, float* y, kernels::ResizeParams p) {
-  GRID_STRIDE(e, p.numel_out) { y[e] = kernels::resize_at<float>(x, p, e); }
+  GRID_STRIDE(e, p.numel_out) {
+    y[e] = kernels::resize_at<float>(x, p, e);
+  }
 }
 
 __global__ void resize_grad_kernel(const float* dy, float* dx, int64_t n, kernels::ResizeParams p) {
-  GRID_STRIDE(i, n) { dx[i] = kernels::resize_grad_at<float>(dy, p, i); }
+  GRID_STRIDE(i, n) {
+    dx[i] = kernels::resize_grad_at<float>(dy, p, i);
+  }
 }
 
 }  // namespace
