@@ -3,7 +3,8 @@
 # shrunk shared models (skipped one by one where ../shared/models lacks them), where Debian's
 # python3-torch exports it the corpus's small models with weights (scripts/export_corpus.py
 # --weights), and where transformers installs Hugging Face's architectures
-# (scripts/export_hf_models.py; their training steps verified on 2 ranks too). Where
+# (scripts/export_hf_models.py; their training steps verified on 2 ranks too), and a small
+# model of interpolated upsampling (scripts/export_interp_model.py; its training step too). Where
 # onnx.reference's evaluator runs a model within 30 s, the unpartitioned step is held to it
 # too. Skipped (77), saying why, where the virtual environment with onnxruntime cannot be made
 # (scripts/python_env.sh).
@@ -28,8 +29,20 @@ if /usr/bin/python3 "$src/scripts/export_corpus.py" --weights "$work/corpus" > "
 else
   echo "note: the corpus was not exported (scripts/export_corpus.py: $(tail -1 "$work/export.log")): not compared"
 fi
+hf_status=0  # training steps that failed (below)
+# Interpolated upsampling (Resize in linear and cubic modes), exported as PyTorch writes it.
+if /usr/bin/python3 "$src/scripts/export_interp_model.py" "$work/interp_small.onnx" \
+     > "$work/interp_export.log" 2>&1; then
+  specs+=("$work/interp_small.onnx")
+  # Its training step (ai.planner.ResizeGrad) on 2 ranks.
+  if ! "$planner" verify "$work/interp_small.onnx" --gpus 2 --mode train --search dp --steps 1 \
+       > "$work/interp_train.log" 2>&1; then
+    echo "FAIL: interp_small training: $(tail -1 "$work/interp_train.log")"; hf_status=1
+  fi
+else
+  echo "note: the interpolation model was not exported ($(tail -1 "$work/interp_export.log")): not compared"
+fi
 # Hugging Face transformers' architectures, exported as users export them (weights inline).
-hf_status=0
 if "$python" "$src/scripts/export_hf_models.py" "$work/hf" > "$work/hf_export.log" 2>&1; then
   for f in "$work"/hf/hf_*.onnx; do
     [ "$(basename "$f")" = hf_mixtral.onnx ] || specs+=("$f")
