@@ -160,10 +160,7 @@ void k_nll_loss(const KernelContext& ctx) {
   if (bad) bad_target(ctx, t, s.c);
 }
 
-void k_nll_loss_grad(const KernelContext& ctx) {
-  // (dY, target, weight?) -> dInput, shaped like the forward input: -weight[t] times dY's share
-  // of each counted loss (dY itself, or dY over the weights counted for a mean) at the target's
-  // class, zero elsewhere.
+NllShapes nll_grad_shapes(const KernelContext& ctx) {
   const Tensor& dy = ctx.in(0);
   const Tensor& dx = ctx.out(0);
   ctx.expect_dtype(dy, DType::kFloat32, "dY");
@@ -171,6 +168,16 @@ void k_nll_loss_grad(const KernelContext& ctx) {
   const NllShapes s = nll_shapes(ctx, dx, ctx.in(1));
   if (dy.shape != (s.none ? s.target : Shape{}))
     ctx.fail("dY " + shape_to_string(dy.shape) + " does not fit the reduction");
+  return s;
+}
+
+void k_nll_loss_grad(const KernelContext& ctx) {
+  // (dY, target, weight?) -> dInput, shaped like the forward input: -weight[t] times dY's share
+  // of each counted loss (dY itself, or dY over the weights counted for a mean) at the target's
+  // class, zero elsewhere.
+  const Tensor& dy = ctx.in(0);
+  const Tensor& dx = ctx.out(0);
+  const NllShapes s = nll_grad_shapes(ctx);
   const std::vector<int64_t> t = ctx.ints_of(ctx.in(1), "target");
   const float* w = s.weighted ? ctx.in(2).as<float>() : nullptr;
   const double total =

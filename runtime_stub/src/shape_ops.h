@@ -158,5 +158,9 @@ struct NllShapes {
   int64_t ignored = 0;
 };
 NllShapes nll_shapes(const KernelContext& ctx, const Tensor& input, const Tensor& target);
+/// NLLLossGrad's (dY, target, weight?) -> dInput: nll_shapes of dInput, with dY and dInput
+/// f32 and dY shaped as the forward's reduction leaves the loss. The cpu and cuda kernels both
+/// check through it.
+NllShapes nll_grad_shapes(const KernelContext& ctx);
 
 }  // namespace planner::rt::kernels

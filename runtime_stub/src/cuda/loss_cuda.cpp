@@ -39,12 +39,9 @@ void c_nll_loss(const KernelContext& ctx) {
 void c_nll_loss_grad(const KernelContext& ctx) {
   const Tensor& dy = ctx.in(0);
   const Tensor& dx = ctx.out(0);
-  ctx.expect_dtype(dy, DType::kFloat32, "dY");
-  ctx.expect_dtype(dx, DType::kFloat32, "dInput");
-  const NllShapes s = nll_shapes(ctx, dx, ctx.in(1));
+  const NllShapes s = nll_grad_shapes(ctx);
+  // The device reads the targets as i64 (the cpu kernel converts i32 on the host).
   ctx.expect_dtype(ctx.in(1), DType::kInt64, "target");
-  if (dy.shape != (s.none ? s.target : Shape{}))
-    ctx.fail("dY " + shape_to_string(dy.shape) + " does not fit the reduction");
   if (dx.bytes())
     PLANNER_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), cuda::context().stream));
   cuda::launch_nll_loss_grad(dy.as<float>(), ctx.in(1).as<int64_t>(),
