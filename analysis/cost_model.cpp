@@ -325,8 +325,9 @@ Expected<ComputeCostOptions> parse_calibration(const std::string& text, const st
   };
   if (!j.is_object()) return fail("$", "expected an object");
   static const std::set<std::string> kKeys = {
-      "schema", "about",      "efficiency",        "tile_m",
-      "tile_n", "depth_half", "memory_half_bytes", "launch_overhead"};
+      "schema",      "about",      "efficiency",        "tile_m",
+      "tile_n",      "depth_half", "memory_half_bytes", "launch_overhead",
+      "speed_spread"};
   for (const auto& [key, value] : j.items())
     if (!kKeys.count(key)) return fail("$." + key, "unknown field");
   if (!j.contains("schema") || j["schema"] != "planner-calibration/1")
@@ -375,7 +376,8 @@ Expected<ComputeCostOptions> parse_calibration(const std::string& text, const st
   };
   for (const Field& f : {Field{"depth_half", &o.depth_half, 1e6},
                          Field{"memory_half_bytes", &o.memory_half_bytes, 1e12},
-                         Field{"launch_overhead", &o.launch_overhead, 1e-2}}) {
+                         Field{"launch_overhead", &o.launch_overhead, 1e-2},
+                         Field{"speed_spread", &o.speed_spread, 0.5}}) {
     if (!j.contains(f.key)) continue;
     PLANNER_TRY_ASSIGN(*f.value, number(j[f.key], std::string("$.") + f.key, 0, f.hi));
   }
@@ -461,6 +463,27 @@ double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op
     if (auto t = measured_->lookup(op, input_shapes, elements)) return *t;
   }
   return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops));
+}
+
+double expected_max_normal(int n) {
+  if (n <= 1) return 0.0;
+  // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx, Simpson's rule on [-12, 12].
+  constexpr int kSteps = 4800;
+  constexpr double kLo = -12.0, kHi = 12.0, kH = (kHi - kLo) / kSteps;
+  const double inv_sqrt_2pi = 0.3989422804014327;
+  double sum = 0.0;
+  for (int i = 0; i <= kSteps; ++i) {
+    double x = kLo + kH * i;
+    double pdf = inv_sqrt_2pi * std::exp(-0.5 * x * x);
+    double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    double f = x * n * pdf * std::pow(cdf, n - 1);
+    sum += f * (i == 0 || i == kSteps ? 1 : i % 2 == 1 ? 4 : 2);
+  }
+  return sum * kH / 3;
+}
+
+double sync_slowdown(const ComputeCostOptions& options, int gpus) {
+  return 1.0 + options.speed_spread * expected_max_normal(gpus);
 }
 
 }  // namespace planner::analysis

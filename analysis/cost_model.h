@@ -53,10 +53,10 @@ struct ComputeCostOptions {
   std::array<Efficiency, kNumOpClasses> efficiency = {{
       // FP32, memory, TF32, 16-bit
       {0.90, 0.85, 0.84, 0.69},   // matmul
-      {0.62, 0.85, 0.165, 0.61},  // conv
+      {0.62, 0.85, 0.165, 0.60},  // conv
       {0.40, 0.60, 0.20, 0.30},   // recurrent
       {1.00, 0.72, 1.00, 1.00},   // elementwise
-      {1.00, 0.90, 1.00, 1.00},   // reduction
+      {1.00, 0.81, 1.00, 1.00},   // reduction
       {1.00, 0.75, 1.00, 1.00},   // data movement
       {1.00, 1.00, 1.00, 1.00},   // shape
       {1.00, 0.85, 1.00, 1.00},   // optimizer
@@ -66,14 +66,27 @@ struct ComputeCostOptions {
   int64_t tile_m = 128;
   int64_t tile_n = 128;
   /// Reduction depth at which a dense kernel reaches half its efficiency: K / (K + this).
-  double depth_half = 38;
+  double depth_half = 27;
   /// Bytes at which a memory-bound kernel reaches half its bandwidth fraction.
   double memory_half_bytes = 1 << 20;
   /// Fixed cost of launching one kernel, seconds.
-  double launch_overhead = 2.4e-6;
+  double launch_overhead = 2.7e-6;
   /// Use TF32 tensor cores for f32 matmuls and convolutions (--precision tf32).
   bool allow_tf32 = false;
+  /// Spread of one GPU's speed around its type's (coefficient of variation): GPUs of one model
+  /// run at different clocks under power management (Sinha et al., SC'22, measured 8% average
+  /// variation between identical GPUs of four clusters). A step that synchronises n GPUs waits
+  /// for the slowest: see sync_slowdown(), which the compiled step's simulation applies.
+  double speed_spread = 0.05;
 };
+
+/// The expected largest of n independent standard normal variables (0 for n = 1, 1.42 for 8,
+/// 3.24 for 1,024), by a fixed quadrature: the same value on every machine.
+double expected_max_normal(int n);
+
+/// The factor by which the kernels of a step that synchronises `gpus` GPUs run slower than on
+/// one GPU of typical speed: 1 + speed_spread x expected_max_normal(gpus).
+double sync_slowdown(const ComputeCostOptions& options, int gpus);
 
 /// The shape of a dense kernel as the GEMM it runs: `batch` independent M x N x K products
 /// (convolutions as implicit GEMMs, groups as the batch).

@@ -558,11 +558,18 @@ class Builder {
                                                  "Atanh",     "Celu",        "ThresholdedRelu",
                                                  "Shrink"};
     if (kUnary.count(type)) {
-      // d/dx of a unary function needs x and/or y; the op reads both so one description fits
-      // every function. Pow's exponent (a constant here) rides along as a third input.
+      // d/dx of a unary function needs x or y; UnaryGrad has a slot for each, so one
+      // description fits every function, and the slot the derivative does not read holds the
+      // tensor it does, so only that one is kept for the backward pass (what PyTorch's autograd
+      // saves: the output of Relu, Sigmoid, Tanh, Sqrt, Exp, Reciprocal and Tan, whose
+      // derivatives follow from it, and Relu's y > 0 exactly when x > 0; the input of the
+      // rest). Pow's exponent (a constant here) rides along as a fourth input.
+      static const std::set<std::string> kFromOutput = {"Relu", "Sigmoid",    "Tanh", "Sqrt",
+                                                        "Exp",  "Reciprocal", "Tan"};
       std::map<std::string, Attribute> attrs = op.attributes;
       attrs["op"] = Attribute{type};
-      std::vector<TensorId> ins = {dy, in(0), op.outputs[0]};
+      const TensorId kept = kFromOutput.count(type) ? op.outputs[0] : in(0);
+      std::vector<TensorId> ins = {dy, kept, kept};
       if (type == "Pow") ins.push_back(in(1));
       if (type == "Clip") {
         if (in(1) != ir::kNoTensor) ins.push_back(in(1));

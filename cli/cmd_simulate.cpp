@@ -93,6 +93,8 @@ int run_simulate(const SimulateFlags& flags) {
     j["mode"] = flags.pipeline.mode;
     j["strategy"] = flags.strategy;
     j["step_time_s"] = timeline->step_time;
+    j["synchronized_gpus"] = tasks.synchronized_gpus;
+    j["kernel_stretch"] = tasks.kernel_stretch;
     j["peak_memory_bytes"] = peak;
     j["comm_bytes"] = tasks.comm_bytes;
     j["tasks"] = tasks.graph.num_tasks();
@@ -138,6 +140,10 @@ int run_simulate(const SimulateFlags& flags) {
                 static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
                 static_cast<long long>(m.micro_batch));
   std::printf("step time    %s\n", format_seconds(timeline->step_time).c_str());
+  if (tasks.kernel_stretch > 1)
+    std::printf(
+        "             kernels x%.3f: the wait for the slowest of %d GPUs (speed spread %g)\n",
+        tasks.kernel_stretch, tasks.synchronized_gpus, m.compute.speed_spread);
   std::printf("peak memory  %s (largest device)\n",
               format_bytes(static_cast<double>(peak)).c_str());
   std::printf("comm         %s sent in one step\n", format_bytes(tasks.comm_bytes).c_str());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -114,6 +115,8 @@ class Builder {
   }
   const Buffer& buffer(int id) const { return p_.buffers[static_cast<size_t>(id)]; }
   double kernel_time(int rank, const Step& s);
+  // Kernel times over the cost model's: the wait for the slowest of the GPUs this step runs.
+  double sync_stretch();
   Expected<void> add_tasks();
   Expected<void> pair_transfers();
   void add_edges_and_buffers();
@@ -126,6 +129,7 @@ class Builder {
   bool with_memory_;  // plan the arena and give the task graph its buffers
   ProgramTasks out_;
   ResourceId sync_ = analysis::kNoResource;
+  double stretch_ = 1.0;
   int64_t order_ = 0;
   std::vector<double> op_flops_;
   std::map<std::pair<std::string, std::string>, ir::Op> helper_ops_;
@@ -170,7 +174,23 @@ double Builder::kernel_time(int rank, const Step& s) {
   }
   for (int b : s.outputs)
     if (b >= 0) bytes += static_cast<double>(buffer_bytes(buffer(b)));
-  return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes);
+  return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes) * stretch_;
+}
+
+double Builder::sync_stretch() {
+  // The step waits for the slowest GPU that runs a kernel (analysis::sync_slowdown): the ranks
+  // with kernels, each class's representative standing for its class, and with replicas every
+  // replica's. A plan that leaves GPUs idle waits for fewer.
+  double active = 0;
+  for (int r = 0; r < p_.num_ranks; ++r) {
+    if (p_.symmetry && p_.symmetry->representative_of(r) != r) continue;
+    const auto& steps = p_.ranks[static_cast<size_t>(r)].steps;
+    if (std::any_of(steps.begin(), steps.end(),
+                    [](const Step& s) { return s.kind == StepKind::kKernel; }))
+      active += stands_for(r);
+  }
+  out_.synchronized_gpus = std::max(1, static_cast<int>(std::llround(active * copies())));
+  return analysis::sync_slowdown(compute_.options(), out_.synchronized_gpus);
 }
 
 Expected<Builder::Priced> Builder::price(StepKind kind, const std::vector<int>& group,
@@ -419,6 +439,7 @@ Expected<ProgramTasks> Builder::run() {
   op_flops_.resize(static_cast<size_t>(g_.num_ops()));
   for (ir::OpId id = 0; id < g_.num_ops(); ++id)
     op_flops_[static_cast<size_t>(id)] = ir::op_stats(g_, id).flops;
+  stretch_ = out_.kernel_stretch = sync_stretch();
   PLANNER_TRY(add_tasks());
   add_edges_and_buffers();
   if (!transfers_.transfers.empty()) schedule_.steps.push_back(std::move(transfers_));

@@ -51,6 +51,10 @@ struct ProgramTasks {
   std::vector<int64_t> steps_simulated;
   /// Where every buffer lives (memory_plan.h): the ranks' peaks and the buffers written in place.
   MemoryPlan memory;
+  /// GPUs that run kernels in the step (every replica's with replicas), and the factor their
+  /// kernels are stretched by: the wait for the slowest of them (analysis::sync_slowdown).
+  int synchronized_gpus = 1;
+  double kernel_stretch = 1.0;
 };
 
 /// Builds the task graph of `programs`, compiled from `graph` for `topology` (rank r runs device

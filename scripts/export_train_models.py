@@ -56,6 +56,40 @@ def resnext101_32x4d():
     return ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4)
 
 
+class SqueezeExcite(nn.Module):
+    """Squeeze-and-excitation (Hu et al. 2018) as DeepLearningExamples' SE-ResNeXt runs it:
+    global average, a 1x1 convolution down to `squeeze` channels, ReLU, a 1x1 convolution back,
+    sigmoid; the block's output is residual + out * gate, then ReLU."""
+
+    def __init__(self, channels, squeeze=16):
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, squeeze, 1)
+        self.expand = nn.Conv2d(squeeze, channels, 1)
+
+    def forward(self, x):
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        return torch.sigmoid(self.expand(torch.relu(self.reduce(s))))
+
+
+def se_resnext101_32x4d():
+    # ResNeXt-101 32x4d with a squeeze-and-excitation gate in every bottleneck (16 channels).
+    from torchvision.models.resnet import Bottleneck, ResNet
+
+    class SEBottleneck(Bottleneck):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.se = SqueezeExcite(self.conv3.out_channels)
+
+        def forward(self, x):
+            identity = self.downsample(x) if self.downsample is not None else x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            return self.relu(identity + out * self.se(out))
+
+    return ResNet(SEBottleneck, [3, 4, 23, 3], groups=32, width_per_group=4)
+
+
 def image_input(batch=2):
     return (torch.randn(batch, 3, 224, 224),), ["input"], {"input": {0: "batch"}}
 
@@ -70,6 +104,7 @@ def token_inputs(seq, batch=2):
 MODELS = {
     "resnet50_train": lambda: (torchvision.models.resnet50(weights=None), image_input()),
     "resnext101_32x4d_train": lambda: (resnext101_32x4d(), image_input()),
+    "se_resnext101_32x4d_train": lambda: (se_resnext101_32x4d(), image_input()),
     "bert_large_squad_train": lambda: (BertForQuestionAnswering(24, 1024, 16, 4096),
                                        token_inputs(384)),
 }

@@ -13,4 +13,7 @@ if ! "$python" -c "import torch, torchvision, onnx" 2>/dev/null; then
 fi
 "$python" "$source/scripts/export_train_models.py" "$models" >/dev/null
 "$python" "$source/bench/accuracy/accuracy.py" --planner "$planner" --models "$models" \
-  --check --limits 0.12,0.20,0.18
+  --check --limits 0.10,0.22,0.12
+# Peak memory of one GPU's step against the tensors PyTorch's autograd keeps for the same modules.
+"$python" "$source/bench/accuracy/saved_memory.py" --planner "$planner" --models "$models" \
+  --batch 8 --check 0.03

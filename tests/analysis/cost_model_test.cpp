@@ -163,6 +163,32 @@ TEST_CASE("measured costs: exact, interpolated, scaled, absent") {
         doctest::Approx(2e-5));
 }
 
+TEST_CASE("a synchronous step waits for the slowest of its GPUs") {
+  // Closed forms: E[max of 2 standard normals] = 1/sqrt(pi), of 3 = 3/(2 sqrt(pi)); 8
+  // and 1,000 from tables of normal order statistics (Tippett 1925, Harter 1961: 1.4236, 3.2414).
+  const double pi = 3.14159265358979323846;
+  CHECK(expected_max_normal(1) == 0.0);
+  CHECK(expected_max_normal(2) == doctest::Approx(1 / std::sqrt(pi)).epsilon(1e-9));
+  CHECK(expected_max_normal(3) == doctest::Approx(1.5 / std::sqrt(pi)).epsilon(1e-9));
+  CHECK(expected_max_normal(8) == doctest::Approx(1.4236).epsilon(1e-4));
+  CHECK(expected_max_normal(1000) == doctest::Approx(3.2414).epsilon(1e-4));
+
+  // 1 + spread x E[max]: nothing on one GPU.
+  ComputeCostOptions o;
+  CHECK(sync_slowdown(o, 1) == 1.0);
+  CHECK(sync_slowdown(o, 8) == doctest::Approx(1 + 0.05 * 1.4236).epsilon(1e-4));
+  o.speed_spread = 0;
+  CHECK(sync_slowdown(o, 1000) == 1.0);
+
+  // A calibration file sets the spread.
+  auto c =
+      parse_calibration(R"({"schema": "planner-calibration/1", "speed_spread": 0.1})", "c.json");
+  REQUIRE(c);
+  CHECK(c->speed_spread == 0.1);
+  CHECK_FALSE(
+      parse_calibration(R"({"schema": "planner-calibration/1", "speed_spread": 2})", "c.json"));
+}
+
 TEST_CASE("bad costs files name the JSON path") {
   auto c = MeasuredCosts::parse(R"({"schema": "planner-costs/1", "kernels": [{"op_type": "Relu",
     "input_shapes": [[4]], "seconds": -1}]})",

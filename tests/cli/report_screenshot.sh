@@ -22,7 +22,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }
 
-"$planner" plan "$source_dir/examples/mlp.onnxtxt" --gpus 4 --no-progress -o "$tmp/plan.json" \
+"$planner" plan "$source_dir/examples/mlp.onnxtxt" --gpus 4 --all-gpus --no-progress -o "$tmp/plan.json" \
   --report "$tmp/report" > "$tmp/plan.out" 2>&1 || { cat "$tmp/plan.out"; fail "planner plan --report"; }
 for f in index.html frontier.svg tensors.svg timeline.svg trace.json plan.json; do
   [ -s "$tmp/report/$f" ] || fail "the report has no $f"
