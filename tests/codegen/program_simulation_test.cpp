@@ -126,12 +126,62 @@ TEST_CASE("every step of a compiled program is simulated, and every task is a st
         // start among all members (so every rank's order is one global order's projection),
         // which for collectives over overlapping groups can differ from the dataflow run's.
         CHECK(cost->step_time_s == doctest::Approx(free_run->step_time).epsilon(1e-3));
-        // The lowering (the searches' model) against the compiled step.
+        // The lowering (the searches' model) against the compiled step, without the wait for
+        // the slowest GPU, which only the compiled step's simulation adds.
+        analysis::ComputeCostOptions level = lowering.compute_model().options();
+        level.speed_spread = 0;
+        auto level_cost = simulate_programs(*p, m->graph, topo, analysis::ComputeCostModel(level));
+        REQUIRE(level_cost.has_value());
+        CHECK(cost->step_time_s >= level_cost->step_time_s);
         auto lowered = search::evaluate_configs(lowering, configs);
         REQUIRE(lowered.has_value());
-        CHECK(lowered->step_time_s == doctest::Approx(cost->step_time_s).epsilon(0.05));
+        CHECK(lowered->step_time_s == doctest::Approx(level_cost->step_time_s).epsilon(0.05));
       }
     }
+}
+
+TEST_CASE("kernels wait for the slowest of the GPUs that run them") {
+  auto m = example("mlp", true);
+  const importers::Topology topo = importers::h100_cluster(4);
+  const analysis::Lowering lowering(m->graph, m->strategies, topo);
+  analysis::ComputeCostOptions level = lowering.compute_model().options();
+  level.speed_spread = 0;
+  const analysis::ComputeCostModel flat(level);
+  const analysis::ComputeCostOptions& o = lowering.compute_model().options();
+
+  // Data parallelism: all four GPUs run kernels, each kernel x(1 + 0.05 E[max of 4]).
+  auto p = partition(lowering, plan_of(*m, lowering, "data-parallel", 4), 4, m->train);
+  REQUIRE(p.has_value());
+  auto waiting = program_tasks(*p, m->graph, topo, lowering.compute_model());
+  auto level_tasks = program_tasks(*p, m->graph, topo, flat);
+  REQUIRE(waiting.has_value());
+  REQUIRE(level_tasks.has_value());
+  CHECK(waiting->synchronized_gpus == 4);
+  CHECK(waiting->kernel_stretch == doctest::Approx(analysis::sync_slowdown(o, 4)));
+  CHECK(waiting->kernel_stretch == doctest::Approx(1 + 0.05 * 1.0294).epsilon(1e-4));
+  int kernels = 0;
+  for (analysis::TaskId t = 0; t < waiting->graph.task_capacity(); ++t) {
+    if (!waiting->graph.alive(t)) continue;
+    const analysis::Task& a = waiting->graph.task(t);
+    const analysis::Task& b = level_tasks->graph.task(t);
+    if (a.kind == analysis::TaskKind::kCompute) {
+      ++kernels;
+      CHECK(a.duration == doctest::Approx(b.duration * waiting->kernel_stretch));
+    } else {
+      CHECK(a.duration == b.duration);  // communication does not wait for clocks
+    }
+  }
+  CHECK(kernels > 0);
+
+  // A step on one of the four GPUs waits for nobody.
+  const importers::Topology one = importers::h100_cluster(1);
+  const analysis::Lowering single(m->graph, m->strategies, one);
+  auto q = partition(single, plan_of(*m, single, "data-parallel", 1), 1, m->train);
+  REQUIRE(q.has_value());
+  auto alone = program_tasks(*q, m->graph, topo, lowering.compute_model());
+  REQUIRE(alone.has_value());
+  CHECK(alone->synchronized_gpus == 1);
+  CHECK(alone->kernel_stretch == 1.0);
 }
 
 TEST_CASE("a program whose collective a member does not call is refused") {
