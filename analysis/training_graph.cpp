@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -165,6 +166,7 @@ class Builder {
     if (t == "Where") return i != 0;
     if (t == "LSTM" || t == "GRU" || t == "RNN") return i != 4;  // sequence_lens
     if (t == "Dropout" || t == "DropoutTrain") return i == 0;
+    if (t == "Clip") return i == 0;  // bounds are constants in exported models: no gradient
     // Training-mode batch norm: BatchNormTrain's rule differentiates through the statistics
     // (the chain through BatchNormStats is folded into BatchNormTrainGrad), and running
     // statistics carry no gradient.
@@ -308,6 +310,23 @@ class Builder {
 
   const Tensor& T(TensorId id) const { return out_.graph.tensor(id); }
 
+  // Records Clip's bounds as the attributes min and max (absent ones as the float range) where
+  // each is absent or a constant; false where a bound is computed in the graph.
+  bool clip_bounds(const Op& op, std::map<std::string, Attribute>& attrs) const {
+    double bound[2] = {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+    for (size_t i = 1; i < 3 && i < op.inputs.size(); ++i) {
+      if (op.inputs[i] == ir::kNoTensor) continue;
+      const Tensor& b = fwd_.tensor(op.inputs[i]);
+      if (b.role != TensorRole::kConstant || !b.has_data() || b.num_elements() != 1 ||
+          !ir::is_floating(b.dtype))
+        return false;
+      bound[i - 1] = b.float_values().front();
+    }
+    if (op.inputs.size() > 1 || !attrs.count("min")) attrs["min"] = Attribute{bound[0]};
+    if (op.inputs.size() > 1 || !attrs.count("max")) attrs["max"] = Attribute{bound[1]};
+    return true;
+  }
+
   // ---- shape helpers ----------------------------------------------------------------------
 
   // Sums `g` down to `target` (numpy broadcasting in reverse): leading axes and axes where the
@@ -425,6 +444,10 @@ class Builder {
 
     if (op.domain == kPlannerDomain && type == "BatchNormTrain")
       return batch_norm_train_grad(op, dy);
+    if (type == "Tile" && T(in(1)).has_data()) {
+      if (wants(0)) add_part(in(0), tile_grad(dy, T(in(0)).shape, T(in(1)).int_values(), gname(0)));
+      return ok();
+    }
     if (op.domain == kPlannerDomain && type == "MatMulTransB") {
       // Y = A B^T: dA = dY B, dB = dY^T A over the rows.
       if (wants(0))
@@ -571,9 +594,10 @@ class Builder {
       const TensorId kept = kFromOutput.count(type) ? op.outputs[0] : in(0);
       std::vector<TensorId> ins = {dy, kept, kept};
       if (type == "Pow") ins.push_back(in(1));
-      if (type == "Clip") {
-        if (in(1) != ir::kNoTensor) ins.push_back(in(1));
-      }
+      // Clip's gradient passes where lo <= x <= hi (torch.clamp's rule): constant bounds ride
+      // as the attributes min and max (opset 6 has them already), so only X is kept; bounds
+      // computed in the graph leave the gradient where y == x, which needs Y as well.
+      if (type == "Clip" && !clip_bounds(op, attrs)) ins = {dy, in(0), op.outputs[0]};
       if (wants(0))
         add_part(in(0),
                  reduce_to(emit1("UnaryGrad", kPlannerDomain, ins, T(dy).dtype, T(dy).shape, attrs),
@@ -964,6 +988,28 @@ class Builder {
     if (wants(1)) add_part(scale, ids[0]);
     if (wants(2)) add_part(bias, ids[1]);
     return ok();
+  }
+
+  // Tile's gradient: dY seen as [r0, d0, r1, d1, ...] (each axis as its repeats of the input's
+  // extent), summed over the repeats.
+  TensorId tile_grad(TensorId dy, const Shape& x, const std::vector<int64_t>& repeats,
+                     const std::string& name) {
+    Shape split;
+    for (size_t d = 0; d < x.size(); ++d) {
+      split.push_back(d < repeats.size() ? repeats[d] : 1);
+      split.push_back(x[d]);
+    }
+    // One single-axis ReduceSum per repeated axis (the descriptions split those): after d of
+    // them, axis d holds the next repeats.
+    TensorId g = reshape(dy, split, "");
+    Shape cur = split;
+    for (size_t d = 0; d < x.size(); ++d) {
+      cur.erase(cur.begin() + static_cast<std::ptrdiff_t>(d));
+      const bool last = d + 1 == x.size();
+      g = emit1("ReduceSum", "", {g, int_constant({static_cast<int64_t>(d)})}, T(dy).dtype, cur,
+                {{"keepdims", Attribute{int64_t{0}}}}, last ? name : "");
+    }
+    return g;
   }
 
   // An op without a gradient rule: one opaque backward op reading its inputs, outputs and

@@ -124,17 +124,17 @@ int run_verify(VerifyFlags flags) {
       !still)
     return report(still.error());
   if (!flags.inputs.empty()) {
-    if (model->train) return report(Error("--inputs needs --mode infer"));
     if (auto given = attach_test_data(model->graph, flags.inputs, flags.options); !given)
       return report(given.error());
   }
   for (const ir::Op& op : model->graph.ops())
     if (op.domain == analysis::kPlannerDomain && op.op_type == "Adam")
       flags.options.adam_lr = std::max(flags.options.adam_lr, op.float_attr("lr", 0.01));
-  auto part = compile_programs(*model, configs, ranks);
-  if (!part) return report(part.error());
   auto ref = compile_programs(*model, single_device_configs(*model), 1);
   if (!ref) return report(ref.error());
+  // On one rank every plan is the unpartitioned step: it is built and run once.
+  auto part = ranks == 1 ? ref : compile_programs(*model, configs, ranks);
+  if (!part) return report(part.error());
   std::string passes;
   if (model->micro_batches > 1) passes = fmt::format(" of {} micro-batches", model->micro_batches);
   if (search::on_stage_blocks(configs, ranks, model->pipeline_stages))
@@ -145,11 +145,15 @@ int run_verify(VerifyFlags flags) {
               ranks, what.c_str(), model->train ? "train" : "infer",
               std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps,
               passes.c_str());
-  auto results = codegen::verify_programs(*ref, {*part}, flags.options);
+  std::vector<codegen::Programs> partitioned;
+  if (ranks > 1) partitioned.push_back(std::move(*part));
+  auto results = codegen::verify_programs(*ref, partitioned, flags.options);
   if (!results) return report(results.error().with_context(model->source));
   const codegen::VerifyResult& r = results->front();
   const codegen::Comparison& c = r.comparison;
-  std::printf("partitioned step: %.3f ms (slowest rank)\n", r.step_ms);
+  std::printf(ranks == 1 ? "step: %.3f ms (one rank: the unpartitioned step itself)\n"
+                         : "partitioned step: %.3f ms (slowest rank)\n",
+              r.step_ms);
   if (r.expected) {
     const codegen::Comparison& e = *r.expected;
     std::printf(
@@ -165,11 +169,12 @@ int run_verify(VerifyFlags flags) {
       return 1;
     }
   }
-  std::printf(
-      "largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n",
-      c.max_abs, c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol,
-      c.worst.empty() ? "" : " in ",
-      c.worst.empty() ? "" : ("'" + terminal_safe(c.worst) + "'").c_str());
+  if (ranks > 1)
+    std::printf(
+        "largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n",
+        c.max_abs, c.max_rel, c.max_ratio, r.tolerance.atol, r.tolerance.rtol,
+        c.worst.empty() ? "" : " in ",
+        c.worst.empty() ? "" : ("'" + terminal_safe(c.worst) + "'").c_str());
   if (!c.reference_finite) {
     std::fprintf(stderr,
                  "error: %s: %s at %s (the verify step's summed loss and update leave the format's "
@@ -184,7 +189,10 @@ int run_verify(VerifyFlags flags) {
                  terminal_safe(c.problem).c_str());
     return 1;
   }
-  std::printf("ok: %d outputs and updated tensors agree\n", c.tensors);
+  if (ranks == 1)
+    std::printf("ok: %d outputs and updated tensors computed, all finite\n", c.tensors);
+  else
+    std::printf("ok: %d outputs and updated tensors agree\n", c.tensors);
   return 0;
 }
 
@@ -205,10 +213,13 @@ void configure_verify(CLI::App& app, std::function<int()>& run) {
   app.add_option("--rtol", flags->options.rtol,
                  "error accepted relative to each element's magnitude (default: from --precision)");
   app.add_option("--keep", flags->options.work_dir, "compile and build in this folder and keep it");
+  app.add_option("--lr", flags->pipeline.learning_rate,
+                 "learning rate of the updates when verify plans (--gpus; default 0.01)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--inputs", flags->inputs,
                  "a folder of input_N.pb (the model's inputs, in order) and output_N.pb (the "
                  "outputs expected, checked with ONNX's atol 1e-7, rtol 1e-3): the ONNX test "
-                 "suite's test_data_set_N; needs --mode infer");
+                 "suite's test_data_set_N; in training every step reads the same inputs");
   app.add_option("--expected-atol", flags->options.expected_atol,
                  "absolute error accepted against --inputs' output_N.pb (default 1e-7)");
   app.add_option("--expected-rtol", flags->options.expected_rtol,

@@ -201,6 +201,7 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     t.optimizer = flags.optimizer == "adam"       ? analysis::Optimizer::kAdam
                   : flags.optimizer == "momentum" ? analysis::Optimizer::kMomentum
                                                   : analysis::Optimizer::kSgd;
+    t.learning_rate = flags.learning_rate;
     t.recompute =
         analysis::recompute_from_name(flags.recompute).value_or(analysis::Recompute::kNone);
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));

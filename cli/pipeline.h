@@ -34,8 +34,11 @@ struct PipelineFlags {
   ModelFlags model;
   TopologyFlags topology;
   TdlFlags tdl;
-  std::string mode = "train";      ///< train | infer
-  std::string optimizer = "sgd";   ///< sgd | momentum | adam
+  std::string mode = "train";     ///< train | infer
+  std::string optimizer = "sgd";  ///< sgd | momentum | adam
+  /// The update operators' learning rate (analysis::TrainingOptions); no figure depends on it,
+  /// so only `verify` sets it (--lr)
+  double learning_rate = 0.01;
   std::string precision = "fp32";  ///< fp32 | tf32 | fp16 | bf16 (ir::Precision)
   /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
   /// when the plan without recomputation does not fit

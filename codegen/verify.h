@@ -133,7 +133,9 @@ struct VerifyResult {
 
 /// Compiles `reference` (normally a 1-rank program) and every program of `partitioned` for the
 /// cpu backend, builds them as one project, runs each with the same seed and compares every
-/// output and updated parameter with the reference's. Errors: a build or a run that fails.
+/// output and updated parameter with the reference's. With no partitioned program the result
+/// is the reference run's own (its outputs finite, and against VerifyOptions::expected).
+/// Errors: a build or a run that fails.
 Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
                                                     const std::vector<Programs>& partitioned,
                                                     const VerifyOptions& options);

@@ -43,109 +43,8 @@ except ImportError as e:
     print(f"SKIPPED: ort_compare: {e} (run it with scripts/python_env.sh's python)")
     sys.exit(77)
 
-# Inputs whose values are extents: mapped by value when shrinking (the planner's rule).
-EXTENT_INPUTS = {"Reshape": 1, "Expand": 1, "ConstantOfShape": 0, "Split": 1}
-RECURRENT = {"LSTM", "GRU", "RNN"}
-
-
-def parse_map(text):
-    mapping = {}
-    for item in filter(None, text.split(",")):
-        old, new = item.split("=")
-        mapping[int(old)] = int(new)
-    return mapping
-
-
-def extent_names(graph):
-    names = set()
-    for node in graph.node:
-        i = EXTENT_INPUTS.get(node.op_type)
-        if i is not None and i < len(node.input):
-            names.add(node.input[i])
-    return names
-
-
-def leading_block(values, shape):
-    return values[tuple(slice(0, n) for n in shape)].copy()
-
-
-def shrink_tensor(t, mapping, is_extent, rng):
-    """Returns `t` with its shape mapped and values: weights random, extents mapped by value,
-    other constants cut to their leading block."""
-    old = numpy_helper.to_array(t) if t.data_location != onnx.TensorProto.EXTERNAL else None
-    shape = [mapping.get(d, d) for d in t.dims]
-    np_type = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
-    if old is None:  # a weight whose data the file does not hold: random, scaled by fan-in
-        fan_in = int(np.prod(shape[1:])) if len(shape) >= 2 else 0
-        if fan_in > 0:
-            bound = np.sqrt(3.0 / fan_in)
-            values = rng.uniform(-bound, bound, size=shape)
-        else:
-            values = rng.uniform(0.5, 1.5, size=shape) if len(shape) == 1 else rng.uniform(
-                -0.1, 0.1, size=shape)
-        values = values.astype(np_type)
-    elif is_extent:
-        values = np.vectorize(lambda v: mapping.get(int(v), int(v)))(old).astype(old.dtype) \
-            if old.size else old
-    else:
-        values = leading_block(old, shape) if list(old.shape) != shape else old
-    return numpy_helper.from_array(values, t.name)
-
-
-def shrink_model(path, mapping, seed):
-    m = onnx.load(path, load_external_data=False)
-    g = m.graph
-    rng = np.random.default_rng(seed)
-    for vi in list(g.input) + list(g.output):
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_value"):
-                d.dim_value = mapping.get(d.dim_value, d.dim_value)
-    del g.value_info[:]
-    extents = extent_names(g)
-    inits = [shrink_tensor(t, mapping, t.name in extents, rng) for t in g.initializer]
-    del g.initializer[:]
-    g.initializer.extend(inits)
-    for node in g.node:
-        for a in node.attribute:
-            if node.op_type == "Constant" and a.name == "value":
-                a.t.CopyFrom(shrink_tensor(a.t, mapping, node.output[0] in extents, rng))
-            elif node.op_type in RECURRENT and a.name == "hidden_size":
-                a.i = mapping.get(a.i, a.i)
-    return m
-
-
-def index_bound(graph, name, shapes):
-    """The largest valid value of an integer input: the smallest table it indexes (Gather), else 2."""
-    bounds = []
-    for node in graph.node:
-        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == name:
-            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-            table = shapes.get(node.input[0])
-            if table:
-                bounds.append(table[axis])
-    return min(bounds) if bounds else 2
-
-
-def make_inputs(m, batch, seed):
-    g = m.graph
-    init_names = {t.name for t in g.initializer}
-    shapes = {t.name: list(t.dims) for t in g.initializer}
-    rng = np.random.default_rng(seed + 1)
-    inputs = []
-    for vi in g.input:
-        if vi.name in init_names:
-            continue
-        tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else batch for d in tt.shape.dim]
-        np_type = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(np_type, np.floating):
-            value = rng.standard_normal(size=shape).astype(np_type)
-        elif np_type == np.bool_:
-            value = rng.random(size=shape) < 0.5
-        else:
-            value = rng.integers(0, index_bound(g, vi.name, shapes), size=shape).astype(np_type)
-        inputs.append((vi.name, value))
-    return inputs
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_data import make_inputs, parse_map, shrink_model  # noqa: E402
 
 
 VERIFY_EXPECTED = re.compile(r"against .*: (\d+) outputs, largest error abs (\S+), rel (\S+);")
@@ -162,7 +61,7 @@ def compare(args, spec, index):
     try:
         m = onnx.load(path, load_external_data=False)
         if shrink or any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
-            m = shrink_model(path, parse_map(shrink), args.seed)
+            m = shrink_model(m, parse_map(shrink), args.seed)
         model = os.path.join(work, "model.onnx")
         onnx.save(m, model)
         inputs = make_inputs(m, args.batch, args.seed)

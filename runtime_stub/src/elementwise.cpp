@@ -527,6 +527,14 @@ void k_dropout(const KernelContext& ctx) {
 
 // ---- UnaryGrad: dX = dY * f'(X) ---------------------------------------------------------------
 
+ClipBounds clip_bounds(const KernelContext& ctx) {
+  ClipBounds b;
+  b.bounded = ctx.has_attr("min") || ctx.has_attr("max");
+  b.lo = static_cast<float>(ctx.attr_float("min", -std::numeric_limits<float>::max()));
+  b.hi = static_cast<float>(ctx.attr_float("max", std::numeric_limits<float>::max()));
+  return b;
+}
+
 void k_unary_grad(const KernelContext& ctx) {
   std::string op_name = ctx.attr_string("op", "");
   const Tensor& dy = ctx.in(0);
@@ -558,12 +566,11 @@ void k_unary_grad(const KernelContext& ctx) {
     return;
   }
   if (op_name == "Clip") {
-    // The gradient passes where the input was not clipped, i.e. where Y == X; min and max
-    // need not be known (the training graph passes only min).
-    broadcast_loop<2>(dy.shape, {x.shape, y.shape},
-                      [&](int64_t o, const std::array<int64_t, 2>& off) {
-                        dx[o] = xs[off[0]] == ys[off[1]] ? dys[o] : 0.0f;
-                      });
+    const ClipBounds b = clip_bounds(ctx);
+    broadcast_loop<2>(
+        dy.shape, {x.shape, y.shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
+          dx[o] = clip_grad_element(dys[o], xs[off[0]], ys[off[1]], b.bounded, b.lo, b.hi);
+        });
     return;
   }
   UnaryOp op;

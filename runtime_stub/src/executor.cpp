@@ -98,6 +98,16 @@ void Executor::init() {
   for (size_t i = 0; i < streams_.signals.size(); ++i)
     if (streams_.signals[i]) event_of_[i] = events++;
   backend::prepare_events(events);
+  // Adam counts its steps (bias corrections 1 - beta^t) unless the program gives the count.
+  counted_.clear();
+  steps_run_ = 0;
+  const auto& steps = p_.steps[r];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepSpec& s = steps[i];
+    if (s.kind == StepKind::kKernel && s.domain == kPlannerDomain && s.op_type == "Adam" &&
+        s.inputs.size() < 5 && !s.attrs.count("step"))
+      counted_[i] = s.attrs;
+  }
   copies_.clear();
   for (auto [updated, home] : p_.carries)
     if (p_.buffers[static_cast<size_t>(home)].rank == rank_ &&
@@ -124,11 +134,14 @@ double Executor::step() {
   // The communication stream starts after the compute stream's poison fill.
   backend::stream_wait(1, 0);
   const auto& steps = p_.steps[static_cast<size_t>(rank_)];
+  ++steps_run_;
+  for (auto& [i, attrs] : counted_) attrs["step"] = AttrValue{steps_run_};
   for (size_t i = 0; i < steps.size(); ++i) {
     backend::use_stream(static_cast<int>(streams_.stream[i]));
     if (streams_.wait_for[i] >= 0)
       backend::wait_event(event_of_[static_cast<size_t>(streams_.wait_for[i])]);
-    run(steps[i]);
+    auto counted = counted_.find(i);
+    run(steps[i], counted == counted_.end() ? steps[i].attrs : counted->second);
     if (streams_.signals[i]) backend::record_event(event_of_[i]);
   }
   backend::use_stream(0);
@@ -149,7 +162,7 @@ double Executor::step() {
   return seconds;
 }
 
-void Executor::run(const StepSpec& s) {
+void Executor::run(const StepSpec& s, const Attributes& attrs) {
   std::vector<Tensor> in, out;
   in.reserve(s.inputs.size());
   out.reserve(s.outputs.size());
@@ -158,9 +171,9 @@ void Executor::run(const StepSpec& s) {
   switch (s.kind) {
     case StepKind::kKernel:
       if (o_.profile)
-        profiler_.run(s.domain, s.op_type, s.attrs, in, out, s.node);
+        profiler_.run(s.domain, s.op_type, attrs, in, out, s.node);
       else
-        run_kernel(s.domain, s.op_type, s.attrs, in, out, s.node);
+        run_kernel(s.domain, s.op_type, attrs, in, out, s.node);
       break;
     case StepKind::kAllReduce:
       comm_.all_reduce(in[0], out[0], s.reduce, s.group);

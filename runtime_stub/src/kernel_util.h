@@ -246,6 +246,10 @@ void k_adam(const KernelContext&);
 bool unary_op_from_name(std::string_view op, UnaryOp* result);
 /// The op's attributes with ONNX defaults.
 UnaryParams unary_params(UnaryOp op, const KernelContext& ctx);
+
+/// UnaryGrad op=Clip's bounds: the attributes min and max where the training graph recorded
+/// them (constant bounds), else none (the gradient passes where y == x).
+ClipBounds clip_bounds(const KernelContext& ctx);
 /// f(x).
 double unary_value(UnaryOp op, const UnaryParams& p, double x);
 /// f'(x), given x and y = f(x).

@@ -251,4 +251,20 @@ PLANNER_RT_HD inline double derivative(UnaryOp op, const UnaryParams& p, double 
 }
 
 }  // namespace unary_math
+
+/// UnaryGrad op=Clip's bounds (the attributes min and max; absent: not `bounded`).
+struct ClipBounds {
+  bool bounded = false;
+  float lo = 0, hi = 0;
+};
+
+/// Clip's gradient passes where the input lay inside the bounds, ends included (torch.clamp's
+/// rule): `bounded` where the bounds are known (the training graph records constant bounds as
+/// the attributes min and max), else where the forward pass left the input unchanged (y == x).
+PLANNER_RT_HD inline float clip_grad_element(float dy, float x, float y, bool bounded, float lo,
+                                             float hi) {
+  const bool passes = bounded ? (lo <= x && x <= hi) : x == y;
+  return passes ? dy : 0.0f;
+}
+
 }  // namespace planner::rt::kernels

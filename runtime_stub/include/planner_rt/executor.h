@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,7 +119,9 @@ class Executor {
 
   /// Allocates the arena and writes the persistent buffers' initial values.
   void init();
-  /// Runs one step; returns its seconds (the host waits once, at its end).
+  /// Runs one step; returns its seconds (the host waits once, at its end). Steps are counted
+  /// from 1: Adam updates without a step input or attribute run with this count, as
+  /// torch.optim.Adam keeps it in its state.
   double step();
 
   /// A buffer of this rank (valid after init()).
@@ -133,7 +136,7 @@ class Executor {
   int rank() const { return rank_; }
 
  private:
-  void run(const StepSpec& s);
+  void run(const StepSpec& s, const Attributes& attrs);
 
   const Program& p_;
   int rank_;
@@ -148,6 +151,10 @@ class Executor {
   StepCounters last_;
   int64_t step_peak_ = 0;
   std::vector<std::pair<int, int>> copies_;  ///< carries not written in place
+  int64_t steps_run_ = 0;                    ///< steps completed
+  /// Per step index: the attributes it runs with where the executor adds to the program's
+  /// (Adam's "step", the count of this step).
+  std::map<size_t, Attributes> counted_;
 };
 
 }  // namespace planner::rt

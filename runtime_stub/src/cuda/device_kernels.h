@@ -72,9 +72,10 @@ void launch_unary_grad(kernels::UnaryOp op, kernels::UnaryParams p, const Stride
 /// e_type (0 f32, 1 i32, 2 i64).
 void launch_pow_grad(const Strided& s, const float* dy, const float* x, const void* e, int e_type,
                      float* dx, cudaStream_t stream);
-/// UnaryGrad op=Clip: dx = dy where x == y (operands x, y).
+/// UnaryGrad op=Clip: dx = dy where lo <= x <= hi, or where x == y without bounds (operands x,
+/// y; kernels::clip_grad_element).
 void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y, float* dx,
-                      cudaStream_t stream);
+                      kernels::ClipBounds bounds, cudaStream_t stream);
 /// DivGradB: out = -dy * y / b (operands y, b).
 void launch_div_grad_b(const Strided& s, const float* dy, const float* y, const float* b,
                        float* out, cudaStream_t stream);

@@ -165,9 +165,10 @@ __global__ void pow_grad_kernel(Strided s, int64_t n, const float* dy, const flo
 }
 
 __global__ void clip_grad_kernel(Strided s, int64_t n, const float* dy, const float* x,
-                                 const float* y, float* dx) {
+                                 const float* y, float* dx, kernels::ClipBounds b) {
   GRID_STRIDE(i, n) {
-    dx[i] = x[offset_of(s, 0, i)] == y[offset_of(s, 1, i)] ? dy[i] : 0.0f;
+    dx[i] = kernels::clip_grad_element(dy[i], x[offset_of(s, 0, i)], y[offset_of(s, 1, i)],
+                                       b.bounded, b.lo, b.hi);
   }
 }
 
@@ -410,10 +411,10 @@ void launch_pow_grad(const Strided& s, const float* dy, const float* x, const vo
 }
 
 void launch_clip_grad(const Strided& s, const float* dy, const float* x, const float* y, float* dx,
-                      cudaStream_t stream) {
+                      kernels::ClipBounds bounds, cudaStream_t stream) {
   const int64_t n = total_of(s);
   if (n == 0) return;
-  clip_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(s, n, dy, x, y, dx);
+  clip_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(s, n, dy, x, y, dx, bounds);
   check_launch("clip_grad");
 }
 

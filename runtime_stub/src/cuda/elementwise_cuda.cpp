@@ -278,7 +278,8 @@ void c_unary_grad(const KernelContext& ctx) {
   Strided s;
   if (!make_strided(dy.shape, {x.shape, y.shape}, &s)) return host_fallback(ctx, k_unary_grad);
   if (op_name == "Clip")
-    return cuda::launch_clip_grad(s, dy.as<float>(), x.as<float>(), y.as<float>(), dx, stream());
+    return cuda::launch_clip_grad(s, dy.as<float>(), x.as<float>(), y.as<float>(), dx,
+                                  clip_bounds(ctx), stream());
   UnaryOp op;
   if (!unary_op_from_name(op_name, &op)) ctx.fail("no gradient for op=\"" + op_name + "\"");
   cuda::launch_unary_grad(op, unary_params(op, ctx), s, dy.as<float>(), x.as<float>(),
