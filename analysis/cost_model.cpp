@@ -465,25 +465,10 @@ double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op
   return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops));
 }
 
-double expected_max_normal(int n) {
-  if (n <= 1) return 0.0;
-  // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx, Simpson's rule on [-12, 12].
-  constexpr int kSteps = 4800;
-  constexpr double kLo = -12.0, kHi = 12.0, kH = (kHi - kLo) / kSteps;
-  const double inv_sqrt_2pi = 0.3989422804014327;
-  double sum = 0.0;
-  for (int i = 0; i <= kSteps; ++i) {
-    double x = kLo + kH * i;
-    double pdf = inv_sqrt_2pi * std::exp(-0.5 * x * x);
-    double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
-    double f = x * n * pdf * std::pow(cdf, n - 1);
-    sum += f * (i == 0 || i == kSteps ? 1 : i % 2 == 1 ? 4 : 2);
-  }
-  return sum * kH / 3;
-}
-
 double sync_slowdown(const ComputeCostOptions& options, int gpus) {
-  return 1.0 + options.speed_spread * expected_max_normal(gpus);
+  if (gpus <= 1) return 1.0;
+  const double s = options.speed_spread, n = static_cast<double>(gpus);
+  return (1.0 + s * n / (n + 1.0)) / (1.0 + s / 2.0);
 }
 
 }  // namespace planner::analysis

@@ -73,19 +73,20 @@ struct ComputeCostOptions {
   double launch_overhead = 2.7e-6;
   /// Use TF32 tensor cores for f32 matmuls and convolutions (--precision tf32).
   bool allow_tf32 = false;
-  /// Spread of one GPU's speed around its type's (coefficient of variation): GPUs of one model
-  /// run at different clocks under power management (Sinha et al., SC'22, measured 8% average
-  /// variation between identical GPUs of four clusters). A step that synchronises n GPUs waits
-  /// for the slowest: see sync_slowdown(), which the compiled step's simulation applies.
-  double speed_spread = 0.05;
+  /// How much slower than the fastest of its type one GPU may run: GPUs of one model run at
+  /// different clocks under power management (Sinha et al., SC'22: 8% average variation between
+  /// identical GPUs, up to 22%). Each GPU's slowdown is taken as uniform in [0, speed_spread]
+  /// (average spread / 2); a step that synchronises n GPUs waits for the slowest: see
+  /// sync_slowdown(), which the compiled step's simulation applies.
+  double speed_spread = 0.2;
 };
 
-/// The expected largest of n independent standard normal variables (0 for n = 1, 1.42 for 8,
-/// 3.24 for 1,024), by a fixed quadrature: the same value on every machine.
-double expected_max_normal(int n);
-
 /// The factor by which the kernels of a step that synchronises `gpus` GPUs run slower than on
-/// one GPU of typical speed: 1 + speed_spread x expected_max_normal(gpus).
+/// one GPU of typical speed: the expected slowest of n slowdowns uniform in [0, s] is
+/// s n / (n + 1), and one GPU's typical one s / 2, so (1 + s n / (n + 1)) / (1 + s / 2). It is
+/// bounded (the slowest GPU of a cluster is at most s slower): x1 on one GPU, x1.071 on 8,
+/// x1.089 on 128, x1.091 at most (s = 0.2); docs/cost-model.md says which measured rows at
+/// several scales ground it.
 double sync_slowdown(const ComputeCostOptions& options, int gpus);
 
 /// The shape of a dense kernel as the GEMM it runs: `batch` independent M x N x K products

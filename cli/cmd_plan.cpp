@@ -198,6 +198,9 @@ int run_plan(const PlanFlags& flags) {
   }
   const PreparedModel& m = *session->model;
   const importers::Topology& topology = *m.topology;
+  // Where the model is, seen from the plan file: compile and explain look there first.
+  if (!flags.output.empty() && flags.output != "-")
+    outcome->plan.model.path = model_path_from_plan(session->model->source, flags.output);
   const search::Plan& plan = outcome->plan;
   const search::PlanMetrics& dp = plan.baselines.at("data_parallel");
 

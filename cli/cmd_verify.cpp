@@ -169,6 +169,22 @@ int run_verify(VerifyFlags flags) {
       return 1;
     }
   }
+  if (r.relu) {
+    const codegen::ReluDispute& d = *r.relu;
+    if (r.before_relu)
+      std::printf(
+          "note: every ReLU output agrees within the tolerance (largest difference %.3g of its "
+          "tensor's magnitude, in '%s'; %lld kept by one run and dropped by the other), yet the "
+          "step differs by %.3g of the tolerance in '%s': a ReLU or max-pooling decision went "
+          "another way on values within rounding. Held to the unpartitioned step run on the "
+          "partitioned run's ReLU outputs:\n",
+          d.largest, terminal_safe(d.tensor).c_str(), static_cast<long long>(d.elements),
+          r.before_relu->max_ratio, terminal_safe(r.before_relu->worst).c_str());
+    else
+      std::printf("note: the ReLU outputs differ too: %.3g of its tensor's magnitude in '%s'%s%s\n",
+                  d.largest, terminal_safe(d.tensor).c_str(), d.problem.empty() ? "" : ": ",
+                  terminal_safe(d.problem).c_str());
+  }
   if (ranks > 1)
     std::printf(
         "largest error: abs %.3g, rel %.3g; %.3g of the tolerance (atol %.3g, rtol %.3g)%s%s\n",

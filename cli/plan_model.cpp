@@ -16,6 +16,7 @@
 #include "search/pipeline.h"
 #include "search/replicas.h"
 #include "search/search.h"
+#include "support/input_file.h"
 #include "support/sha256.h"
 
 namespace planner::cli {
@@ -51,23 +52,58 @@ Expected<TopologyFlags> plan_topology(const search::Plan& plan, const std::strin
 
 }  // namespace
 
+std::string model_path_from_plan(const std::string& model_path, const std::string& plan_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path model = fs::absolute(model_path, ec).lexically_normal();
+  const fs::path folder = fs::absolute(plan_path, ec).lexically_normal().parent_path();
+  const fs::path relative = model.lexically_relative(folder);
+  return relative.empty() ? model.generic_string() : relative.generic_string();
+}
+
+namespace {
+
+// Whether `candidate` is the plan's model: a regular .onnx or .onnxtxt file of at most 2 GiB
+// (what protobuf reads; checked before a byte is hashed) with the plan's SHA-256.
+bool is_plan_model(const search::Plan& plan, const std::filesystem::path& candidate) {
+  const std::string ext = candidate.extension().string();
+  if (ext != ".onnx" && ext != ".onnxtxt") return false;
+  if (!check_input_file(candidate.string(), "model file", int64_t{2} << 30)) return false;
+  auto sha = sha256_file(candidate.string());
+  return sha && *sha == plan.model.sha256;
+}
+
+}  // namespace
+
 Expected<std::string> find_plan_model(const search::Plan& plan, const std::string& plan_path) {
   namespace fs = std::filesystem;
-  std::vector<fs::path> folders = {fs::path(plan_path).parent_path(), fs::path(".")};
+  const fs::path plan_folder = fs::path(plan_path).parent_path();
+  if (!plan.model.path.empty() && plan.model.path.find('\0') == std::string::npos) {
+    const fs::path recorded = fs::path(plan.model.path).is_absolute()
+                                  ? fs::path(plan.model.path)
+                                  : plan_folder / plan.model.path;
+    if (is_plan_model(plan, recorded)) return recorded.lexically_normal().string();
+  }
+  std::vector<fs::path> folders = {plan_folder, fs::path(".")};
   if (folders[0].empty()) folders.erase(folders.begin());
+  // The graph name is data from the file: only a plain file name is looked up, in those two
+  // folders.
+  const std::string& name = plan.model.name;
+  const bool plain = !name.empty() && name.find('/') == std::string::npos &&
+                     name.find('\0') == std::string::npos && name != "." && name != "..";
   for (const fs::path& dir : folders)
     for (const char* ext : {".onnx", ".onnxtxt"}) {
-      const fs::path candidate = dir / (plan.model.name + ext);
-      std::error_code ec;
-      if (!fs::is_regular_file(candidate, ec)) continue;
-      auto sha = sha256_file(candidate.string());
-      if (sha && *sha == plan.model.sha256) return candidate.string();
+      if (!plain) break;
+      const fs::path candidate = dir / (name + ext);
+      if (is_plan_model(plan, candidate)) return candidate.string();
     }
   return make_error(
-      "{}: the plan's model '{}' (sha256 {}) is neither next to the plan nor in the working "
+      "{}: the plan's model '{}' (sha256 {}) is {}neither next to the plan nor in the working "
       "folder as {}.onnx or {}.onnxtxt; name it with --model",
-      plan_path, plan.model.name, plan.model.sha256.substr(0, 12), plan.model.name,
-      plan.model.name);
+      plan_path, name, plan.model.sha256.substr(0, 12),
+      plan.model.path.empty() ? ""
+                              : fmt::format("not at {} (the path it records), ", plan.model.path),
+      name, name);
 }
 
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "codegen/compile.h"
+#include "codegen/verify_relu.h"
 #include "support/output_file.h"
 #include "support/sha256.h"
 
@@ -86,7 +87,9 @@ double load(const DumpedSlice& s, int64_t i) {
   return static_cast<double>(v);
 }
 
-double element(const DumpedSlice& s, int64_t i) {
+}  // namespace
+
+double dumped_element(const DumpedSlice& s, int64_t i) {
   switch (s.dtype) {
     case ir::DType::kFloat16:
     case ir::DType::kBFloat16: {
@@ -115,6 +118,12 @@ double element(const DumpedSlice& s, int64_t i) {
     default:  // u8, bool
       return s.bytes[static_cast<size_t>(i)];
   }
+}
+
+namespace {
+
+double element(const DumpedSlice& s, int64_t i) {
+  return dumped_element(s, i);
 }
 
 bool is_half(ir::DType d) {
@@ -188,8 +197,8 @@ const char* state_kind(const std::string& name) {
   return nullptr;
 }
 
-// The reference's outputs as whole tensors: a step of several micro-batches leaves each
-// micro-batch's rows of a model output in its own slice (micro_batch.h).
+}  // namespace
+
 std::vector<DumpedSlice> whole_tensors(const std::vector<DumpedSlice>& ref) {
   std::map<std::string, std::vector<const DumpedSlice*>> slices;
   for (const DumpedSlice& r : ref) slices[r.name].push_back(&r);
@@ -232,8 +241,6 @@ std::vector<DumpedSlice> whole_tensors(const std::vector<DumpedSlice>& ref) {
   }
   return out;
 }
-
-}  // namespace
 
 Comparison compare_dumps(const std::vector<DumpedSlice>& part,
                          const std::vector<DumpedSlice>& ref_slices, const Tolerance& tol) {
@@ -573,10 +580,12 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
   }
   PLANNER_TRY_ASSIGN(std::vector<std::string> exes,
                      build_launchers(dirs, (fs::path(work) / "build").string(), o.verbose));
-  auto run = [&](size_t i, std::string& out) -> Expected<std::vector<DumpedSlice>> {
-    std::string dump = (fs::path(work) / fmt::format("run{}.dump", i)).string();
-    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --poison --timeout 60",
-                                  quote(exes[i]), o.steps, o.seed, quote(dump));
+  auto run = [&](size_t i, std::string& out,
+                 const std::string& extra = "") -> Expected<std::vector<DumpedSlice>> {
+    std::string dump =
+        (fs::path(work) / fmt::format("run{}{}.dump", i, extra.empty() ? "" : ".relu")).string();
+    std::string cmd = fmt::format("{} --steps {} --seed {} --dump {} --poison --timeout 60{}",
+                                  quote(exes[i]), o.steps, o.seed, quote(dump), extra);
     if (o.verbose) std::fprintf(stderr, "running %s\n", cmd.c_str());
     if (run_command(cmd, out) != 0)
       return make_error("{} launcher failed:\n{}", i == 0 ? "the reference" : "the partitioned",
@@ -621,6 +630,27 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
     r.comparison = compare_dumps(got, ref, tolerance);
     r.step_ms = last_step_ms(r.output);
     r.expected = expected;
+    if (!r.comparison.ok && r.comparison.reference_finite && o.adjudicate_relu &&
+        (reference.precision == ir::Precision::kFp32 ||
+         reference.precision == ir::Precision::kTf32)) {
+      // Do the runs' ReLU outputs agree within the tolerance? Then a ReLU or max-pooling
+      // decision went another way on values within rounding: the reference again, on the
+      // partitioned run's ReLU outputs.
+      std::string out;
+      PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> part_seen, run(i, out, " --observe-relu"));
+      PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> ref_seen, run(0, out, " --observe-relu"));
+      const std::vector<DumpedSlice> part_relu = take_relu_records(part_seen);
+      ReluDispute dispute = compare_relu(part_relu, take_relu_records(ref_seen), tolerance.atol);
+      if (dispute.within && dispute.problem.empty() && !part_relu.empty()) {
+        const std::string impose = (fs::path(work) / fmt::format("relu{}.dump", i)).string();
+        PLANNER_TRY(write_dump(impose, part_relu));
+        PLANNER_TRY_ASSIGN(std::vector<DumpedSlice> imposed,
+                           run(0, out, " --impose-relu " + quote(impose)));
+        r.before_relu = r.comparison;
+        r.comparison = compare_dumps(got, imposed, tolerance);
+      }
+      if (!part_relu.empty()) r.relu = dispute;
+    }
     results.push_back(std::move(r));
   }
   return results;

@@ -120,6 +120,18 @@ struct VerifyOptions {
   std::vector<ir::Tensor> constant_outputs;
   double expected_atol = 1e-7, expected_rtol = 1e-3;  ///< ONNX's backend test defaults
   double adam_lr = 0;  ///< the Adam updates' learning rate (0: no Adam), for Tolerance
+  /// Where a comparison fails, compare the runs' ReLU outputs, and where they agree within the
+  /// tolerance compare again with the reference run on the partitioned run's (f32 steps).
+  bool adjudicate_relu = true;
+};
+
+/// Two runs' ReLU outputs against each other (codegen/verify_relu.h).
+struct ReluDispute {
+  int64_t elements = 0;  ///< elements kept (output > 0) by one run and dropped by the other
+  double largest = 0;    ///< the largest difference, relative to its tensor's magnitude
+  std::string tensor;    ///< where it is
+  bool within = true;    ///< every output within the tolerance of the other run's
+  std::string problem;   ///< the runs observed different ReLUs
 };
 
 /// What one partitioned program did against the reference.
@@ -129,6 +141,12 @@ struct VerifyResult {
   double step_ms = 0;                  ///< the last step's time, slowest rank
   std::string output;                  ///< the launcher's output
   std::optional<Comparison> expected;  ///< the reference against VerifyOptions::expected
+  /// Where the first comparison failed while every ReLU output of the two runs agrees within the
+  /// tolerance (a ReLU or max-pooling decision taken differently on values within rounding of
+  /// each other): the ReLU outputs' comparison and that first comparison; `comparison` is then
+  /// the partitioned step against the reference run on the partitioned run's ReLU outputs.
+  std::optional<ReluDispute> relu;
+  std::optional<Comparison> before_relu;
 };
 
 /// Compiles `reference` (normally a 1-rank program) and every program of `partitioned` for the

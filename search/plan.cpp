@@ -439,8 +439,14 @@ Expected<Plan> read_plan(const json& root) {
                             "baselines", "ops", "tensors"}));
 
   PLANNER_TRY_ASSIGN(const json* model, object_field(root, "$", "model"));
-  PLANNER_TRY(check_fields(*model, "$.model", {"name", "sha256", "num_nodes"}));
+  PLANNER_TRY(check_fields(*model, "$.model", {"name", "path", "sha256", "num_nodes"}));
   PLANNER_TRY_ASSIGN(plan.model.name, string_field(*model, "$.model", "name"));
+  if (model->contains("path")) {
+    PLANNER_TRY_ASSIGN(plan.model.path, string_field(*model, "$.model", "path"));
+    if (plan.model.path.empty() || plan.model.path.size() > 4096 ||
+        plan.model.path.find('\0') != std::string::npos)
+      return at("$.model.path", "must be a path of 1 to 4096 bytes without NUL");
+  }
   PLANNER_TRY_ASSIGN(plan.model.sha256, string_field(*model, "$.model", "sha256"));
   PLANNER_TRY_ASSIGN(plan.model.num_nodes, int_field(*model, "$.model", "num_nodes", 0));
 
@@ -572,9 +578,10 @@ Expected<void> validate_plan(const Plan& plan) {
 std::string plan_to_json(const Plan& plan) {
   json j;
   j["schema_version"] = plan.schema_version;
-  j["model"] = {{"name", plan.model.name},
-                {"sha256", plan.model.sha256},
-                {"num_nodes", plan.model.num_nodes}};
+  j["model"] = {{"name", plan.model.name}};
+  if (!plan.model.path.empty()) j["model"]["path"] = plan.model.path;
+  j["model"]["sha256"] = plan.model.sha256;
+  j["model"]["num_nodes"] = plan.model.num_nodes;
   j["topology"] = {{"name", plan.topology.name},
                    {"num_devices", plan.topology.num_devices},
                    {"num_nodes", plan.topology.num_nodes}};

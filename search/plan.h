@@ -31,6 +31,9 @@ struct PlanModel {
   std::string name;       ///< the model's graph name (for people; the hash identifies it)
   std::string sha256;     ///< SHA-256 of the model file's bytes, 64 lowercase hex digits
   int64_t num_nodes = 0;  ///< operators in the imported (forward) model
+  /// Where the model file was, relative to the plan file's folder ('/'-separated; empty when
+  /// not recorded): where `compile` and `explain` look first (the hash must still match).
+  std::string path;
   bool operator==(const PlanModel&) const = default;
 };
 

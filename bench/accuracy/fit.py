@@ -29,7 +29,7 @@ PARAMS = [
     (("efficiency", "reduction", "memory"), 0.81),
     (("depth_half",), 27.0),
     (("launch_overhead",), 2.7e-6),
-    (("speed_spread",), 0.05),
+    (("speed_spread",), 0.2),
 ]
 STEPS = [0.8, 0.9, 1.0, 1.1, 1.25]
 

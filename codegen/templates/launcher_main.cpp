@@ -10,6 +10,7 @@
 //
 //   launcher [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--report FILE] [--poison]
 //            [--timeout SECONDS] [--ranks-per-gpu N] [--mpi] [--collective-timeout-ms N]
+//            [--observe-relu] [--impose-relu FILE]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,6 +34,7 @@
 #include "planner_rt/precision.h"
 #include "planner_rt/profiler.h"
 #include "planner_rt/random.h"
+#include "planner_rt/relu_decisions.h"
 #include "planner_rt/tensor.h"
 
 namespace rt = planner::rt;
@@ -172,12 +174,15 @@ struct Options {
   uint64_t seed = 1;
   std::string costs, dump, report;
   bool poison = false;
+  bool observe_relu = false;  // dump every ReLU's output per step (planner verify)
+  std::string impose_relu;    // a dump whose ReLU decisions this run takes (planner verify)
   int timeout_s =
       0;  // 0: the world's deadline (--collective-timeout-ms, PLANNER_RT_TIMEOUT_MS, 120 s)
 };
 
 struct DumpRecord {
   int buffer = 0;
+  std::string name;  // empty: the buffer's tensor name (else an observed ReLU's)
   std::vector<unsigned char> bytes;
   /// For an updated parameter dumped as its change: the largest unit in the last place of the
   /// updated values, the rounding the update itself adds (0 for other outputs).
@@ -267,11 +272,13 @@ std::vector<unsigned char> encode(const Report& r) {
     w.u64(static_cast<uint64_t>(c.allocations));
     w.u64(static_cast<uint64_t>(c.host_syncs));
     w.u64(static_cast<uint64_t>(c.host_fallback_kernels));
+    w.u64(static_cast<uint64_t>(c.touched_bytes));
   }
   w.u64(static_cast<uint64_t>(r.peak));
   w.u64(r.dump.size());
   for (const DumpRecord& d : r.dump) {
     w.u64(static_cast<uint64_t>(d.buffer));
+    w.str(d.name);
     w.bytes(d.bytes.data(), d.bytes.size());
     w.f64(d.floor);
   }
@@ -303,11 +310,13 @@ Report decode(const std::vector<unsigned char>& bytes) {
     c.allocations = static_cast<int64_t>(r.u64());
     c.host_syncs = static_cast<int64_t>(r.u64());
     c.host_fallback_kernels = static_cast<int64_t>(r.u64());
+    c.touched_bytes = static_cast<int64_t>(r.u64());
   }
   out.peak = static_cast<int64_t>(r.u64());
   out.dump.resize(r.count());
   for (DumpRecord& d : out.dump) {
     d.buffer = static_cast<int>(r.u64());
+    d.name = r.str();
     d.bytes = r.bytes();
     d.floor = r.f64();
   }
@@ -336,7 +345,11 @@ constexpr int kReportTag = 1;
 class Rank {
  public:
   Rank(const rt::Program& p, int rank, rt::World& world, const Options& o)
-      : p_(p), o_(o), exec_(p, rank, world, executor_options(o)) {}
+      : p_(p), o_(o), exec_(p, rank, world, executor_options(o, p, relu_)) {
+    relu_.observe = o.observe_relu;
+    if (!o.impose_relu.empty()) relu_.load(o.impose_relu);
+  }
+  int64_t imposed_relu() const { return relu_.imposed_elements; }
 
   void init() { exec_.init(); }
   double step() { return exec_.step(); }
@@ -361,6 +374,13 @@ class Rank {
       r.bytes.pop_back();
       auto home = home_of.find(b);
       if (home != home_of.end()) subtract_initial(p_.buffers[static_cast<size_t>(home->second)], r);
+      out.push_back(std::move(r));
+    }
+    for (const rt::ObservedRelu& o : relu_.observed) {
+      DumpRecord r;
+      r.buffer = o.buffer;
+      r.name = o.name;
+      r.bytes = o.bytes;
       out.push_back(std::move(r));
     }
     return out;
@@ -401,11 +421,17 @@ class Rank {
   }
 
  private:
-  static rt::ExecutorOptions executor_options(const Options& o) {
+  static rt::ExecutorOptions executor_options(const Options& o, const rt::Program& p,
+                                              rt::ReluDecisions& relu) {
     rt::ExecutorOptions e;
     e.seed = o.seed;
     e.profile = !o.costs.empty();
     e.poison = o.poison;
+    if (o.observe_relu || !o.impose_relu.empty())
+      e.after_kernel = [&p, &relu](int64_t step, const rt::StepSpec& s,
+                                   const std::vector<rt::Tensor>& outputs) {
+        relu.after_kernel(p, step, s, outputs);
+      };
     return e;
   }
 
@@ -438,6 +464,7 @@ class Rank {
 
   const rt::Program& p_;
   const Options& o_;
+  rt::ReluDecisions relu_;  // before exec_, whose hook it is
   rt::Executor exec_;
 };
 
@@ -457,7 +484,7 @@ void write_dump(const std::string& path, const rt::Program& p, const std::vector
       if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= p.buffers.size())
         throw rt::Error("rank " + std::to_string(rank.rank) + " reported an unknown buffer");
       const rt::BufferSpec& b = p.buffers[static_cast<size_t>(r.buffer)];
-      std::string name = b.name;
+      const std::string& name = r.name.empty() ? b.name : r.name;
       write_u64(f, name.size());
       f.write(name.data(), static_cast<std::streamsize>(name.size()));
       write_u64(f, static_cast<uint64_t>(b.dtype));
@@ -501,7 +528,11 @@ void write_report(const std::string& path, const std::vector<Report>& reports) {
         ", \"allocations_per_step\": " + std::to_string(steady(r, &rt::StepCounters::allocations));
     out += ", \"host_syncs_per_step\": " + std::to_string(steady(r, &rt::StepCounters::host_syncs));
     out += ", \"host_fallback_kernels\": " +
-           std::to_string(steady(r, &rt::StepCounters::host_fallback_kernels)) + "}";
+           std::to_string(steady(r, &rt::StepCounters::host_fallback_kernels));
+    // The most any step touched (with --poison; -1 without): measured on the arena's bytes.
+    int64_t touched = -1;
+    for (const rt::StepCounters& c : r.counters) touched = std::max(touched, c.touched_bytes);
+    out += ", \"touched_bytes\": " + std::to_string(touched) + "}";
   }
   out += "\n  ]\n}\n";
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -513,7 +544,7 @@ void print_usage(const char* argv0, int num_ranks) {
   std::printf(
       "usage: %s [--steps N] [--seed S] [--costs FILE] [--dump FILE] [--report FILE]\n"
       "          [--poison] [--timeout SECONDS] [--ranks-per-gpu N] [--mpi]\n"
-      "          [--collective-timeout-ms N]\n"
+      "          [--collective-timeout-ms N] [--observe-relu] [--impose-relu FILE]\n"
       "Runs the %d-rank program of `planner compile` on the %s backend.\n"
       "  --steps N                  steps to run (default 1)\n"
       "  --seed S                   initialisation seed (default 1)\n"
@@ -526,6 +557,8 @@ void print_usage(const char* argv0, int num_ranks) {
       "  --poison                   fill each step's memory with NaN first (finds reads of "
       "unwritten\n"
       "                             memory)\n"
+      "  --observe-relu             with --dump, also every ReLU's output in every step (verify)\n"
+      "  --impose-relu FILE         take the ReLU decisions of the run that dumped FILE (verify)\n"
       "  --timeout SECONDS          how long a collective or receive waits for its peers (default "
       "120)\n"
       "  --collective-timeout-ms N  the same in milliseconds\n"
@@ -586,6 +619,10 @@ int run_main(int argc, char** argv) {
       o.report = value();
     } else if (a == "--poison") {
       o.poison = true;
+    } else if (a == "--observe-relu") {
+      o.observe_relu = true;
+    } else if (a == "--impose-relu") {
+      o.impose_relu = value();
     } else if (a == "--timeout") {
       o.timeout_s = parse_count(a, value(), 1);
     } else if (a == "--ranks-per-gpu" || a == "--collective-timeout-ms") {
@@ -635,6 +672,11 @@ int run_main(int argc, char** argv) {
           if (s + 1 == o.steps && !o.dump.empty()) mine.dump = rank.dump();
         }
         if (!o.costs.empty()) mine.costs = rank.profiler().entries();
+        if (!o.impose_relu.empty()) {
+          std::lock_guard<std::mutex> lock(m);
+          std::printf("rank %d: %lld ReLU decisions imposed\n", r,
+                      static_cast<long long>(rank.imposed_relu()));
+        }
         if (r == 0 && !o.costs.empty()) device = rt::device_name();
         rank.gather(std::move(mine), reports);
       } catch (const std::exception& e) {

@@ -116,6 +116,19 @@ void Executor::init() {
   backend::synchronize();
 }
 
+int64_t Executor::touched_extent() const {
+  // The step's region was all 0xFF before it (poison): the last byte that is not is the top of
+  // what it wrote. A written value whose last bytes are 0xFF (a negative NaN, a boolean run of
+  // all ones) can hide at most the tail of the top buffer.
+  const int64_t arena = p_.arena_bytes[static_cast<size_t>(rank_)];
+  if (arena <= transient_begin_) return arena;
+  std::vector<unsigned char> host(static_cast<size_t>(arena));
+  copy_to_host(arena_.view(), host.data());
+  int64_t top = arena;
+  while (top > transient_begin_ && host[static_cast<size_t>(top - 1)] == 0xFF) --top;
+  return top;
+}
+
 Tensor Executor::view(int b) const {
   const BufferSpec& spec = p_.buffers.at(static_cast<size_t>(b));
   auto* base = static_cast<unsigned char*>(arena_.view().data);
@@ -158,6 +171,7 @@ double Executor::step() {
   last_.allocations = allocator_.allocations() - allocations;
   last_.host_syncs = after.host_syncs - before.host_syncs;
   last_.host_fallback_kernels = after.host_fallback_kernels - before.host_fallback_kernels;
+  last_.touched_bytes = o_.poison ? touched_extent() : -1;
   step_peak_ = allocator_.peak_bytes();
   return seconds;
 }
@@ -174,6 +188,7 @@ void Executor::run(const StepSpec& s, const Attributes& attrs) {
         profiler_.run(s.domain, s.op_type, attrs, in, out, s.node);
       else
         run_kernel(s.domain, s.op_type, attrs, in, out, s.node);
+      if (o_.after_kernel) o_.after_kernel(steps_run_, s, out);
       break;
     case StepKind::kAllReduce:
       comm_.all_reduce(in[0], out[0], s.reduce, s.group);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Exports the accuracy benchmark's training-mode models (once, into the build folder) and holds
-# the planner's predicted steps against the published measured ones. The bounds asserted here
-# are the accuracy reached when the cost model's parameters were last chosen (docs/cost-model.md,
-# "Accuracy"), so a change that makes predictions worse fails; the targets are printed
-# by the benchmark itself.
+# the planner's predicted steps against the published measured ones, to the targets (median
+# |error| 10%, worst 25%, every 8-GPU/1-GPU ratio within 10%) on fit and held-out rows; where a
+# group misses one today, rows.json's known_misses holds it to today's value and says why
+# (docs/cost-model.md, "Accuracy"), and a miss that is fixed must leave that list.
 set -euo pipefail
 planner=$1 source=$2 models=$3
 python=/usr/bin/python3
@@ -13,7 +13,7 @@ if ! "$python" -c "import torch, torchvision, onnx" 2>/dev/null; then
 fi
 "$python" "$source/scripts/export_train_models.py" "$models" >/dev/null
 "$python" "$source/bench/accuracy/accuracy.py" --planner "$planner" --models "$models" \
-  --check --limits 0.10,0.22,0.12
+  --check
 # Peak memory of one GPU's step against the tensors PyTorch's autograd keeps for the same modules.
 "$python" "$source/bench/accuracy/saved_memory.py" --planner "$planner" --models "$models" \
   --batch 8 --check 0.03

@@ -164,19 +164,20 @@ TEST_CASE("measured costs: exact, interpolated, scaled, absent") {
 }
 
 TEST_CASE("a synchronous step waits for the slowest of its GPUs") {
-  // Closed forms: E[max of 2 standard normals] = 1/sqrt(pi), of 3 = 3/(2 sqrt(pi)); 8
-  // and 1,000 from tables of normal order statistics (Tippett 1925, Harter 1961: 1.4236, 3.2414).
-  const double pi = 3.14159265358979323846;
-  CHECK(expected_max_normal(1) == 0.0);
-  CHECK(expected_max_normal(2) == doctest::Approx(1 / std::sqrt(pi)).epsilon(1e-9));
-  CHECK(expected_max_normal(3) == doctest::Approx(1.5 / std::sqrt(pi)).epsilon(1e-9));
-  CHECK(expected_max_normal(8) == doctest::Approx(1.4236).epsilon(1e-4));
-  CHECK(expected_max_normal(1000) == doctest::Approx(3.2414).epsilon(1e-4));
-
-  // 1 + spread x E[max]: nothing on one GPU.
+  // Slowdowns uniform in [0, s]: the slowest of n is s n / (n + 1) on average, one GPU's s / 2.
   ComputeCostOptions o;
+  CHECK(o.speed_spread == 0.2);
   CHECK(sync_slowdown(o, 1) == 1.0);
-  CHECK(sync_slowdown(o, 8) == doctest::Approx(1 + 0.05 * 1.4236).epsilon(1e-4));
+  CHECK(sync_slowdown(o, 2) == doctest::Approx((1 + 0.2 * 2 / 3) / 1.1));
+  CHECK(sync_slowdown(o, 8) == doctest::Approx(1.0707).epsilon(1e-4));
+  CHECK(sync_slowdown(o, 128) == doctest::Approx(1.0894).epsilon(1e-4));
+  // Bounded: never past (1 + s) / (1 + s / 2), and growing with n.
+  double last = 1.0;
+  for (int n : {2, 4, 8, 16, 64, 256, 1024, 16384, 1 << 24}) {
+    CHECK(sync_slowdown(o, n) > last);
+    CHECK(sync_slowdown(o, n) < 1.2 / 1.1);
+    last = sync_slowdown(o, n);
+  }
   o.speed_spread = 0;
   CHECK(sync_slowdown(o, 1000) == 1.0);
 

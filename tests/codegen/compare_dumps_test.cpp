@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "codegen/verify.h"
+#include "codegen/verify_relu.h"
 
 namespace cg = planner::codegen;
 
@@ -66,4 +67,29 @@ TEST_CASE("compare_dumps: optimizer state is measured against the largest state 
   cg::Comparison c = cg::compare_dumps(wrong.part, wrong.ref, tol);
   CHECK_FALSE(c.ok);
   CHECK(c.worst == "b:m:updated");
+}
+
+TEST_CASE("ReLU outputs of two runs: within the tolerance of each other, and not") {
+  // Reference and partitioned runs of one ReLU: element 1 kept at 1e-7 in one, dropped in the
+  // other (a dispute within the tolerance 1e-4 of the tensor's 2.0); element 3 kept at 0.5 in
+  // one only (a real disagreement).
+  std::vector<cg::DumpedSlice> ref = {slice("relu:h@1#0", {2.0f, 1e-7f, 0.0f, 0.5f})};
+  std::vector<cg::DumpedSlice> part = {slice("relu:h@1#0", {2.0f, 0.0f, 0.0f, 0.5f})};
+  cg::ReluDispute d = cg::compare_relu(part, ref, 1e-4);
+  CHECK(d.elements == 1);
+  CHECK(d.within);
+  CHECK(d.tensor == "h");
+  CHECK(d.largest == doctest::Approx(5e-8));
+  part = {slice("relu:h@1#0", {2.0f, 0.0f, 0.0f, 0.0f})};
+  d = cg::compare_relu(part, ref, 1e-4);
+  CHECK(d.elements == 2);
+  CHECK_FALSE(d.within);
+  CHECK(d.largest == doctest::Approx(0.25));
+  // A ReLU the partitioned run never observed.
+  d = cg::compare_relu({}, ref, 1e-4);
+  CHECK_FALSE(d.problem.empty());
+  // Records are split from the outputs they were dumped with.
+  std::vector<cg::DumpedSlice> dump = {slice("y", {1}), slice("relu:h@1#0", {1})};
+  CHECK(cg::take_relu_records(dump).size() == 1);
+  CHECK(dump.size() == 1);
 }

@@ -3,7 +3,8 @@
 # (shrink_maps.sh) planned with dp and frontier on 4 GPUs, training: every rank of the cpu
 # launcher, run for 3 steps with --poison, must allocate nothing after the first step, wait for
 # the device at most once a step, run no kernel through a host fallback, and hold exactly the
-# memory the manifest predicts for it (within 1%: the arena of codegen/memory_plan.h).
+# memory the manifest predicts for it (within 1%: the arena of codegen/memory_plan.h), and touch
+# that much: the highest arena byte the step's kernels wrote, found by scanning for the poison.
 # Skipped (exit 77), saying why, where the shared models are absent.
 #
 #   launcher_report_test.sh MODEL PLANNER MODELS_DIR
@@ -51,15 +52,22 @@ ok = True
 for m, r in zip(manifest["ranks"], report["ranks"]):
     predicted = m["predicted"]["peak_memory_bytes"]
     peak = r["peak_memory_bytes"]
+    # What the kernels wrote, found on the bytes (the poison's 0xFF left above it), against the
+    # prediction: the arena (peak) is the planner's own layout read back, this is measured.
+    touched = r["touched_bytes"]
     off = abs(peak - predicted) / max(predicted, 1)
     bad = []
     if off > 0.01: bad.append(f"peak {peak} vs predicted {predicted} ({off:.1%})")
+    if touched < 0: bad.append("no touched_bytes (run with --poison)")
+    elif abs(touched - predicted) > 0.01 * predicted + 256:
+        bad.append(f"touched {touched} vs predicted {predicted} "
+                   f"({(touched - predicted) / max(predicted, 1):+.1%})")
     if r["allocations_per_step"] != 0: bad.append(f"{r['allocations_per_step']} allocations/step")
     if r["host_syncs_per_step"] > 1: bad.append(f"{r['host_syncs_per_step']} host syncs/step")
     if r["host_fallback_kernels"] != 0: bad.append(f"{r['host_fallback_kernels']} host fallbacks")
     mem = m["memory"]
     frag = mem["arena_bytes"] / mem["live_peak_bytes"] - 1 if mem["live_peak_bytes"] else 0.0
-    print(f"{label} rank {r['rank']}: peak {peak} B (predicted {predicted}, arena/live "
+    print(f"{label} rank {r['rank']}: peak {peak} B, touched {touched} B (predicted {predicted}, arena/live "
           f"+{frag:.1%}), {r['allocations_per_step']} allocations, "
           f"{r['host_syncs_per_step']} syncs, step {min(r['step_seconds']) * 1e3:.2f} ms"
           + ("" if not bad else "  FAIL: " + "; ".join(bad)))

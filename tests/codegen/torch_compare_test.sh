@@ -5,9 +5,9 @@
 # (scripts/grad_sweep.py). Skipped (77), saying why, without Debian's python3-torch.
 #
 #   torch_compare_test.sh PLANNER SOURCE_DIR MODELS_DIR WORK_DIR GROUP
-# GROUP: sgd | momentum | adam | recompute (the examples, a generated GPT with dropout and a
-# generated Llama, and for sgd the ResNet-50 training export) | bert (the BERT training export,
-# batch 1) | sweep.
+# GROUP: sgd (the examples, a generated GPT with dropout and a generated Llama, the ResNet-50
+# training export) | momentum, adam, recompute (three of those each) | bert (the BERT training
+# export, batch 1) | sweep. scripts/torch_train_compare.py runs any other combination.
 set -uo pipefail
 planner=$1 src=$2 models=$3 work=$4 group=$5
 python=/usr/bin/python3
@@ -38,10 +38,17 @@ case "$group" in
   sgd)
     train_model resnet50_train
     exec "${compare[@]}" --optimizer sgd --work "$work/runs" "${specs[@]}" ;;
-  momentum) exec "${compare[@]}" --optimizer momentum --steps 2 --work "$work/runs" "${specs[@]}" ;;
-  adam) exec "${compare[@]}" --optimizer adam --steps 2 --work "$work/runs" "${specs[@]}" ;;
+  # The optimizers' second step and recomputation on the models where they differ most: the
+  # MLP, the transformer block, the CNN's batch statistics and the generated decoders.
+  momentum)
+    exec "${compare[@]}" --optimizer momentum --steps 2 --work "$work/runs" "${specs[0]}" \
+      "${specs[2]}" "$work/gpt.onnx" ;;
+  adam)
+    exec "${compare[@]}" --optimizer adam --steps 2 --work "$work/runs" "${specs[1]}" \
+      "$work/gpt.onnx" "$work/llama.onnx" ;;
   recompute)
-    exec "${compare[@]}" --optimizer sgd --recompute all --work "$work/runs" "${specs[@]}" ;;
+    exec "${compare[@]}" --optimizer sgd --recompute all --work "$work/runs" "${specs[1]}" \
+      "$work/gpt.onnx" "$work/llama.onnx" ;;
   bert)
     specs=()
     train_model bert_base_train

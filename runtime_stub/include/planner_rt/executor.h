@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -98,6 +99,10 @@ struct StepCounters {
   int64_t allocations = 0;            ///< device or host blocks allocated during the step
   int64_t host_syncs = 0;             ///< times the host waited for the device
   int64_t host_fallback_kernels = 0;  ///< kernels run on the host through copies (cuda)
+  /// With ExecutorOptions::poison: one past the highest arena byte that holds anything but the
+  /// poison after the step (the persistent buffers below count whole): the memory the step's
+  /// kernels touched, measured on the bytes, not read off the planned layout. -1 without.
+  int64_t touched_bytes = -1;
 };
 
 struct ExecutorOptions {
@@ -106,6 +111,9 @@ struct ExecutorOptions {
   /// Fill the step's region of the arena with 0xFF bytes (NaN for floats) before each step, so
   /// a kernel that reads memory it did not write shows up (verify runs with it).
   bool poison = false;
+  /// Called after every kernel step with the count of steps run (from 1), the step and its
+  /// output tensors (verify's ReLU decisions: planner_rt/relu_decisions.h); empty: nothing.
+  std::function<void(int64_t, const StepSpec&, const std::vector<Tensor>&)> after_kernel;
 };
 
 /// One rank's run of a Program. Steps are issued in program order; on cuda each goes to its
@@ -137,6 +145,8 @@ class Executor {
 
  private:
   void run(const StepSpec& s, const Attributes& attrs);
+  /// StepCounters::touched_bytes of the step just run (poison on).
+  int64_t touched_extent() const;
 
   const Program& p_;
   int rank_;
