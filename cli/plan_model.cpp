@@ -97,13 +97,17 @@ Expected<std::string> find_plan_model(const search::Plan& plan, const std::strin
       const fs::path candidate = dir / (name + ext);
       if (is_plan_model(plan, candidate)) return candidate.string();
     }
+  const std::string where =
+      plan.model.path.empty()
+          ? std::string("neither next to the plan nor in the working folder")
+          : fmt::format(
+                "not at {} (the path it records), nor next to the plan or in the working "
+                "folder",
+                plan.model.path);
   return make_error(
-      "{}: the plan's model '{}' (sha256 {}) is {}neither next to the plan nor in the working "
-      "folder as {}.onnx or {}.onnxtxt; name it with --model",
-      plan_path, name, plan.model.sha256.substr(0, 12),
-      plan.model.path.empty() ? ""
-                              : fmt::format("not at {} (the path it records), ", plan.model.path),
-      name, name);
+      "{}: the plan's model '{}' (sha256 {}) is {} as {}.onnx or {}.onnxtxt; name it "
+      "with --model",
+      plan_path, name, plan.model.sha256.substr(0, 12), where, name, name);
 }
 
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(

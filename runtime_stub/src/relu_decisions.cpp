@@ -79,8 +79,8 @@ void ReluDecisions::after_kernel(const Program& program, int64_t step, const Ste
       s.outputs[0] < 0 || outputs.empty())
     return;
   const BufferSpec& b = program.buffers.at(static_cast<size_t>(s.outputs[0]));
-  const std::string name = "relu:" + b.name + "@" + std::to_string(step) + "#" +
-                           std::to_string(occurrences_[b.name]++);
+  const std::string name =
+      "relu:" + b.name + "@" + std::to_string(step) + "#" + std::to_string(occurrences_[b.name]++);
   const Tensor& y = outputs[0];
   auto it = imposed_.find(name);
   if (it != imposed_.end() && y.dtype == DType::kFloat32) {
@@ -89,8 +89,9 @@ void ReluDecisions::after_kernel(const Program& program, int64_t step, const Ste
     std::vector<float> host(static_cast<size_t>(y.numel()) + 1);
     copy_to_host(y, host.data());
     for (int64_t e = 0; e < y.numel(); ++e) {
-      const float want = it->second.values[static_cast<size_t>(
-          global_index(b.shape, b.offset, b.global_shape, e))];
+      const float want =
+          it->second
+              .values[static_cast<size_t>(global_index(b.shape, b.offset, b.global_shape, e))];
       float& v = host[static_cast<size_t>(e)];
       if ((want > 0) != (v > 0)) ++imposed_elements;
       v = want;

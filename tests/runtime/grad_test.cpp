@@ -88,6 +88,13 @@ TEST_CASE("UnaryGrad for Pow (broadcast exponent) and Clip") {
   run("Clip", {}, {xc.t, lo.t, hi.t}, {yc.t});
   run_planner("UnaryGrad", {{"op", std::string("Clip")}}, {dyc.t, xc.t, yc.t, lo.t}, {dxc.t});
   check_grad(fwd("Clip", {}, {xc.t, lo.t, hi.t}, {5}), xc, dyc.values(), dxc.values(), 1e-3);
+  // As the training graph emits it for constant bounds: X in both slots, the bounds as
+  // attributes. The gradient passes where lo <= x <= hi, the bounds themselves included
+  // (torch.clamp's rule), and nowhere else: X == X everywhere must not let it through.
+  Buf xb = F({6}, {-2, -1, -0.5f, 0.7f, 1, 3}), dyb = F({6}, {1, 2, 3, 4, 5, 6}), dxb = Z({6});
+  run_planner("UnaryGrad", {{"op", std::string("Clip")}, {"min", -1.0}, {"max", 1.0}},
+              {dyb.t, xb.t, xb.t}, {dxb.t});
+  CHECK(dxb.values() == std::vector<float>{0, 2, 3, 4, 5, 0});
 }
 
 TEST_CASE("DivGradB and WhereGrad") {

@@ -26,7 +26,9 @@ rt::Program one_slice() {
   return p;
 }
 
-void write_u64(std::ofstream& f, uint64_t v) { f.write(reinterpret_cast<const char*>(&v), 8); }
+void write_u64(std::ofstream& f, uint64_t v) {
+  f.write(reinterpret_cast<const char*>(&v), 8);
+}
 
 // A dump holding the whole tensor `name` of f32 `values`.
 void write_whole(const std::string& path, const std::string& name, std::vector<float> values) {
