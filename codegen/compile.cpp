@@ -22,7 +22,7 @@ std::string runtime_stub_dir() {
 namespace {
 
 Expected<void> write_all(const Programs& p, const CompileOptions& o, const fs::path& dir) {
-  for (int r = 0; r < p.num_ranks; ++r) {
+  for (int r = 0; r < p.num_ranks && o.rank_models; ++r) {
     PLANNER_TRY_ASSIGN(std::string bytes, rank_onnx(p, r, o.opset, o.model_name));
     PLANNER_TRY(write_new_file(dir / fmt::format("rank_{}.onnx", r), bytes));
   }

@@ -23,6 +23,10 @@ struct CompileOptions {
   /// The compiled step simulated (program_simulation.h): written into manifest.json as
   /// `predicted`, per rank and in total; absent when null.
   const ProgramCost* predicted = nullptr;
+  /// Write rank_<i>.onnx; verify, which builds and runs only the launchers, leaves them out
+  /// where the constants pass 64 MiB (a model with its weights would write them whole once
+  /// per rank).
+  bool rank_models = true;
 };
 
 /// Where the runtime library's sources are: $PLANNER_RUNTIME_STUB_DIR, else the source tree the
