@@ -163,42 +163,6 @@ TEST_CASE("an op without a gradient rule gets one opaque backward op") {
   CHECK(count(*tg, "Grad", Phase::kBackward) == 1);
 }
 
-// Clip's gradient: constant bounds become the attributes min and max and only X is kept (the
-// gradient passes where lo <= x <= hi); a computed bound keeps X and Y (it passes where y == x).
-// The backward pass used to read X in both slots with no bounds, so every element passed.
-TEST_CASE("Clip's gradient reads its bounds") {
-  for (bool constant : {true, false}) {
-    Graph g;
-    TensorId x = add(g, "x", {4, 8}, TensorRole::kParameter);
-    TensorId lo = add(g, "lo", {}, constant ? TensorRole::kConstant : TensorRole::kParameter);
-    const float v = -0.5f;
-    g.tensor(lo).data.resize(4);
-    std::memcpy(g.tensor(lo).data.data(), &v, 4);
-    TensorId y = add(g, "y", {4, 8});
-    add_op(g, "clip", "Clip", {x, lo}, {y});
-    g.inputs = {};
-    g.outputs = {y};
-    REQUIRE(g.finalize("clip"));
-    auto tg = build_training_graph(g, {});
-    REQUIRE_MESSAGE(tg.has_value(), tg.error().message());
-    const Op* grad = nullptr;
-    for (ir::OpId id = 0; id < tg->graph.num_ops(); ++id)
-      if (tg->graph.op(id).op_type == "UnaryGrad") grad = &tg->graph.op(id);
-    REQUIRE(grad);
-    CAPTURE(constant);
-    if (constant) {
-      CHECK(grad->float_attr("min", 0) == doctest::Approx(-0.5));
-      CHECK(grad->float_attr("max", 0) > 1e38);
-      CHECK(grad->inputs[1] == x);
-      CHECK(grad->inputs[2] == x);
-    } else {
-      CHECK_FALSE(grad->attributes.count("min"));
-      CHECK(grad->inputs[1] == x);
-      CHECK(grad->inputs[2] == y);
-    }
-  }
-}
-
 }  // namespace
 }  // namespace planner::analysis
 

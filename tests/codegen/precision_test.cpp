@@ -107,6 +107,22 @@ void verify_at(const std::string& name, bool train, ir::Precision precision,
   }
 }
 
+// `p` with every all-reduce turned into a copy: each rank steps with its own part of the
+// batch's gradient (a wrong program verify must reject).
+Programs without_all_reduces(Programs p) {
+  int removed = 0;
+  for (RankProgram& r : p.ranks)
+    for (Step& s : r.steps)
+      if (s.kind == StepKind::kAllReduce) {
+        s.kind = StepKind::kKernel;
+        s.op_type = "Identity";
+        s.group.clear();
+        ++removed;
+      }
+  REQUIRE(removed > 0);
+  return p;
+}
+
 void verify_model(const std::string& name) {
   for (ir::Precision p : {ir::Precision::kFp16, ir::Precision::kBf16}) {
     verify_at(name, true, p, {{"dp", 2}, {"search:dp", 4}});
@@ -137,17 +153,7 @@ TEST_CASE("precision checks: a program without its all-reduce fails verify at fp
     Programs good = compile(*m, plan(*m, "dp", 4), 4);
     // The weight gradients' all-reduces become copies: each rank steps with its own quarter of
     // the batch.
-    Programs bad = good;
-    int removed = 0;
-    for (RankProgram& r : bad.ranks)
-      for (Step& s : r.steps)
-        if (s.kind == StepKind::kAllReduce) {
-          s.kind = StepKind::kKernel;
-          s.op_type = "Identity";
-          s.group.clear();
-          ++removed;
-        }
-    REQUIRE(removed > 0);
+    Programs bad = without_all_reduces(good);
     auto results = verify_programs(reference(*m), {good, bad}, {});
     REQUIRE_MESSAGE(results.has_value(), results.error().message());
     INFO(ir::precision_name(p), ": good ", (*results)[0].comparison.max_ratio, ", bad ",
@@ -172,14 +178,7 @@ TEST_CASE("precision checks: verify's ReLU adjudication does not excuse a wrong 
   // outputs differ beyond the tolerance, or, on them, the wrong gradients still do.
   auto m = example("small_cnn", true, ir::Precision::kFp32);
   Programs good = compile(*m, plan(*m, "dp", 2), 2);
-  Programs bad = good;
-  for (RankProgram& r : bad.ranks)
-    for (Step& s : r.steps)
-      if (s.kind == StepKind::kAllReduce) {
-        s.kind = StepKind::kKernel;
-        s.op_type = "Identity";
-        s.group.clear();
-      }
+  Programs bad = without_all_reduces(good);
   auto results = verify_programs(reference(*m), {good, bad}, {});
   REQUIRE_MESSAGE(results.has_value(), results.error().message());
   CHECK((*results)[0].comparison.ok);
