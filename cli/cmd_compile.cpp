@@ -36,7 +36,8 @@ int run_compile(CompileFlags flags) {
   if (!usable) return report(usable.error());
   if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed)
     return report(agreed.error());
-  auto model = prepare_for_plan(*plan, flags.model, flags.optimizer, "", "", flags.topology);
+  auto model =
+      prepare_for_plan(*plan, flags.plan, flags.model, flags.optimizer, "", "", flags.topology);
   if (!model) return report(model.error());
   if (auto still = check_outputs_after_import(
           {{flags.out, &codegen::compile_folder_kind()}},

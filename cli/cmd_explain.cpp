@@ -33,8 +33,8 @@ struct ExplainFlags {
 int run_explain(ExplainFlags flags) {
   auto plan = load_plan_and_model(flags.plan, flags.model.model_path);
   if (!plan) return report(plan.error());
-  auto model =
-      prepare_for_plan(*plan, flags.model, flags.optimizer, flags.costs, flags.calibration);
+  auto model = prepare_for_plan(*plan, flags.plan, flags.model, flags.optimizer, flags.costs,
+                                flags.calibration);
   if (!model) return report(model.error());
   const PreparedModel& m = **model;
   const analysis::Lowering& lowering = *m.lowering;

@@ -1,5 +1,6 @@
 // `planner generate gpt OUT.onnx`: a graph-only model of a given architecture and size, to plan
 // models this machine could never hold (importers/gpt_model.h).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -49,6 +50,29 @@ int list_presets(const std::string& architecture) {
   return 0;
 }
 
+// The model of `layers` blocks must be one protobuf message (under 2 GiB). Checked before it is
+// built, from the sizes of the same model with one and two blocks (the names of later blocks
+// are longer by their digits: a quarter more is allowed per block), so that a huge --layers is
+// one error line rather than a graph built in memory.
+template <typename Shape, typename Make>
+Expected<void> check_layers_fit(const Shape& shape, const Make& make) {
+  constexpr int64_t kLimit = int64_t{2} << 30;
+  if (shape.layers <= 2) return ok();
+  Shape one = shape, two = shape;
+  one.layers = 1, two.layers = 2;
+  PLANNER_TRY_ASSIGN(std::string a, make(one));
+  PLANNER_TRY_ASSIGN(std::string b, make(two));
+  const int64_t fixed = static_cast<int64_t>(a.size());
+  const int64_t per_block = (static_cast<int64_t>(b.size()) - fixed) * 5 / 4 + 1;
+  const int64_t most = std::max<int64_t>(2, (kLimit - fixed) / per_block);
+  if (shape.layers > most)
+    return make_error(
+        "--layers {}: the model would be about {} GiB, over the 2 GiB one ONNX file may hold "
+        "(at most about {} layers of these sizes)",
+        shape.layers, (fixed + shape.layers * per_block) >> 30, most);
+  return ok();
+}
+
 // The LLaMA-style decoder: the preset's sizes where no flag overrides them.
 Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags,
                                                       const std::string& name,
@@ -72,6 +96,9 @@ Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags
   if (*flags.kv) shape.kv_heads = flags.kv_heads;
   if (*flags.ffn) shape.ffn = g.ffn;
   shape.batch = g.batch;
+  PLANNER_TRY(check_layers_fit(shape, [&](const importers::LlamaShape& s) {
+    return importers::llama_model_bytes(s, name, data_file);
+  }));
   PLANNER_TRY_ASSIGN(std::string bytes, importers::llama_model_bytes(shape, name, data_file));
   return std::pair{std::move(bytes), importers::llama_parameter_count(shape)};
 }
@@ -111,11 +138,11 @@ int run_generate(GenerateFlags& flags) {
   // A file already there is replaced only when this command wrote it.
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (auto usable = check_outputs({{flags.output}}, {}); !usable) return report(usable.error());
   if (fs::exists(fs::symlink_status(flags.output, ec)) &&
       !importers::is_generated_model(flags.output))
     return report(make_error("{}: exists and is not a model `planner generate` wrote; not replaced",
                              flags.output));
-  if (auto usable = check_outputs({{flags.output}}, {}); !usable) return report(usable.error());
 
   const fs::path out(flags.output);
   const std::string name = out.stem().string();
@@ -128,6 +155,10 @@ int run_generate(GenerateFlags& flags) {
     bytes = std::move(made->first);
     params = made->second;
   } else {
+    auto fits = check_layers_fit(shape, [&](const importers::GptShape& s) {
+      return importers::gpt_model_bytes(s, name, data_file);
+    });
+    if (!fits) return report(fits.error());
     auto made = importers::gpt_model_bytes(shape, name, data_file);
     if (!made) return report(made.error());
     bytes = std::move(*made);

@@ -133,7 +133,7 @@ Expected<void> write_report_folder(const PlanFlags& flags, const SearchSession& 
 int run_plan(const PlanFlags& flags) {
   // Before the search, which may take a while: no output may replace an input or a user's file.
   std::vector<OutputPath> outputs = {
-      {flags.output}, {flags.trace}, {flags.report, &report::report_folder_kind()}};
+      {flags.output, nullptr, true}, {flags.trace}, {flags.report, &report::report_folder_kind()}};
   auto usable = check_outputs(outputs, flags.pipeline.inputs());
   if (!usable) return report(usable.error());
   // --recompute and --zero auto: the cheapest step that fits (PipelineFlags::step_variants).

@@ -94,7 +94,7 @@ int run_verify(VerifyFlags flags) {
                                            flags.precision_given ? flags.pipeline.precision : "");
         !agreed)
       return report(agreed.error());
-    auto m = prepare_for_plan(*plan, flags.pipeline.model, flags.pipeline.optimizer,
+    auto m = prepare_for_plan(*plan, flags.plan, flags.pipeline.model, flags.pipeline.optimizer,
                               flags.pipeline.costs, flags.pipeline.calibration,
                               flags.pipeline.topology.topology);
     if (!m) return report(m.error());

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include "analysis/lowering.h"
+#include "cli/plan_options.h"
 #include "codegen/micro_batch.h"
 #include "codegen/partition.h"
 #include "codegen/program_simulation.h"
@@ -68,8 +69,7 @@ namespace {
 bool is_plan_model(const search::Plan& plan, const std::filesystem::path& candidate) {
   const std::string ext = candidate.extension().string();
   if (ext != ".onnx" && ext != ".onnxtxt") return false;
-  if (!check_input_file(candidate.string(), "model file", int64_t{2} << 30)) return false;
-  auto sha = sha256_file(candidate.string());
+  auto sha = sha256_file(candidate.string(), kMaxModelFileBytes, "model file");
   return sha && *sha == plan.model.sha256;
 }
 
@@ -111,8 +111,9 @@ Expected<std::string> find_plan_model(const search::Plan& plan, const std::strin
 }
 
 Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
-    const search::Plan& plan, const ModelFlags& model, const std::string& optimizer,
-    const std::string& costs, const std::string& calibration, const std::string& topology) {
+    const search::Plan& plan, const std::string& plan_path, const ModelFlags& model,
+    const std::string& optimizer, const std::string& costs, const std::string& calibration,
+    const std::string& topology) {
   PipelineFlags flags;
   flags.model = model;
   flags.costs = costs;
@@ -120,62 +121,9 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
   flags.mode = plan.mode;
   flags.optimizer = optimizer;
   PLANNER_TRY_ASSIGN(flags.topology, plan_topology(plan, topology));
-  const auto& o = plan.search.options;
-  if (o.is_object()) {
-    if (o.contains("batch") && o["batch"].is_number_integer() && !model.batch) {
-      flags.model.batch = o["batch"].get<int64_t>();
-      flags.model.batch_from_plan = true;
-    }
-    if (o.contains("dims") && o["dims"].is_object() && model.dims.empty())
-      for (const auto& [k, v] : o["dims"].items())
-        if (v.is_number_integer())
-          flags.model.dims.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
-    if (o.contains("shrink") && o["shrink"].is_object() && model.shrink.empty())
-      for (const auto& [k, v] : o["shrink"].items())
-        if (v.is_number_integer())
-          flags.model.shrink.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
-    if (o.contains("optimizer") && o["optimizer"].is_string())
-      flags.optimizer = o["optimizer"].get<std::string>();
-    if (o.contains("micro_batches") && o["micro_batches"].is_number_integer()) {
-      const int64_t mb = o["micro_batches"].get<int64_t>();
-      if (mb < 1 || mb > (1 << 20))
-        return make_error("{}: micro_batches {} in the plan is not a count", model.model_path, mb);
-      flags.micro_batches = static_cast<int>(mb);
-    }
-    if (o.contains("pipeline_stages") && o["pipeline_stages"].is_number_integer()) {
-      const int64_t k = o["pipeline_stages"].get<int64_t>();
-      if (k < 1 || k > 4096)
-        return make_error("{}: pipeline_stages {} in the plan is not a count", model.model_path, k);
-      flags.pipeline_stages = static_cast<int>(k);
-    }
-    if (o.contains("schedule") && o["schedule"].is_string()) {
-      flags.schedule = o["schedule"].get<std::string>();
-      if (!codegen::schedule_from_name(flags.schedule))
-        return make_error("{}: unknown schedule '{}' in the plan", model.model_path,
-                          flags.schedule);
-    }
-    if (o.contains("replicas") && o["replicas"].is_number_integer()) {
-      const int64_t d = o["replicas"].get<int64_t>();
-      if (d < 1 || d > 65536)
-        return make_error("{}: replicas {} in the plan is not a count", model.model_path, d);
-      flags.replicas = std::to_string(d);
-    }
-    if (o.contains("zero") && o["zero"].is_number_integer())
-      flags.zero = std::to_string(o["zero"].get<int>());
-    if (o.contains("recompute") && o["recompute"].is_string()) {
-      flags.recompute = o["recompute"].get<std::string>();
-      if (!analysis::recompute_from_name(flags.recompute))
-        return make_error("{}: unknown recompute '{}' in the plan", model.model_path,
-                          flags.recompute);
-    }
-    if (o.contains("precision") && o["precision"].is_string()) {
-      std::string p = o["precision"].get<std::string>();
-      if (!ir::precision_from_name(p))
-        return make_error("{}: unknown precision '{}' in the plan", model.model_path, p);
-      flags.precision = p;
-    }
-  }
-  PLANNER_TRY_ASSIGN(std::string sha, sha256_file(model.model_path));
+  PLANNER_TRY(apply_plan_options(plan, plan_path, flags));
+  PLANNER_TRY_ASSIGN(std::string sha,
+                     sha256_file(model.model_path, kMaxModelFileBytes, "model file"));
   if (sha != plan.model.sha256)
     return make_error("{}: the plan is for another model file (sha256 {} in the plan, {} here)",
                       model.model_path, plan.model.sha256.substr(0, 12), sha.substr(0, 12));

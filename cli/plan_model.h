@@ -17,20 +17,18 @@
 
 namespace planner::cli {
 
-/// Prepares `model_path` as `plan` was made: its mode, its topology's device count, and the
-/// import options and optimizer recorded in plan.search.options ("batch", "dims",
-/// "optimizer"), falling back to the given flags. Then checks that the plan is for this model:
+/// Prepares `model_path` as `plan` (read from `plan_path`) was made: its mode, its topology's
+/// device count, and the options recorded in plan.search.options, checked and applied by
+/// apply_plan_options (cli/plan_options.h). Then checks that the plan is for this model:
 /// the file's SHA-256, the operators (count, names, types) and the tensors' shapes.
 /// `costs` and `calibration` (paths, "" for none) price the model as `plan --costs FILE`
 /// and `--calibration FILE` do. The topology is the one the plan names: `topology` (a preset or
 /// a topology file, --topology) when given, else the built-in preset or default H100 cluster of
 /// that name; its name must be the plan's.
-Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(const search::Plan& plan,
-                                                          const ModelFlags& model,
-                                                          const std::string& optimizer,
-                                                          const std::string& costs = "",
-                                                          const std::string& calibration = "",
-                                                          const std::string& topology = "");
+Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
+    const search::Plan& plan, const std::string& plan_path, const ModelFlags& model,
+    const std::string& optimizer, const std::string& costs = "",
+    const std::string& calibration = "", const std::string& topology = "");
 
 /// The model file's path relative to the folder of the plan file at `plan_path`, as the plan
 /// records it ('/'-separated, lexically: neither file need exist yet).

@@ -44,7 +44,7 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
                                          const ReplicaModels* rep) {
   search::PlanHeader header;
   header.model.name = m.graph.name.empty() ? "model" : m.graph.name;
-  auto hash = sha256_file(m.source);
+  auto hash = sha256_file(m.source, kMaxModelFileBytes, "model file");
   if (!hash) return hash.error();
   header.model.sha256 = *hash;
   int64_t forward = 0;

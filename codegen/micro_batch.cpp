@@ -405,6 +405,15 @@ Expected<Programs> unroll_micro_batches(const Programs& step,
   if (options.micro_batches < 1)
     return make_error("micro-batches: {} is not a positive count", options.micro_batches);
   if (options.micro_batches == 1 || !step.train) return step;
+  // Every pass is written out: the steps of all passes on all ranks are bounded, so that a
+  // count the flags accept (65,536) on a step of thousands of steps is an error, not gigabytes.
+  int64_t steps = 0;
+  for (const RankProgram& r : step.ranks) steps += static_cast<int64_t>(r.steps.size());
+  if (steps * options.micro_batches > kMaxUnrolledSteps)
+    return make_error(
+        "micro-batches: {} passes of a step of {} steps (all ranks) unroll to {} steps, more than "
+        "the {} a compiled step may hold; use fewer micro-batches",
+        options.micro_batches, steps, steps * options.micro_batches, kMaxUnrolledSteps);
   PLANNER_TRY_ASSIGN(MicroBatchSplit split, split_micro_batch_steps(step, training));
   if (options.schedule != Schedule::kSequential && !split.forward_reads_backward.empty())
     return make_error(

@@ -73,9 +73,12 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
 int64_t extended_peak_bytes(const Programs& programs, const std::vector<int64_t>& rank_bytes,
                             const ir::Graph& graph, int simulated, int passes);
 
+/// The most steps (all ranks together) an unrolled step may have: 16 M, a few GB of program.
+inline constexpr int64_t kMaxUnrolledSteps = int64_t{1} << 24;
+
 /// The whole optimizer step: `step`'s micro steps once per micro-batch, in order, gradients
 /// accumulated, then (in the last micro-batch, interleaved as `step` had them) the optimizer
-/// steps. M = 1 returns `step` unchanged.
+/// steps. M = 1 returns `step` unchanged. Errors: more than kMaxUnrolledSteps steps in all.
 Expected<Programs> unroll_micro_batches(const Programs& step,
                                         const analysis::TrainingGraph& training,
                                         const MicroBatchOptions& options);

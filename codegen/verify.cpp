@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@
 #include "codegen/verify_relu.h"
 #include "support/output_file.h"
 #include "support/sha256.h"
+#include "support/temporary_paths.h"
 
 namespace planner::codegen {
 
@@ -410,14 +412,7 @@ std::string cache_dir() {
 }
 
 int run_command(const std::string& command, std::string& output) {
-  output.clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) output.append(chunk.data(), n);
-  int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return planner::run_command(command, output);
 }
 
 namespace {
@@ -545,13 +540,18 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
                                                     const VerifyOptions& o) {
   std::string work = o.work_dir;
   std::error_code ec;
+  std::optional<TemporaryPath> guard;  // the temporary folder, removed if a signal stops verify
   if (work.empty()) {
     std::string templ = (fs::temp_directory_path() / "planner-verify-XXXXXX").string();
     if (!::mkdtemp(templ.data())) return make_error("cannot create a temporary folder");
     work = templ;
+    if (!o.keep) guard.emplace(work);
   } else {
     // A folder the user named: never one holding anything but an earlier verify's work.
     PLANNER_TRY(check_output_folder(work, verify_folder_kind()));
+    // An earlier verify's folder starts empty: nothing of the last run is read back, and a link
+    // planted in it (run0.dump -> a user's file) is removed as a link, never written through.
+    PLANNER_TRY(clear_output_folder(work, verify_folder_kind()));
   }
   fs::create_directories(work, ec);
   if (!o.work_dir.empty()) {

@@ -96,7 +96,9 @@ std::string cache_dir();
 Expected<std::vector<std::string>> build_launchers(const std::vector<std::string>& compiled_dirs,
                                                    const std::string& build_dir, bool verbose);
 
-/// Runs a command line, capturing stdout and stderr together; returns its exit status.
+/// Runs a command line, capturing stdout and stderr together; returns its exit status. The
+/// command runs in a process group the planner kills if a signal stops it
+/// (support/temporary_paths.h).
 int run_command(const std::string& command, std::string& output);
 
 /// What `verify --keep DIR` may write into: a folder holding a `.planner-verify` marker (an

@@ -1,5 +1,7 @@
 // Fuzz target: device-topology JSON through importers::parse_topology, with a round-trip
-// property: the compact form of a parsed topology parses back into an equal topology.
+// property: the compact form of a parsed topology parses back into an equal topology; and a
+// size property: what parses stays within the expanded-size limits (GPUs, links), however small
+// the file that expands to it.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     planner::fuzz::check_error(topology.error(), source);
     return 0;
   }
+  if (topology->num_devices() > 4096 || topology->links().size() > im::kMaxTopologyLinks)
+    planner::fuzz::fail("a topology past the expanded-size limits parsed");
   std::string written = im::topology_to_json(*topology).dump(2);
   auto again = im::parse_topology(written, "round-trip.json");
   if (!again) planner::fuzz::fail("a written topology does not parse: " + again.error().message());

@@ -161,6 +161,10 @@ class Downgrade {
     if (kNew.count(type)) return error(n, "an opset-18 operator the planner does not support");
     onnx::NodeProto& copy = *out.Add() = n;
     if (type == "Split") {
+      if (const onnx::AttributeProto* k = attribute(n, "num_outputs");
+          k && k->i() != n.output_size())
+        return error(n, fmt::format("num_outputs is {} but the node has {} outputs", k->i(),
+                                    n.output_size()));
       remove_attribute(copy, "num_outputs");
     } else if (type == "Resize") {
       const onnx::AttributeProto* aa = attribute(n, "antialias");

@@ -40,6 +40,8 @@ constexpr int64_t kMaxDevices = 4096;
 constexpr int64_t kMaxRouteEntries = int64_t{1} << 26;
 // One link entry may expand to this many links (a 1,024 x 1,024 bipartite network).
 constexpr size_t kMaxPairsPerEntry = size_t{1} << 20;
+// All entries together: kMaxTopologyLinks (topology.h).
+constexpr size_t kMaxLinks = kMaxTopologyLinks;
 
 // The nearest candidate within a third of the word's length (at least 2 edits), or "".
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
@@ -443,6 +445,14 @@ Expected<std::vector<std::pair<int, int>>> expand_pairs(const LinkSpec& spec,
   return out;
 }
 
+// The links so far (`have`) and an entry's `more` within kMaxLinks.
+Expected<void> check_link_count(size_t have, size_t more, const std::string& path) {
+  if (more <= kMaxLinks && have + more <= kMaxLinks) return ok();
+  return at(path, fmt::format("makes {} links, {} in all with the entries before it: more than the "
+                              "{} a topology may expand to",
+                              more, have + more, kMaxLinks));
+}
+
 Expected<std::vector<int>> resolve_local(const std::vector<Pattern>& selector,
                                          const std::string& path, const Scope& scope) {
   std::vector<int> out;
@@ -749,6 +759,9 @@ Expected<Topology> build_topology(const json& root) {
       PLANNER_TRY_ASSIGN(auto from, resolve_local(spec.from, spec.from_path, group.scope));
       PLANNER_TRY_ASSIGN(auto to, resolve_local(spec.to, spec.to_path, group.scope));
       PLANNER_TRY_ASSIGN(auto pairs, expand_pairs(spec, from, to));
+      const size_t copies = static_cast<size_t>(
+          std::count(node_group.begin(), node_group.end(), static_cast<int>(g)));
+      PLANNER_TRY(check_link_count(topo.links_.size(), pairs.size() * copies, spec.path));
       for (size_t node = 0; node < topo.nodes_.size(); ++node) {
         if (node_group[node] != static_cast<int>(g)) continue;
         for (auto [a, b] : pairs) add_link(node_endpoints[node][a], node_endpoints[node][b], spec);
@@ -787,6 +800,7 @@ Expected<Topology> build_topology(const json& root) {
     PLANNER_TRY_ASSIGN(auto from, resolve_network(spec.from, spec.from_path));
     PLANNER_TRY_ASSIGN(auto to, resolve_network(spec.to, spec.to_path));
     PLANNER_TRY_ASSIGN(auto pairs, expand_pairs(spec, from, to));
+    PLANNER_TRY(check_link_count(topo.links_.size(), pairs.size(), spec.path));
     for (auto [a, b] : pairs) add_link(a, b, spec);
   }
 

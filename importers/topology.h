@@ -34,6 +34,12 @@ enum class EndpointKind : uint8_t { kGpu, kSwitch, kCpu, kNic };
 /// "gpu", "switch", "cpu", "nic".
 std::string_view endpoint_kind_name(EndpointKind kind);
 
+/// The most links a topology may expand to, all entries over all nodes together: 4 M (~160 MB).
+/// 4,096 GPUs of 8 per node, NVLink all to all and eight rails to a two-level fat tree need
+/// under 100 K; a small file that expands past this is refused rather than left to exhaust
+/// memory and the routing.
+inline constexpr size_t kMaxTopologyLinks = size_t{1} << 22;
+
 /// Compute-type names accepted in `peak_flops`, in their canonical (output) order.
 inline constexpr std::string_view kComputeTypes[] = {"f64", "f32", "tf32", "bf16",
                                                      "f16", "f8",  "i8",   "i4"};

@@ -29,6 +29,7 @@ not importable.
 import argparse
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -95,8 +96,6 @@ def compare(args, spec, index):
         return row
     text = out.stdout + out.stderr
     row["outputs"] = len(outputs)
-    if args.reference:
-        second_opinion(args, row, m, model, inputs, work, atol)
     e = VERIFY_EXPECTED.search(text)
     p = VERIFY_PARTITIONED.search(text)
     if e:
@@ -107,6 +106,10 @@ def compare(args, spec, index):
     if out.returncode != 0:
         errors = [l for l in text.splitlines() if l.startswith("error:")]
         row["detail"] = (errors[0] if errors else text.strip().splitlines()[-1])[:300]
+    if args.reference:  # after verify's verdict, so a difference from it fails the model
+        second_opinion(args, row, m, model, inputs, work, atol)
+    if row["status"] == "pass" and not args.keep_all:
+        shutil.rmtree(work, ignore_errors=True)
     return row
 
 
@@ -159,7 +162,8 @@ def second_opinion(args, row, m, model, inputs, work, atol):
     row["reference_rel"] = worst
     if failed:
         row["status"] = "fail"
-        row["detail"] = f"against onnx.reference: {', '.join(failed)} outside the tolerance"
+        detail = f"against onnx.reference: {', '.join(failed)} outside the tolerance"
+        row["detail"] = f"{row['detail']}; {detail}" if "detail" in row else detail
 
 
 def evaluate_reference(model, data):
@@ -193,7 +197,10 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-4,
                     help="absolute tolerance, as a fraction of the outputs' largest magnitude")
     ap.add_argument("--rtol", type=float, default=1e-3)
-    ap.add_argument("--work", help="keep the files here (default: a temporary folder)")
+    ap.add_argument("--work", help="write the files here (default: a temporary folder); a "
+                    "model's files are removed when it passes, unless --keep-all")
+    ap.add_argument("--keep-all", action="store_true",
+                    help="keep every model's files under --work (model, data, verify's folder)")
     ap.add_argument("--reference", action="store_true",
                     help="also hold the unpartitioned step to onnx.reference's evaluator")
     ap.add_argument("--reference-timeout", type=float, default=60,

@@ -25,6 +25,7 @@ Exit 77 where torch cannot be imported (the tests then skip).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,7 +95,11 @@ def run_planner(args, m, model, work, steps=None):
         lines = [l for l in (out.stdout + out.stderr).splitlines() if l.strip()]
         errors = [l for l in lines if l.startswith("error")]
         raise RuntimeError((errors or lines or ["planner verify failed"])[0][:400])
-    return read_dump(os.path.join(keep, "run0.dump"))
+    dump = read_dump(os.path.join(keep, "run0.dump"))
+    if not getattr(args, "keep_all", False):
+        # Only the dump is read: the launcher built there is the model's size twice over.
+        shutil.rmtree(keep, ignore_errors=True)
+    return dump
 
 
 def torch_step(m, inputs, trainable, args, dtype, masks=None, start=None):
@@ -287,7 +292,10 @@ def compare(args, spec, index):
     except torch_onnx.Unsupported as e:
         row.update(status="unsupported", detail=f"torch: {e}")
         return row
-    return judge(args, row, paired(dump, ref, t32, args.optimizer, args.steps, args.lr), ref[3])
+    row = judge(args, row, paired(dump, ref, t32, args.optimizer, args.steps, args.lr), ref[3])
+    if row["status"] == "pass" and not args.keep_all:
+        shutil.rmtree(work, ignore_errors=True)
+    return row
 
 
 def fmt(v):
@@ -313,7 +321,10 @@ def main():
                     help="let torch decide its own Relu masks (by default the runtime's are "
                     "observed as extra outputs and imposed on torch's step)")
     ap.add_argument("--timeout", type=float, default=900)
-    ap.add_argument("--work", help="keep the files here (default: a temporary folder)")
+    ap.add_argument("--work", help="write the files here (default: a temporary folder); a "
+                    "case's files are removed when it passes, unless --keep-all")
+    ap.add_argument("--keep-all", action="store_true",
+                    help="keep every case's files under --work (model, inputs, verify's folders)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every case passes")
     ap.add_argument("models", nargs="+")

@@ -16,11 +16,16 @@
 namespace planner::search {
 
 Deadline Deadline::after(double seconds) {
+  using Clock = std::chrono::steady_clock;
   Deadline d;
-  if (seconds > 0)
-    d.at = std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(seconds));
+  if (!(seconds > 0)) return d;
+  const Clock::time_point now = Clock::now();
+  // The clock counts nanoseconds in 64 bits (~292 years from its epoch): a budget past half of
+  // what is left of that range is no bound at all, rather than a deadline that wraps into the
+  // past (a budget of 1e10 s stopped every search at once).
+  const double room = std::chrono::duration<double>(Clock::time_point::max() - now).count();
+  if (seconds >= room / 2) return d;
+  d.at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   return d;
 }
 

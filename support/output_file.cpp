@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "support/temporary_paths.h"
+
 namespace planner {
 
 namespace fs = std::filesystem;
@@ -77,6 +79,7 @@ Expected<void> write_file_atomically(const std::string& path, std::string_view t
   std::string temp = (folder / ("." + p.filename().string() + ".tmp-XXXXXX")).string();
   int fd = ::mkstemp(temp.data());
   if (fd < 0) return make_error("{}: cannot write: {}", path, std::strerror(errno));
+  const TemporaryPath guard(temp);  // removed if a signal stops the process before the rename
   auto fail = [&](const std::string& why) -> Expected<void> {
     if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
@@ -229,6 +232,7 @@ Expected<void> write_folder_atomically(
   if (!::mkdtemp(pattern.data()))
     return fail(fmt::format("cannot write the {}: {}", kind.what, std::strerror(errno)));
   const fs::path fresh = pattern;
+  const TemporaryPath guard(pattern);  // removed whole if a signal stops the process meanwhile
   // mkdtemp makes the folder private; an output is as readable as any folder the user makes.
   ::chmod(fresh.c_str(), 0777 & ~current_umask());
   auto abandon = [&](const Error& e) {
@@ -318,11 +322,32 @@ Expected<void> check_one(const OutputPath& out, const std::vector<InputPath>& in
 
 }  // namespace
 
+Expected<void> clear_output_folder(const std::string& dir, const OutputFolderKind& kind) {
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename() != kind.marker) entries.push_back(entry.path());
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return make_error("{}: cannot list the folder: {}", dir, ec.message());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& p : entries) {
+    fs::remove_all(p, ec);  // a link is removed itself, its target left alone
+    if (ec)
+      return make_error("{}: cannot clear {} left by an earlier {}: {}", dir, p.filename().string(),
+                        kind.what, ec.message());
+  }
+  return ok();
+}
+
 Expected<void> check_outputs(const std::vector<OutputPath>& outputs,
                              const std::vector<InputPath>& inputs) {
   std::vector<fs::path> earlier;
   for (const OutputPath& out : outputs) {
-    if (out.path.empty() || out.path == "-") continue;
+    if (out.path.empty() || (out.path == "-" && out.standard_output)) continue;
+    if (out.path == "-")
+      return make_error(
+          "-: this output cannot go to standard output (only `plan -o -` writes there); name a "
+          "file (./- for a file named '-')");
     PLANNER_TRY(check_one(out, inputs, earlier));
     earlier.push_back(resolved(out.path));
   }

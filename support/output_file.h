@@ -37,6 +37,11 @@ struct OutputFolderKind {
 /// refused. Errors are one line naming `dir`.
 Expected<void> check_output_folder(const std::string& dir, const OutputFolderKind& kind);
 
+/// Empties `dir`, an earlier output folder of `kind` that check_output_folder accepted, keeping
+/// only its marker, for a command that writes into it in place (verify --keep). Links inside are
+/// removed as links, never followed. Errors are one line naming `dir` and the entry.
+Expected<void> clear_output_folder(const std::string& dir, const OutputFolderKind& kind);
+
 /// Writes the folder `dir` all or nothing: check_output_folder, then `fill` writes the files
 /// into a fresh private folder beside `dir` (made with mkdtemp), the marker is added, and the
 /// folder takes `dir`'s place in one rename (an atomic exchange where the file system has one);
@@ -53,8 +58,10 @@ Expected<void> write_new_file(const std::filesystem::path& path, std::string_vie
 
 /// One output a command is about to write.
 struct OutputPath {
-  std::string path;                          ///< as the user gave it ("" or "-": nothing to check)
+  std::string path;                          ///< as the user gave it ("": nothing to write)
   const OutputFolderKind* folder = nullptr;  ///< the kind of folder, or null for a file
+  /// "-" means standard output (plan -o -); elsewhere "-" is refused, never a file named "-".
+  bool standard_output = false;
 };
 
 /// One file a command reads; an output must never be one of them.

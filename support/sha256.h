@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -39,7 +40,15 @@ class Sha256 {
 std::string sha256_hex(std::string_view data);
 
 /// SHA-256 of a file's bytes as 64 lowercase hex digits, streamed; errors name the file. Only
-/// a regular file is read (check_input_file): a FIFO or a device is refused at once.
-Expected<std::string> sha256_file(const std::string& path);
+/// a regular file of at most `max_bytes` is read (check_input_file, before any byte is read): a
+/// FIFO, a device or a file past the bound is refused at once.
+/// `what` names the kind of file in messages ("model file").
+Expected<std::string> sha256_file(const std::string& path,
+                                  int64_t max_bytes = std::numeric_limits<int64_t>::max(),
+                                  std::string_view what = "file");
+
+/// The most bytes a model file may have (protobuf's bound on one message): what is hashed,
+/// looked up or imported as a model is refused past it before a byte is read.
+inline constexpr int64_t kMaxModelFileBytes = int64_t{2} << 30;
 
 }  // namespace planner

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "importers/onnx_import.h"
 #include "op_count.h"
@@ -45,6 +46,21 @@ m (float[2,8,6,6] x) => (float[2,4] y, float[1,1,1,1] z, float[2,8,6,6] n)
       CHECK(g->tensor(op.outputs[0]).consumers.size() == 1);
   }
   CHECK(g->tensor(*g->find_tensor("y")).shape == std::vector<int64_t>{2, 4});
+}
+
+TEST_CASE("opset 18: Split's num_outputs must be the node's output count") {
+  for (int k : {1, 3}) {
+    auto g = import_model_text(fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+m (float[2,6] x) => (float[2,3] a, float[2,3] b) {{
+  a, b = Split<axis = 1, num_outputs = {}>(x)
+}})",
+                                           k),
+                               "m.onnxtxt");
+    REQUIRE(!g);
+    CHECK(
+        g.error().message() ==
+        fmt::format("m.onnxtxt: node '' (Split): num_outputs is {} but the node has 2 outputs", k));
+  }
 }
 
 TEST_CASE("opset 18: noop_with_empty_axes, and what opset 17 cannot say is one error") {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "tests/test_util.h"
 
@@ -315,6 +316,28 @@ TEST_CASE("the shipped example files load") {
   auto p2 = load_topology((dir / "p2.8xlarge.json").string());
   REQUIRE(p2.has_value());
   CHECK(*p2 == preset("p2.8xlarge"));
+}
+
+TEST_CASE("a small file that expands past 4 M links is refused, naming the entry") {
+  // 1,000 switches all to all in each of 9 nodes: 4.5 M links from 10 KB of JSON.
+  std::string names = R"("sw")";
+  for (int i = 0; i < 1000; ++i) names += fmt::format(", \"s{}\"", i);
+  std::string text = with(R"("count": 2, "gpus")", R"("count": 9, "gpus")");
+  const std::string one = R"("switches": ["sw"])";
+  text.replace(text.find(one), one.size(), R"("switches": [)" + names + "]");
+  const std::string many = [&] {
+    std::string t = text;
+    const std::string link = R"({"from": "nic0", "to": "sw", "bandwidth": 1e10, "latency": 1e-6})";
+    const size_t at = t.find(link);
+    REQUIRE(at != std::string::npos);
+    return t.insert(at + link.size(),
+                    R"(, {"from": "s*", "to": "s*", "bandwidth": 1e10, "latency": 1e-6})");
+  }();
+  const std::string error = error_of(many);
+  CAPTURE(error);
+  CHECK(error.rfind("t.json: $.nodes[0].links[2]: makes 4495500 links, 4495527 in all", 0) == 0);
+  CHECK(error.find("more than the 4194304 a topology may expand to") != std::string::npos);
+  CHECK(error_of(text) == "ok");  // the same switches without the all-to-all entry
 }
 
 TEST_CASE("errors name the file and the JSON path of the offending field") {

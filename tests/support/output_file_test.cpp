@@ -208,7 +208,31 @@ TEST_CASE("check_outputs: never an input, by path, by ./path, by hard or symboli
   fs::create_directory("sub");
   CHECK(check_outputs({{"sub/../model.onnx", &kCompiled}}, inputs).has_value() == false);
   CHECK(contents("model.onnx") == "model");
-  CHECK(check_outputs({{"plan.json"}, {"-"}, {""}}, inputs).has_value());
+  CHECK(check_outputs({{"plan.json"}, {"-", nullptr, true}, {""}}, inputs).has_value());
+  // "-" is standard output only where the command says so; elsewhere it is refused, never a file.
+  CHECK(check_outputs({{"plan.json"}, {"-"}}, inputs).error().message() ==
+        "-: this output cannot go to standard output (only `plan -o -` writes there); name a "
+        "file (./- for a file named '-')");
+  CHECK(check_outputs({{"./-"}}, inputs).has_value());
+}
+
+TEST_CASE("clear_output_folder: an earlier folder emptied but for its marker; links not followed") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "work";
+  fs::create_directories(dir / "build" / "deep");
+  tmp.write("work/.marker", "marker");
+  tmp.write("work/build/deep/file", "x");
+  tmp.write("victim", "precious");
+  fs::create_directory(tmp.path / "theirs");
+  tmp.write("theirs/file", "mine");
+  fs::create_symlink(tmp.path / "victim", dir / "run0.dump");
+  fs::create_symlink(tmp.path / "theirs", dir / "linked");
+  REQUIRE(check_output_folder(dir.string(), kCompiled).has_value());
+  REQUIRE(clear_output_folder(dir.string(), kCompiled).has_value());
+  CHECK(tmp.entries(dir) == std::vector<std::string>{".marker"});
+  CHECK(contents((tmp.path / "victim").string()) == "precious");
+  CHECK(contents((tmp.path / "theirs" / "file").string()) == "mine");
+  CHECK(clear_output_folder((tmp.path / "absent").string(), kCompiled).has_value());
 }
 
 TEST_CASE("check_outputs: never the working folder, a parent of it or of an input, nor twice") {
