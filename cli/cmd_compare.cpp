@@ -200,7 +200,7 @@ void configure_compare(CLI::App& app, std::function<int()>& run) {
   flags->pipeline.add_to(app);
   app.add_option("--budget", flags->budget_s,
                  "seconds each search may take (0: no limit; default 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(budget_seconds());
   app.add_option("--seed", flags->seed, "random seed of the searches that draw (mcmc)");
   app.add_option(
          "--max-proposals", flags->max_proposals,

@@ -85,7 +85,9 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every bad flag or value exits 1, as any input error does
+    // (CLI11's own codes, 105 and up, are not the planner's documented exit codes).
+    return app.exit(e) == 0 ? 0 : 1;
   }
   // Diagnostics go to stderr, uncoloured, as "warning: ..." lines, so stdout stays clean for
   // JSON and tables and golden files stay byte-stable.

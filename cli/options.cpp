@@ -1,6 +1,7 @@
 // Shared option groups.
 #include "cli/options.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "support/text.h"
@@ -80,6 +81,24 @@ void add_format_flag(CLI::App& app, Format& format) {
   app.add_option("--format", format, "output format: table or json")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, Format>{{"table", Format::kTable}, {"json", Format::kJson}}));
+}
+
+const CLI::Validator& budget_seconds() {
+  static const CLI::Validator check(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(v) || v < 0)
+          return "'" + text + "' is not a number of seconds, 0 or more (0: no bound)";
+        return "";
+      },
+      "SECONDS");
+  return check;
 }
 
 }  // namespace planner::cli

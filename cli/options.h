@@ -35,6 +35,10 @@ struct ModelFlags {
 /// Prints "error: <message>" on stderr and returns exit code 1.
 int report(const Error& error);
 
+/// --budget's check: a finite number of seconds, 0 or more (0: no bound). NaN and infinity are
+/// refused (they would be recorded in the plan as null).
+const CLI::Validator& budget_seconds();
+
 /// Output format flag shared by commands with a table and a JSON form.
 enum class Format { kTable, kJson };
 void add_format_flag(CLI::App& app, Format& format);

@@ -199,7 +199,7 @@ void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
   }
   if (with_seed) app.add_option("--seed", seed, "random seed (the same seed gives the same plan)");
   app.add_option("--budget", budget_s, "seconds a search may take (default 60; 0: no bound)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(budget_seconds());
   app.add_option("--memory-limit", memory_limit,
                  "memory per device a plan may use, e.g. 40GiB (default: the device's memory)");
   app.add_option("--frontier-points", frontier_points,

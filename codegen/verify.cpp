@@ -543,9 +543,14 @@ Expected<std::vector<VerifyResult>> verify_programs(const Programs& reference,
   std::optional<TemporaryPath> guard;  // the temporary folder, removed if a signal stops verify
   if (work.empty()) {
     std::string templ = (fs::temp_directory_path() / "planner-verify-XXXXXX").string();
-    if (!::mkdtemp(templ.data())) return make_error("cannot create a temporary folder");
+    bool made = false;
+    {
+      const SignalsDeferred deferred;  // no signal between the folder and its guard
+      made = ::mkdtemp(templ.data()) != nullptr;
+      if (made && !o.keep) guard.emplace(templ);
+    }
+    if (!made) return make_error("cannot create a temporary folder");
     work = templ;
-    if (!o.keep) guard.emplace(work);
   } else {
     // A folder the user named: never one holding anything but an earlier verify's work.
     PLANNER_TRY(check_output_folder(work, verify_folder_kind()));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -77,9 +78,17 @@ Expected<void> write_file_atomically(const std::string& path, std::string_view t
   // system and is atomic; mkstemp creates it new (O_EXCL), so nothing planted there is followed.
   const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::string temp = (folder / ("." + p.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = ::mkstemp(temp.data());
-  if (fd < 0) return make_error("{}: cannot write: {}", path, std::strerror(errno));
-  const TemporaryPath guard(temp);  // removed if a signal stops the process before the rename
+  // Removed if a signal stops the process before the rename; no signal falls between the
+  // file's creation and its guard.
+  std::optional<TemporaryPath> guard;
+  int fd = -1, made_errno = 0;
+  {
+    const SignalsDeferred deferred;
+    fd = ::mkstemp(temp.data());
+    made_errno = errno;
+    if (fd >= 0) guard.emplace(temp);
+  }
+  if (fd < 0) return make_error("{}: cannot write: {}", path, std::strerror(made_errno));
   auto fail = [&](const std::string& why) -> Expected<void> {
     if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
@@ -229,10 +238,20 @@ Expected<void> write_folder_atomically(
     if (ec) return fail(fmt::format("cannot write the {}: {}", kind.what, ec.message()));
   }
   std::string pattern = (d.parent / ("." + d.target.filename().string() + ".tmp-XXXXXX")).string();
-  if (!::mkdtemp(pattern.data()))
-    return fail(fmt::format("cannot write the {}: {}", kind.what, std::strerror(errno)));
+  // Removed whole if a signal stops the process meanwhile; no signal falls between the folder's
+  // creation and its guard.
+  std::optional<TemporaryPath> guard;
+  bool made = false;
+  int made_errno = 0;
+  {
+    const SignalsDeferred deferred;
+    made = ::mkdtemp(pattern.data()) != nullptr;
+    made_errno = errno;
+    if (made) guard.emplace(pattern);
+  }
+  if (!made)
+    return fail(fmt::format("cannot write the {}: {}", kind.what, std::strerror(made_errno)));
   const fs::path fresh = pattern;
-  const TemporaryPath guard(pattern);  // removed whole if a signal stops the process meanwhile
   // mkdtemp makes the folder private; an output is as readable as any folder the user makes.
   ::chmod(fresh.c_str(), 0777 & ~current_umask());
   auto abandon = [&](const Error& e) {

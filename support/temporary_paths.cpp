@@ -115,29 +115,24 @@ void install_handlers() {
   }
 }
 
-// Blocks the three signals in this thread while a slot changes, so the handler never runs in
-// the middle of it here (another thread's handler sees the slot only once `used` is set).
-class Blocked {
- public:
-  Blocked() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : kSignals) sigaddset(&set, sig);
-    ::pthread_sigmask(SIG_BLOCK, &set, &old_);
-  }
-  ~Blocked() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-
- private:
-  sigset_t old_;
-};
-
 }  // namespace
+
+SignalsDeferred::SignalsDeferred() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kSignals) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_BLOCK, &set, &old_);
+}
+
+SignalsDeferred::~SignalsDeferred() {
+  ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
 
 TemporaryPath::TemporaryPath(const std::string& path) {
   std::error_code ec;
   const std::string abs = std::filesystem::absolute(path, ec).string();
   if (ec || abs.size() >= PATH_MAX) return;
-  Blocked blocked;
+  const SignalsDeferred deferred;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_installed) {
     install_handlers();
@@ -155,7 +150,7 @@ TemporaryPath::TemporaryPath(const std::string& path) {
 
 TemporaryPath::~TemporaryPath() {
   if (slot_ < 0) return;
-  Blocked blocked;
+  const SignalsDeferred deferred;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_slots[slot_].used.store(false, std::memory_order_release);
 }
@@ -184,7 +179,7 @@ int run_command(const std::string& command, std::string& output) {
   }
   // The three signals stay blocked from the fork until the group is registered, so the handler
   // never misses a child; the child unblocks them before it runs the command.
-  std::optional<Blocked> blocked(std::in_place);
+  std::optional<SignalsDeferred> blocked(std::in_place);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);

@@ -1,6 +1,7 @@
 // Temporary outputs removed when the process is stopped by a signal.
 #pragma once
 
+#include <csignal>
 #include <string>
 
 namespace planner {
@@ -24,6 +25,20 @@ class TemporaryPath {
 };
 
 inline constexpr int kMaxTemporaryPaths = 64;
+
+/// While alive, SIGINT, SIGTERM and SIGHUP wait (are blocked in this thread): hold one around
+/// the creation of a temporary and its TemporaryPath, so that no signal falls between the two
+/// and leaves it behind. A signal that came meanwhile is handled when this ends.
+class SignalsDeferred {
+ public:
+  SignalsDeferred();
+  ~SignalsDeferred();
+  SignalsDeferred(const SignalsDeferred&) = delete;
+  SignalsDeferred& operator=(const SignalsDeferred&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 /// Runs `command` with /bin/sh in a process group of its own, its standard output and error
 /// captured into `output`; returns its exit status (128 + the signal when a signal ended it, -1
