@@ -40,7 +40,7 @@ inline std::unique_ptr<Planned> plan_graph(ir::Graph forward, int gpus,
   auto dp_metrics = search::evaluate_configs(*p.lowering, dp->configs);
   REQUIRE(dp_metrics.has_value());
   search::PlanHeader header;
-  header.model = {p.forward.name, std::string(64, '0'), p.forward.num_ops()};
+  header.model = {p.forward.name, std::string(64, '0'), p.forward.num_ops(), ""};
   header.search.algorithm = search;
   auto plan = search::build_plan(*p.lowering, out->configs, p.train ? &p.training : nullptr, header,
                                  {{"data_parallel", *dp_metrics}});

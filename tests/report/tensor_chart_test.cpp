@@ -18,7 +18,7 @@ using testing::count;
 // A plan holding just `tensors` on `devices` GPUs (tensor_svg reads nothing else).
 search::Plan plan_of(std::vector<search::PlanTensor> tensors, int devices) {
   search::Plan p;
-  p.model = {"m", std::string(64, '0'), 1};
+  p.model = {"m", std::string(64, '0'), 1, ""};
   p.topology = {"test", devices, 1};
   p.tensors = std::move(tensors);
   return p;

@@ -274,7 +274,7 @@ TEST_CASE("plan tensors: a parameter's layout is the one its memory is counted w
   auto metrics = evaluate_configs(*p->lowering, mp->configs);
   REQUIRE(metrics.has_value());
   PlanHeader header;
-  header.model = {"mlp", std::string(64, '0'), p->forward.num_ops()};
+  header.model = {"mlp", std::string(64, '0'), p->forward.num_ops(), ""};
   header.search.algorithm = "model-parallel";
   auto plan =
       build_plan(*p->lowering, mp->configs, &p->training, header, {{"data_parallel", *metrics}});

@@ -33,7 +33,7 @@ inline PlanTensor make_tensor(std::string name, std::vector<int64_t> shape, ir::
 inline Plan mlp_plan() {
   using analysis::Phase;
   Plan p;
-  p.model = {"mlp", std::string(64, 'a'), 3};
+  p.model = {"mlp", std::string(64, 'a'), 3, ""};
   p.topology = {"dgx_h100", 8, 1};
   p.mode = "train";
   p.search.algorithm = "mcmc";

@@ -134,7 +134,7 @@ TEST_CASE("different topologies and modes are compared and reported") {
 
 TEST_CASE("plans of different models are refused in one line naming both") {
   Plan new_plan = mlp_plan();
-  new_plan.model = {"small_cnn", "0123456789abcdef" + std::string(48, '0'), 12};
+  new_plan.model = {"small_cnn", "0123456789abcdef" + std::string(48, '0'), 12, ""};
   auto diff = diff_plans(mlp_plan(), new_plan);
   REQUIRE_FALSE(diff);
   CHECK(diff.error().message() ==
