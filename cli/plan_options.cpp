@@ -40,8 +40,7 @@ class Options {
   }
 
   // The string at `key`, which `known` accepts; nullopt when absent.
-  template <typename Known>
-  Expected<std::optional<std::string>> name(const char* key, Known known,
+  Expected<std::optional<std::string>> name(const char* key, bool (*known)(const std::string&),
                                             const char* choices) const {
     if (!has(key)) return std::optional<std::string>();
     const Json& v = o_[key];
@@ -85,6 +84,25 @@ Expected<void> apply_model_options(const Options& o, ModelFlags& model) {
   return ok();
 }
 
+// The options that hold a name, what each accepts, and the flag it sets.
+struct NamedOption {
+  const char* key;
+  bool (*known)(const std::string&);
+  const char* choices;  // for the error
+  std::string PipelineFlags::*field;
+};
+
+const NamedOption kNamedOptions[] = {
+    {"optimizer", [](const std::string& s) { return s == "sgd" || s == "momentum" || s == "adam"; },
+     "sgd, momentum, adam", &PipelineFlags::optimizer},
+    {"recompute", [](const std::string& s) { return !!analysis::recompute_from_name(s); },
+     "none, all", &PipelineFlags::recompute},
+    {"precision", [](const std::string& s) { return !!ir::precision_from_name(s); },
+     "fp32, tf32, bf16, fp16", &PipelineFlags::precision},
+    {"schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },
+     "1f1b, gpipe", &PipelineFlags::schedule},
+};
+
 }  // namespace
 
 Expected<void> apply_plan_options(const search::Plan& plan, const std::string& plan_path,
@@ -95,31 +113,10 @@ Expected<void> apply_plan_options(const search::Plan& plan, const std::string& p
   const Options o(json, plan_path);
   PLANNER_TRY(apply_model_options(o, flags.model));
 
-  PLANNER_TRY_ASSIGN(auto optimizer, o.name(
-                                         "optimizer",
-                                         [](const std::string& s) {
-                                           return s == "sgd" || s == "momentum" || s == "adam";
-                                         },
-                                         "sgd, momentum, adam"));
-  if (optimizer) flags.optimizer = *optimizer;
-  PLANNER_TRY_ASSIGN(
-      auto recompute,
-      o.name(
-          "recompute", [](const std::string& s) { return !!analysis::recompute_from_name(s); },
-          "none, all"));
-  if (recompute) flags.recompute = *recompute;
-  PLANNER_TRY_ASSIGN(
-      auto precision,
-      o.name(
-          "precision", [](const std::string& s) { return !!ir::precision_from_name(s); },
-          "fp32, tf32, bf16, fp16"));
-  if (precision) flags.precision = *precision;
-  PLANNER_TRY_ASSIGN(
-      auto schedule,
-      o.name(
-          "schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },
-          "1f1b, gpipe"));
-  if (schedule) flags.schedule = *schedule;
+  for (const NamedOption& named : kNamedOptions) {
+    PLANNER_TRY_ASSIGN(auto value, o.name(named.key, named.known, named.choices));
+    if (value) flags.*named.field = std::move(*value);
+  }
 
   PLANNER_TRY_ASSIGN(auto zero, o.count("zero", 0, 3));
   if (zero && *zero == 1)
