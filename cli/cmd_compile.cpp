@@ -1,12 +1,18 @@
 // `planner compile PLAN --model MODEL -o DIR`: a plan becomes partitioned ONNX files, a
 // manifest and a launcher (see docs/codegen.md).
 #include <cstdio>
+#include <map>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/plan_model.h"
 #include "codegen/compile.h"
+#include "codegen/host_calls.h"
 #include "search/plan.h"
 #include "support/output_file.h"
 #include "support/text.h"
@@ -76,6 +82,18 @@ int run_compile(CompileFlags flags) {
               format_seconds(predicted->step_time_s).c_str(),
               format_bytes(static_cast<double>(predicted->peak_memory_bytes)).c_str(),
               format_bytes(predicted->comm_bytes).c_str());
+  if (flags.backend == "cuda") {
+    // What the cuda backend will run on the host by its own rules (codegen/host_calls.h).
+    std::map<std::string, int64_t> host;
+    for (int r = 0; r < programs->num_ranks; ++r)
+      for (const auto& [why, n] : codegen::cuda_host_calls(*programs, r)) host[why] += n;
+    int64_t total = 0;
+    std::vector<std::string> parts;
+    for (const auto& [why, n] : host) total += n, parts.push_back(fmt::format("{} {}", n, why));
+    if (total > 0)
+      std::printf("note: %lld kernel calls run on the host under the cuda backend (%s)\n",
+                  static_cast<long long>(total), fmt::format("{}", fmt::join(parts, ", ")).c_str());
+  }
   if (flags.list_fallbacks)
     for (const codegen::OpReport& op : programs->ops)
       if (!op.native)

@@ -11,6 +11,7 @@
 #include "analysis/op_config.h"
 #include "cli/options.h"
 #include "cli/pipeline.h"
+#include "cli/plan_lookup.h"
 #include "codegen/program.h"
 #include "codegen/program_simulation.h"
 #include "search/plan.h"
@@ -29,20 +30,6 @@ Expected<std::unique_ptr<PreparedModel>> prepare_for_plan(
     const search::Plan& plan, const std::string& plan_path, const ModelFlags& model,
     const std::string& optimizer, const std::string& costs = "",
     const std::string& calibration = "", const std::string& topology = "");
-
-/// The model file's path relative to the folder of the plan file at `plan_path`, as the plan
-/// records it ('/'-separated, lexically: neither file need exist yet).
-std::string model_path_from_plan(const std::string& model_path, const std::string& plan_path);
-
-/// The model file `plan` was made for, for commands given a plan without --model: first the
-/// path the plan records (relative to the plan file's folder), then `<name>.onnx` or
-/// `<name>.onnxtxt` (the graph name the plan records) next to the plan file or in the working
-/// folder; a candidate counts only as a regular .onnx or .onnxtxt file of at most 2 GiB whose
-/// SHA-256 is the plan's. Error: none found, naming where it looked.
-Expected<std::string> find_plan_model(const search::Plan& plan, const std::string& plan_path);
-/// Loads the plan at `plan_path`; where `model_path` is empty, sets it to the model the plan
-/// names (find_plan_model). What explain and compile start with.
-Expected<search::Plan> load_plan_and_model(const std::string& plan_path, std::string& model_path);
 
 /// The precision recorded in `plan` (search.options.precision; absent means fp32).
 std::string plan_precision(const search::Plan& plan);

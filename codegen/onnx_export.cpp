@@ -11,8 +11,8 @@
 #include <onnx/onnx_pb.h>
 #include <nlohmann/json.hpp>
 
+#include "codegen/host_calls.h"
 #include "codegen/memory_plan.h"
-#include "runtime_stub/include/planner_rt/cuda_host_ops.h"
 
 namespace planner::codegen {
 
@@ -375,11 +375,17 @@ std::string manifest_json(const Programs& p, const std::string& model_name,
     rj["memory"] = {{"arena_bytes", memory.rank_bytes[ri]},
                     {"persistent_bytes", memory.rank_persistent_bytes[ri]},
                     {"live_peak_bytes", memory.rank_live_peak_bytes[ri]}};
+    // The calls the cuda backend sends to the host, by the rules it dispatches with; each
+    // reason with its count where there are any.
     int64_t host = 0;
+    nlohmann::ordered_json reasons = nlohmann::ordered_json::object();
     if (backend == "cuda")
-      for (const Step& s : p.ranks[ri].steps)
-        host += s.kind == StepKind::kKernel && rt::cuda_runs_on_host(s.domain, s.op_type) ? 1 : 0;
+      for (const auto& [why, n] : cuda_host_calls(p, r)) {
+        host += n;
+        reasons[why] = n;
+      }
     rj["host_fallback_kernels"] = host;
+    if (host > 0) rj["host_fallback_reasons"] = std::move(reasons);
     j["ranks"].push_back(std::move(rj));
   }
   // Tensors in first-appearance order of their buffers.

@@ -23,7 +23,8 @@ Expected<std::string> rank_onnx(const Programs& programs, int rank, int64_t opse
 /// original graph its slices: rank, ONNX value name and region. With `predicted` (the compiled
 /// step simulated, program_simulation.h), the step's and each rank's predicted time and peak
 /// memory. Per rank, `host_fallback_kernels`: the kernel calls the launcher's `backend` ("cpu"
-/// or "cuda") runs on the host through copies, by operator (planner_rt/cuda_host_ops.h).
+/// or "cuda") runs on the host through copies, by the cuda backend's own rules
+/// (codegen/host_calls.h), and where there are any `host_fallback_reasons`, counted by reason.
 std::string manifest_json(const Programs& programs, const std::string& model_name,
                           const ProgramCost* predicted = nullptr,
                           const std::string& backend = "cpu");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernel_call.h"
 #include "kernel_util.h"
 #include "precision_boundary.h"
 #if PLANNER_RT_CUDA
@@ -304,6 +305,9 @@ void run_kernel(std::string_view domain, std::string_view op_type, const Attribu
   KernelContext ctx{op_type, node, attrs, inputs, outputs};
   if (!e) fail_unknown(ctx, domain, op_type);
 #if PLANNER_RT_CUDA
+  // What types, shapes and attributes already send to the host goes there before a device
+  // kernel sees it: the rule `planner compile` counts by (planner_rt/cuda_host_calls.h).
+  if (!kernels::cuda_host_reason(ctx, domain).empty()) return host_fallback(ctx, e->cpu);
   run_on_device(ctx, e->cuda, e->cpu);
 #else
   run_on_host(ctx, e->cpu);

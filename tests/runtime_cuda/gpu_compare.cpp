@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "planner_rt/collectives.h"
+#include "planner_rt/counters.h"
 #include "planner_rt/half.h"
 #include "planner_rt/kernels.h"
 #include "planner_rt/precision.h"
@@ -158,7 +159,21 @@ void check(const std::string& domain, const std::string& op, const Attributes& a
       gpu_out.push_back(dev_out.back().view());
     }
     rt::run_cpu_kernel(domain, op, attrs, cpu_in, cpu_out, "reference");
+    // The host rules `planner compile` counts by (planner_rt/cuda_host_calls.h): a call they
+    // send to the host must reach it (the dispatch applies them); the device kernels may send
+    // more for what only shows at run time.
+    const std::string_view rule = rt::cuda_host_reason(domain, op, attrs, gpu_in, gpu_out);
+    const int64_t before = rt::host_counters().host_fallback_kernels;
     rt::run_kernel(domain, op, attrs, gpu_in, gpu_out, "gpu");
+    const bool on_host = rt::host_counters().host_fallback_kernels > before;
+    if (!rule.empty() && !on_host) {
+      std::printf("FAIL %s: the host rules say '%.*s', the call ran on the device\n", label.c_str(),
+                  static_cast<int>(rule.size()), rule.data());
+      ++failures;
+    }
+    if (verbose && on_host)
+      std::printf("host %s: %s\n", label.c_str(),
+                  rule.empty() ? "found at run time" : std::string(rule).c_str());
     for (size_t k = 0; k < outs.size(); ++k) {
       if (outs[k].absent) continue;
       std::vector<uint8_t> got(host_out[k].size());

@@ -60,6 +60,13 @@ std::string_view kernel_implementation(std::string_view domain, std::string_view
 /// "cublas", "cudnn" or "host" (the kernel table's column; "" when there is no kernel).
 std::string_view cuda_implementation(std::string_view domain, std::string_view op_type);
 
+/// Why the cuda backend runs this call on the host by the rules it dispatches with
+/// (planner_rt/cuda_host_calls.h, the ones `planner compile` counts), whichever backend this
+/// build is; "" where its device kernel takes the call. Reads only types, shapes and attributes.
+std::string_view cuda_host_reason(std::string_view domain, std::string_view op_type,
+                                  const Attributes& attrs, std::span<const Tensor> inputs,
+                                  std::span<const Tensor> outputs);
+
 /// Sets the number of threads BLAS may use inside one rank (default 1, which keeps results
 /// independent of scheduling and avoids oversubscribing when ranks are threads).
 void set_blas_threads(int threads);
