@@ -40,6 +40,8 @@ constexpr int64_t kMaxDevices = 4096;
 constexpr int64_t kMaxRouteEntries = int64_t{1} << 26;
 // One link entry may expand to this many links (a 1,024 x 1,024 bipartite network).
 constexpr size_t kMaxPairsPerEntry = size_t{1} << 20;
+// The most links on the route between two GPUs (compute_levels walks every pair's route).
+constexpr int32_t kMaxRouteLinks = 64;
 // All entries together: kMaxTopologyLinks (topology.h).
 constexpr size_t kMaxLinks = kMaxTopologyLinks;
 
@@ -805,7 +807,7 @@ Expected<Topology> build_topology(const json& root) {
   }
 
   topo.compact_ = std::move(canon);
-  topo.compute_routes();
+  const Topology::LongestRoute longest = topo.compute_routes();
   for (DeviceId a = 0; a < topo.num_devices(); ++a) {
     for (DeviceId b = a + 1; b < topo.num_devices(); ++b) {
       if (topo.pred_[static_cast<size_t>(a) * topo.endpoints_.size() + b] >= 0) continue;
@@ -816,6 +818,14 @@ Expected<Topology> build_topology(const json& root) {
                                topo.devices_[b].name, hint));
     }
   }
+  // Levels compare every pair of GPUs by walking its route: bounded routes keep that quadratic
+  // (a chain of thousands of switches would make it cubic and run for hours).
+  if (longest.links > kMaxRouteLinks)
+    return Error(fmt::format(
+        "devices {} and {} are {} links apart; routes of more than {} links are not supported "
+        "(a cluster's network has fewer than 16)",
+        topo.devices_[static_cast<size_t>(longest.from)].name,
+        topo.devices_[static_cast<size_t>(longest.to)].name, longest.links, kMaxRouteLinks));
   topo.compute_levels();
   return topo;
 }
@@ -823,7 +833,7 @@ Expected<Topology> build_topology(const json& root) {
 // ---------------------------------------------------------------------------------------------
 // Routes.
 
-void Topology::compute_routes() {
+Topology::LongestRoute Topology::compute_routes() {
   const size_t n = devices_.size(), e = endpoints_.size();
   // Adjacency in link order, which makes the search, and so every tie-break, deterministic.
   std::vector<std::vector<LinkId>> adjacent(e);
@@ -849,6 +859,7 @@ void Topology::compute_routes() {
     bool operator==(const Key& o) const = default;
   };
   pred_.assign(n * e, -1);
+  LongestRoute longest;
   std::vector<Key> best(e);
   std::vector<char> done(e);
   using Item = std::pair<Key, EndpointId>;
@@ -883,7 +894,11 @@ void Topology::compute_routes() {
         }
       }
     }
+    for (size_t t = s + 1; t < n; ++t)
+      if (pred[t] >= 0 && best[t].hops > longest.links)
+        longest = {best[t].hops, static_cast<DeviceId>(s), static_cast<DeviceId>(t)};
   }
+  return longest;
 }
 
 template <typename F>

@@ -196,7 +196,13 @@ class Topology {
   // from the higher rank back to the lower one.
   template <typename F>
   void walk(DeviceId from, DeviceId to, F&& f) const;
-  void compute_routes();
+  /// Fills the route trees; returns the most links on a route between two GPUs, with the pair
+  /// (lower rank first).
+  struct LongestRoute {
+    int32_t links = 0;
+    DeviceId from = 0, to = 0;
+  };
+  LongestRoute compute_routes();
   void compute_levels();
 
   std::string name_;

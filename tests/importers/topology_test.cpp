@@ -340,6 +340,32 @@ TEST_CASE("a small file that expands past 4 M links is refused, naming the entry
   CHECK(error_of(text) == "ok");  // the same switches without the all-to-all entry
 }
 
+TEST_CASE("a chain of switches whose routes pass 64 links is refused at once, naming the pair") {
+  // One GPU per node, each node's NIC on its own network switch, the switches in a chain: the
+  // route between the ends has `switches` + 3 links. Levels walk every pair's route, so 4,096
+  // such switches took hours before routes were bounded.
+  auto chain = [](int switches) {
+    std::string names;
+    for (int i = 0; i < switches; ++i) names += fmt::format("{}\"s{}\"", i ? ", " : "", i);
+    return fmt::format(
+        R"({{"name": "chain", "device_types": {{"g": {{"model": "G", "memory_bytes": 1000,
+        "memory_bandwidth": 1e9, "peak_flops": {{"f32": 1e12}}}}}},
+        "nodes": [{{"count": {0}, "gpus": {{"type": "g", "count": 1}}, "nics": ["nic0"],
+                   "links": [{{"from": "gpu0", "to": "nic0", "bandwidth": 1e10, "latency": 1e-6}}]}}],
+        "network": {{"switches": [{1}], "links": [
+          {{"from": "nic*", "to": "s*", "one_to_one": true, "bandwidth": 1e10, "latency": 1e-6}},
+          {{"from": "s[0-{2}]", "to": "s[1-{3}]", "one_to_one": true, "bandwidth": 1e10,
+           "latency": 1e-6}}]}}}})",
+        switches, names, switches - 2, switches - 1);
+  };
+  CHECK(error_of(chain(61)) == "ok");  // 64 links between the ends
+  CHECK(error_of(chain(62)) ==
+        "t.json: devices node0/gpu0 and node61/gpu0 are 65 links apart; routes of more than 64 "
+        "links are not supported (a cluster's network has fewer than 16)");
+  const std::string error = error_of(chain(4096));
+  CHECK(error.find("are 4099 links apart") != std::string::npos);
+}
+
 TEST_CASE("errors name the file and the JSON path of the offending field") {
   CHECK(error_of(kBase) == "ok");
   // Values that must be positive.
