@@ -1,5 +1,6 @@
 // `planner compile PLAN --model MODEL -o DIR`: a plan becomes partitioned ONNX files, a
 // manifest and a launcher (see docs/codegen.md).
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -27,8 +28,10 @@ struct CompileFlags {
   std::string out;
   std::string backend = "cpu";
   std::string optimizer = "sgd";
-  std::string precision;  ///< --precision: must agree with the plan's ("" when not given)
-  std::string topology;   ///< --topology: the plan's topology file (presets need none)
+  std::string precision;    ///< --precision: must agree with the plan's ("" when not given)
+  std::string topology;     ///< --topology: the plan's topology file (presets need none)
+  std::string costs;        ///< --costs FILE: measured kernel times, as the plan was priced with
+  std::string calibration;  ///< --calibration FILE: the kernel model's parameters, likewise
   bool list_fallbacks = false;
 };
 
@@ -37,18 +40,18 @@ int run_compile(CompileFlags flags) {
   if (!plan) return report(plan.error());
   // Before the work: the folder must not be (or hold) an input, the working folder or a user's
   // files.
-  auto usable = check_outputs({{flags.out, &codegen::compile_folder_kind()}},
-                              {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}});
+  std::vector<InputPath> inputs = {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}};
+  if (!flags.costs.empty()) inputs.push_back({flags.costs, "the costs file"});
+  if (!flags.calibration.empty()) inputs.push_back({flags.calibration, "the calibration file"});
+  auto usable = check_outputs({{flags.out, &codegen::compile_folder_kind()}}, inputs);
   if (!usable) return report(usable.error());
   if (auto agreed = check_plan_precision(*plan, flags.plan, flags.precision); !agreed)
     return report(agreed.error());
-  auto model =
-      prepare_for_plan(*plan, flags.plan, flags.model, flags.optimizer, "", "", flags.topology);
+  auto model = prepare_for_plan(*plan, flags.plan, flags.model, flags.optimizer, flags.costs,
+                                flags.calibration, flags.topology);
   if (!model) return report(model.error());
-  if (auto still = check_outputs_after_import(
-          {{flags.out, &codegen::compile_folder_kind()}},
-          {{flags.plan, "the plan"}, {flags.model.model_path, "the model"}}, (*model)->graph,
-          (*model)->source);
+  if (auto still = check_outputs_after_import({{flags.out, &codegen::compile_folder_kind()}},
+                                              inputs, (*model)->graph, (*model)->source);
       !still)
     return report(still.error());
   auto programs = compile_programs(**model, plan_configs(*plan), plan->topology.num_devices);
@@ -82,6 +85,14 @@ int run_compile(CompileFlags flags) {
               format_seconds(predicted->step_time_s).c_str(),
               format_bytes(static_cast<double>(predicted->peak_memory_bytes)).c_str(),
               format_bytes(predicted->comm_bytes).c_str());
+  // The manifest's figures are the plan's when the step is priced as the plan was: say so
+  // where they are not (a plan made with --costs or --calibration compiled without them).
+  const double planned = plan->predicted.step_time_s, compiled = predicted->step_time_s;
+  if (planned > 0 && std::abs(compiled - planned) > 0.005 * planned)
+    std::printf(
+        "note: the plan predicts a step of %s, its compiled step is priced at %s here: a plan "
+        "made with --costs or --calibration compiles with the same ones\n",
+        format_seconds(planned).c_str(), format_seconds(compiled).c_str());
   if (flags.backend == "cuda") {
     // What the cuda backend will run on the host by its own rules (codegen/host_calls.h).
     std::map<std::string, int64_t> host;
@@ -128,6 +139,12 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
          "--precision", flags->precision,
          "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+  app.add_option("--costs", flags->costs,
+                 "measured kernel times (JSON written by a launcher), as the plan was priced with: "
+                 "the manifest's predicted figures");
+  app.add_option("--calibration", flags->calibration,
+                 "the kernel model's parameters (JSON, docs/cost-model.md), as the plan was priced "
+                 "with");
   app.add_flag("--list-whole", flags->list_fallbacks,
                "list the operators that run whole (not sharded natively)");
   run = [flags] { return run_compile(*flags); };
