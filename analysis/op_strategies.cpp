@@ -2,6 +2,9 @@
 #include "analysis/op_strategies.h"
 
 #include <chrono>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -89,10 +92,16 @@ Expected<GraphStrategies> analyze_graph(StrategyCache& cache, const ir::Graph& g
       ++out.undescribed[default_domain ? op.op_type : op.domain + "." + op.op_type];
     }
   }
+  // Once per model and operator type in a process: a command analyses several step variants
+  // of one model (recomputation, sharded state), which would repeat the same warning.
+  static std::mutex warned_mutex;
+  static std::set<std::pair<std::string, std::string>> warned;
+  std::lock_guard<std::mutex> lock(warned_mutex);
   for (const auto& [type, n] : out.undescribed)
-    spdlog::warn("{}{}{} operator{} of type '{}' {} no TDL description: kept whole (replicated)",
-                 terminal_safe(source), source.empty() ? "" : ": ", n, n == 1 ? "" : "s",
-                 terminal_safe(type), n == 1 ? "has" : "have");
+    if (warned.insert({source, type}).second)
+      spdlog::warn("{}{}{} operator{} of type '{}' {} no TDL description: kept whole (replicated)",
+                   terminal_safe(source), source.empty() ? "" : ": ", n, n == 1 ? "" : "s",
+                   terminal_safe(type), n == 1 ? "has" : "have");
   out.milliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
