@@ -4,11 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "importers/gpt_model.h"
+#include "importers/hf_config.h"
 #include "importers/llama_model.h"
+#include "support/input_file.h"
 #include "support/output_file.h"
 #include "support/text.h"
 #include "support/units.h"
@@ -18,6 +21,8 @@ namespace {
 
 struct GenerateFlags {
   std::string architecture;
+  std::vector<std::string>
+      files;  ///< OUT.onnx; for hf, CONFIG.json (or none with --preset) and OUT
   std::string output;
   std::string preset;
   bool list = false;
@@ -29,7 +34,23 @@ struct GenerateFlags {
               *vocab = nullptr, *kv = nullptr, *ffn = nullptr;
 };
 
+int list_hf_presets() {
+  std::printf("%-14s %-16s %-20s %7s %7s %6s %4s %15s\n", "preset", "what", "architecture",
+              "layers", "hidden", "heads", "kv", "parameters");
+  for (const importers::HfPreset& p : importers::hf_presets()) {
+    auto m = importers::parse_hf_config(p.config, p.name);
+    if (!m) return report(m.error());
+    const importers::LlamaShape& s = m->shape;
+    std::printf("%-14s %-16s %-20s %7lld %7lld %6lld %4lld %15s\n", p.name, p.what,
+                m->architecture.c_str(), static_cast<long long>(s.layers),
+                static_cast<long long>(s.hidden), static_cast<long long>(s.heads),
+                static_cast<long long>(s.kv_heads), format_count(llama_parameter_count(s)).c_str());
+  }
+  return 0;
+}
+
 int list_presets(const std::string& architecture) {
+  if (architecture == "hf") return list_hf_presets();
   std::printf("%-12s %-20s %7s %7s %6s %6s %15s\n", "preset", "what", "layers", "hidden", "heads",
               "seq", "parameters");
   auto row = [](const char* name, const char* what, int64_t layers, int64_t hidden, int64_t heads,
@@ -103,11 +124,58 @@ Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags
   return std::pair{std::move(bytes), importers::llama_parameter_count(shape)};
 }
 
+// The decoder of a Hugging Face config.json (flags.files[0]) or of a preset's; --seq and
+// --batch as for llama, the other size flags refused (the config says them).
+Expected<std::pair<std::string, int64_t>> hf_bytes(const GenerateFlags& flags,
+                                                   const std::string& config_path,
+                                                   const std::string& name,
+                                                   const std::string& data_file,
+                                                   std::string& architecture) {
+  for (CLI::Option* o : {flags.layers, flags.hidden, flags.heads, flags.vocab, flags.kv, flags.ffn})
+    if (*o)
+      return make_error("{}: the config gives the sizes; only --seq and --batch apply to hf",
+                        o->get_name());
+  std::string text, source = config_path;
+  if (!flags.preset.empty()) {
+    const importers::HfPreset* found = nullptr;
+    for (const importers::HfPreset& p : importers::hf_presets())
+      if (flags.preset == p.name) found = &p;
+    if (!found)
+      return make_error("--preset {}: unknown (planner generate hf --list)", flags.preset);
+    text = found->config, source = found->name;
+  } else {
+    // A config.json is a few kilobytes: 1 MiB bounds what is read.
+    PLANNER_TRY_ASSIGN(text, read_file(config_path, "config file", int64_t{1} << 20));
+  }
+  PLANNER_TRY_ASSIGN(importers::HfModel m,
+                     importers::parse_hf_config(text, source, *flags.seq ? flags.shape.seq : 0));
+  m.shape.batch = flags.shape.batch;
+  architecture = m.architecture;
+  PLANNER_TRY(check_layers_fit(m.shape, [&](const importers::LlamaShape& s) {
+    return importers::llama_model_bytes(s, name, data_file);
+  }));
+  PLANNER_TRY_ASSIGN(std::string bytes, importers::llama_model_bytes(m.shape, name, data_file));
+  return std::pair{std::move(bytes), importers::llama_parameter_count(m.shape)};
+}
+
 int run_generate(GenerateFlags& flags) {
   if (flags.list) return list_presets(flags.architecture);
+  const bool hf = flags.architecture == "hf";
+  // gpt and llama: OUT; hf: CONFIG OUT, or OUT alone with --preset.
+  std::string config;
+  const size_t wanted = hf && flags.preset.empty() ? 2 : 1;
+  if (flags.files.size() > wanted)
+    return report(make_error("generate {}: too many files (expected {})", flags.architecture,
+                             hf && wanted == 2 ? "CONFIG.json OUT.onnx" : "OUT.onnx"));
+  if (flags.files.size() == wanted) {
+    flags.output = flags.files.back();
+    if (wanted == 2) config = flags.files.front();
+  }
   if (flags.output.empty())
-    return report(make_error("generate {}: give the output file (OUT.onnx)", flags.architecture));
-  const bool llama = flags.architecture == "llama";
+    return report(make_error("generate {}: give {}", flags.architecture,
+                             wanted == 2 ? "the config and the output file (CONFIG.json OUT.onnx)"
+                                         : "the output file (OUT.onnx)"));
+  const bool llama = flags.architecture == "llama" || hf;
   if (!llama && *flags.kv)
     return report(make_error("--kv-heads: only for llama (grouped-query attention)"));
   if (llama && flags.shape.dropout != 0)
@@ -118,7 +186,7 @@ int run_generate(GenerateFlags& flags) {
                    "separately)"));
   importers::GptShape shape = flags.shape;
   shape.qkv_blocks = flags.qkv == "blocks";
-  if (!llama && !flags.preset.empty()) {
+  if (!llama && !flags.preset.empty() && !hf) {
     const importers::GptPreset* found = nullptr;
     for (const importers::GptPreset& p : importers::gpt_presets())
       if (flags.preset == p.name) found = &p;
@@ -138,7 +206,8 @@ int run_generate(GenerateFlags& flags) {
   // A file already there is replaced only when this command wrote it.
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (auto usable = check_outputs({{flags.output}}, {}); !usable) return report(usable.error());
+  if (auto usable = check_outputs({{flags.output}}, {{config, "the config"}}); !usable)
+    return report(usable.error());
   if (fs::exists(fs::symlink_status(flags.output, ec)) &&
       !importers::is_generated_model(flags.output))
     return report(make_error("{}: exists and is not a model `planner generate` wrote; not replaced",
@@ -149,7 +218,13 @@ int run_generate(GenerateFlags& flags) {
   const std::string data_file = name + ".weights";
   std::string bytes;
   int64_t params = 0;
-  if (llama) {
+  std::string architecture = llama ? "LLaMA-style" : "GPT-style";
+  if (hf) {
+    auto made = hf_bytes(flags, config, name, data_file, architecture);
+    if (!made) return report(made.error());
+    bytes = std::move(made->first);
+    params = made->second;
+  } else if (llama) {
     auto made = llama_bytes(flags, name, data_file);
     if (!made) return report(made.error());
     bytes = std::move(made->first);
@@ -167,9 +242,8 @@ int run_generate(GenerateFlags& flags) {
   if (auto written = write_file_atomically(flags.output, bytes); !written)
     return report(written.error());
   std::printf("%s: %s decoder, %s parameters (%s in fp32, external data '%s', not written)\n",
-              flags.output.c_str(), llama ? "LLaMA-style" : "GPT-style",
-              format_count(params).c_str(), format_bytes(4.0 * static_cast<double>(params)).c_str(),
-              data_file.c_str());
+              flags.output.c_str(), architecture.c_str(), format_count(params).c_str(),
+              format_bytes(4.0 * static_cast<double>(params)).c_str(), data_file.c_str());
   return 0;
 }
 
@@ -178,14 +252,18 @@ int run_generate(GenerateFlags& flags) {
 void configure_generate(CLI::App& app, std::function<int()>& run) {
   auto flags = std::make_shared<GenerateFlags>();
   app.add_option("architecture", flags->architecture,
-                 "what to generate: gpt (GPT-2/GPT-3) or llama (RMSNorm, rotary embeddings, "
-                 "SwiGLU, grouped-query attention)")
+                 "what to generate: gpt (GPT-2/GPT-3), llama (RMSNorm, rotary embeddings, "
+                 "SwiGLU, grouped-query attention) or hf (a Hugging Face config.json: "
+                 "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)")
       ->required()
-      ->check(CLI::IsMember({"gpt", "llama"}));
-  app.add_option("output", flags->output, "the ONNX file to write (graph only)");
+      ->check(CLI::IsMember({"gpt", "llama", "hf"}));
+  app.add_option("files", flags->files,
+                 "the ONNX file to write (graph only); for hf, the config.json first (none with "
+                 "--preset)");
   app.add_flag("--list", flags->list, "list the presets and their sizes");
   app.add_option("--preset", flags->preset,
-                 "a named size: gpt2-small, gpt3-125m ... gpt3-175b; llama-7b ... llama2-70b");
+                 "a named size: gpt2-small, gpt3-125m ... gpt3-175b; llama-7b ... llama2-70b; hf: "
+                 "llama3.1-8b, llama3.2-1b, mistral-7b, qwen2-7b ... (--list)");
   flags->layers = app.add_option("--layers", flags->shape.layers, "decoder blocks");
   flags->hidden = app.add_option("--hidden", flags->shape.hidden, "model width d_model");
   flags->heads = app.add_option("--heads", flags->shape.heads, "attention heads");

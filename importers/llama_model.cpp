@@ -30,6 +30,35 @@ int64_t llama_ffn(const LlamaShape& s) {
   return (f + 255) / 256 * 256;
 }
 
+int64_t llama_head_dim(const LlamaShape& s) {
+  return s.head_dim ? s.head_dim : s.hidden / s.heads;
+}
+
+std::vector<double> llama_inv_freq(const LlamaShape& s) {
+  const int64_t dh = llama_head_dim(s);
+  std::vector<double> inv;
+  for (int64_t i = 0; i < dh / 2; ++i) {
+    double f = std::pow(s.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
+    f /= s.rope_linear;
+    if (s.rope_factor > 0) {
+      // Llama 3.1: wavelengths longer than the original context over low_freq_factor are
+      // slowed by the factor, those shorter than it over high_freq_factor kept, and the band
+      // between blended linearly in original / wavelength.
+      const double pi = 3.14159265358979323846;
+      const double wavelen = 2 * pi / f;
+      const double low = s.rope_original / s.rope_low, high = s.rope_original / s.rope_high;
+      if (wavelen > low) {
+        f /= s.rope_factor;
+      } else if (wavelen >= high) {
+        const double smooth = (s.rope_original / wavelen - s.rope_low) / (s.rope_high - s.rope_low);
+        f = (1 - smooth) * f / s.rope_factor + smooth * f;
+      }
+    }
+    inv.push_back(f);
+  }
+  return inv;
+}
+
 Expected<void> check_llama_shape(const LlamaShape& s) {
   constexpr int64_t kBig = int64_t{1} << 24;
   for (auto [flag, v] :
@@ -39,11 +68,17 @@ Expected<void> check_llama_shape(const LlamaShape& s) {
   for (auto [flag, v] :
        {std::pair{"kv-heads", s.kv_heads}, std::pair{"ffn", s.ffn}, std::pair{"batch", s.batch}})
     if (v < 0 || v > kBig) return make_error("--{} {}: must be between 0 and {}", flag, v, kBig);
-  if (s.hidden % s.heads != 0)
+  if (s.head_dim < 0 || s.head_dim > kBig)
+    return make_error("head_dim {}: must be between 0 and {}", s.head_dim, kBig);
+  if (s.head_dim == 0 && s.hidden % s.heads != 0)
     return make_error("--heads {}: does not divide --hidden {}", s.heads, s.hidden);
-  if ((s.hidden / s.heads) % 2 != 0)
+  if (llama_head_dim(s) % 2 != 0)
     return make_error("--heads {}: the head size {} must be even for rotary embeddings", s.heads,
-                      s.hidden / s.heads);
+                      llama_head_dim(s));
+  if (!(s.rope_theta > 1) || !(s.rope_linear > 0) || !(s.rope_factor >= 0) || !(s.rms_eps > 0) ||
+      (s.rope_factor > 0 && !(s.rope_high > s.rope_low && s.rope_low > 0)))
+    return make_error("rope_theta {}, rope scaling or rms_norm_eps {} out of range", s.rope_theta,
+                      s.rms_eps);
   const int64_t kv = s.kv_heads ? s.kv_heads : s.heads;
   if (s.heads % kv != 0)
     return make_error("--kv-heads {}: does not divide --heads {}", kv, s.heads);
@@ -51,15 +86,18 @@ Expected<void> check_llama_shape(const LlamaShape& s) {
 }
 
 int64_t llama_parameter_count(const LlamaShape& s) {
-  const int64_t d = s.hidden, dh = d / s.heads, kv = s.kv_heads ? s.kv_heads : s.heads;
-  const int64_t per_layer = d * d + 2 * d * kv * dh + d * d + 3 * d * llama_ffn(s) + 2 * d;
-  return 2 * s.vocab * d + s.layers * per_layer + d;
+  const int64_t d = s.hidden, dh = llama_head_dim(s), kv = s.kv_heads ? s.kv_heads : s.heads;
+  const int64_t q = s.heads * dh;
+  const int64_t attention = d * q + 2 * d * kv * dh + q * d + (s.qkv_bias ? q + 2 * kv * dh : 0) +
+                            (s.output_bias ? d : 0);
+  const int64_t per_layer = attention + 3 * d * llama_ffn(s) + 2 * d;
+  return (s.tie_embeddings ? 1 : 2) * s.vocab * d + s.layers * per_layer + d;
 }
 
 Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& name,
                                         const std::string& data_file) {
   if (auto ok = check_llama_shape(s); !ok) return ok.error();
-  const int64_t d = s.hidden, h = s.heads, dh = d / h, S = s.seq, V = s.vocab;
+  const int64_t d = s.hidden, h = s.heads, dh = llama_head_dim(s), S = s.seq, V = s.vocab;
   const int64_t kv = s.kv_heads ? s.kv_heads : h, f = llama_ffn(s);
 
   onnx::ModelProto model;
@@ -67,13 +105,13 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
 
   Builder b(g, data_file);
   const std::string embed = b.param("tok_embeddings.weight", {V, d});
-  const std::string eps = b.scalar("rms_eps", 1e-5f);
+  const std::string eps = b.scalar("rms_eps", s.rms_eps);
   const std::string scale = b.scalar("attention_scale", 1.0f / std::sqrt(static_cast<float>(dh)));
   const std::string q_shape = b.ints("q_shape", {-1, S, h, dh}, false);
   const std::string kv_shape = b.ints("kv_shape", {-1, S, kv, dh}, false);
   const std::string rep_shape = b.ints("repeat_shape", {1, 1, h / kv, 1, 1}, false);
   const std::string heads_shape = b.ints("heads_shape", {-1, h, S, dh}, false);
-  const std::string model_shape = b.ints("model_shape", {-1, S, d}, false);
+  const std::string model_shape = b.ints("model_shape", {-1, S, h * dh}, false);
   const std::string axis2 = b.ints("axis2", {2}, false);
   const std::string mask = detail::causal_mask(b, S);
 
@@ -89,9 +127,7 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     inv.set_data_type(onnx::TensorProto::FLOAT);
     inv.add_dims(1);
     inv.add_dims(dh / 2);
-    for (int64_t i = 0; i < dh / 2; ++i)
-      inv.add_float_data(static_cast<float>(
-          std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dh))));
+    for (double f : llama_inv_freq(s)) inv.add_float_data(static_cast<float>(f));
     b.node("Constant", "rope/inv_freq", {});
     b.attr("value", std::move(inv));
   }
@@ -113,8 +149,10 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     std::string y = b.node("Div", p + "/div", {x, root});
     return b.node("Mul", p, {y, b.param(p + ".weight", {d})});
   };
-  auto linear = [&](const std::string& x, const std::string& p, int64_t in, int64_t out) {
-    return b.node("MatMul", p, {x, b.param(p + ".weight", {in, out})});
+  auto linear = [&](const std::string& x, const std::string& p, int64_t in, int64_t out,
+                    bool bias = false) {
+    std::string y = b.node("MatMul", p, {x, b.param(p + ".weight", {in, out})});
+    return bias ? b.node("Add", p + "/bias", {y, b.param(p + ".bias", {out})}) : y;
   };
   // [B, S, n*dh] -> [B, n, S, dh] with rotary embeddings applied (rotate-half form).
   auto rotary_heads = [&](const std::string& x, const std::string& p, const std::string& shape) {
@@ -140,10 +178,12 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
   for (int64_t l = 0; l < s.layers; ++l) {
     const std::string p = "layers." + std::to_string(l);
     std::string a = rms_norm(x, p + ".attention_norm");
-    std::string q = rotary_heads(linear(a, p + ".attention.wq", d, h * dh), p + "/q", q_shape);
-    std::string k = rotary_heads(linear(a, p + ".attention.wk", d, kv * dh), p + "/k", kv_shape);
-    std::string v =
-        b.node("Reshape", p + "/v/heads", {linear(a, p + ".attention.wv", d, kv * dh), kv_shape});
+    const bool qb = s.qkv_bias;
+    std::string q = rotary_heads(linear(a, p + ".attention.wq", d, h * dh, qb), p + "/q", q_shape);
+    std::string k =
+        rotary_heads(linear(a, p + ".attention.wk", d, kv * dh, qb), p + "/k", kv_shape);
+    std::string v = b.node("Reshape", p + "/v/heads",
+                           {linear(a, p + ".attention.wv", d, kv * dh, qb), kv_shape});
     v = b.node("Transpose", p + "/v/transpose", {v});
     b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
     k = repeat_kv(k, p + "/k");
@@ -159,7 +199,8 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     ctx = b.node("Transpose", p + "/context/transpose", {ctx});
     b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
     ctx = b.node("Reshape", p + "/context/merge", {ctx, model_shape});
-    x = b.node("Add", p + "/residual_1", {x, linear(ctx, p + ".attention.wo", d, d)});
+    x = b.node("Add", p + "/residual_1",
+               {x, linear(ctx, p + ".attention.wo", h * dh, d, s.output_bias)});
     // SwiGLU.
     std::string m = rms_norm(x, p + ".ffn_norm");
     std::string gate = linear(m, p + ".feed_forward.w1", d, f);
@@ -169,7 +210,12 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     x = b.node("Add", p + "/residual_2", {x, down});
   }
   x = rms_norm(x, "norm");
-  b.nodes("MatMul", "output", {x, b.param("output.weight", {d, V})}, {"logits"});
+  // A tied head reads the token embedding [V, d] transposed; its gradient adds to the
+  // embedding's.
+  const std::string head = s.tie_embeddings ? b.node("Transpose", "output/tied", {embed})
+                                            : b.param("output.weight", {d, V});
+  if (s.tie_embeddings) b.attr("perm", std::vector<int64_t>{1, 0});
+  b.nodes("MatMul", "output", {x, head}, {"logits"});
 
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return make_error("cannot serialise the generated model");

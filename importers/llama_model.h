@@ -33,6 +33,19 @@ struct LlamaShape {
   int64_t vocab = 32000;
   int64_t ffn = 0;    ///< SwiGLU width; 0: 2/3 of 4 x hidden rounded up to a multiple of 256
   int64_t batch = 0;  ///< 0: a dynamic dimension named "batch"
+  // What Hugging Face configurations vary beyond the sizes (importers/hf_config.h); the
+  // defaults are LLaMA's.
+  int64_t head_dim = 0;         ///< per-head width; 0: hidden / heads
+  bool qkv_bias = false;        ///< biases on the query, key and value projections (Qwen2)
+  bool output_bias = false;     ///< a bias on the attention's output projection
+  bool tie_embeddings = false;  ///< the output head reuses the token embedding (transposed)
+  double rope_theta = 10000.0;  ///< the rotary embedding's base
+  float rms_eps = 1e-5f;        ///< RMSNorm's epsilon
+  /// Llama 3.1's rotary rescaling ("rope_type": "llama3"; factor 0: none): long wavelengths
+  /// divided by `rope_factor`, short ones kept, the band between blended.
+  double rope_factor = 0, rope_low = 1, rope_high = 4, rope_original = 8192;
+  /// Linear position scaling ("rope_type": "linear"): positions divided by this (1: none).
+  double rope_linear = 1;
 };
 
 using LlamaPreset = ModelPreset<LlamaShape>;
@@ -42,6 +55,12 @@ const std::vector<LlamaPreset>& llama_presets();
 
 /// Checks a shape (errors name the flag).
 Expected<void> check_llama_shape(const LlamaShape& shape);
+
+/// The per-head width the shape uses.
+int64_t llama_head_dim(const LlamaShape& shape);
+
+/// The rotary embedding's inverse frequencies (head_dim / 2 of them), rescaled as the shape says.
+std::vector<double> llama_inv_freq(const LlamaShape& shape);
 
 /// The SwiGLU width the shape uses.
 int64_t llama_ffn(const LlamaShape& shape);
