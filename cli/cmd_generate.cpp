@@ -254,7 +254,7 @@ void configure_generate(CLI::App& app, std::function<int()>& run) {
   app.add_option("architecture", flags->architecture,
                  "what to generate: gpt (GPT-2/GPT-3), llama (RMSNorm, rotary embeddings, "
                  "SwiGLU, grouped-query attention) or hf (a Hugging Face config.json: "
-                 "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)")
+                 "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)")
       ->required()
       ->check(CLI::IsMember({"gpt", "llama", "hf"}));
   app.add_option("files", flags->files,

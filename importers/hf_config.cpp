@@ -88,7 +88,7 @@ Expected<void> read_rope_scaling(const Reader& r, LlamaShape& s) {
 
 const std::vector<std::string_view>& hf_architectures() {
   static const std::vector<std::string_view> known = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                      "Qwen2ForCausalLM"};
+                                                      "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
   return known;
 }
 
@@ -108,6 +108,7 @@ Expected<HfModel> parse_hf_config(std::string_view text, const std::string& path
     m.architecture = t == "llama"     ? "LlamaForCausalLM"
                      : t == "mistral" ? "MistralForCausalLM"
                      : t == "qwen2"   ? "Qwen2ForCausalLM"
+                     : t == "qwen3"   ? "Qwen3ForCausalLM"
                                       : "model_type " + t;
   } else {
     return r.at("architectures",
@@ -134,9 +135,12 @@ Expected<HfModel> parse_hf_config(std::string_view text, const std::string& path
   s.rms_eps = static_cast<float>(eps);
   PLANNER_TRY_ASSIGN(s.tie_embeddings, r.boolean("tie_word_embeddings", false));
   PLANNER_TRY_ASSIGN(bool attention_bias, r.boolean("attention_bias", false));
-  // Llama's attention_bias covers all four projections; Qwen2 biases q, k and v only.
+  // Llama's attention_bias covers all four projections; Qwen2 biases q, k and v always, Qwen3
+  // as attention_bias says; Qwen3 normalises each query and key head.
+  const bool qwen3 = m.architecture == "Qwen3ForCausalLM";
   s.qkv_bias = qwen2 || attention_bias;
-  s.output_bias = !qwen2 && attention_bias;
+  s.output_bias = !qwen2 && !qwen3 && attention_bias;
+  s.qk_norm = qwen3;
   PLANNER_TRY_ASSIGN(bool mlp_bias, r.boolean("mlp_bias", false));
   if (mlp_bias) return r.at("mlp_bias", "MLP biases are not modelled");
   if (auto act = root.find("hidden_act");
@@ -149,7 +153,7 @@ Expected<HfModel> parse_hf_config(std::string_view text, const std::string& path
     return Error(fmt::format("--seq {}: past the config's max_position_embeddings {}", s.seq,
                              m.max_positions));
   // Mistral attends within a sliding window; Qwen2 only with use_sliding_window.
-  PLANNER_TRY_ASSIGN(bool windowed, r.boolean("use_sliding_window", !qwen2));
+  PLANNER_TRY_ASSIGN(bool windowed, r.boolean("use_sliding_window", !qwen2 && !qwen3));
   PLANNER_TRY_ASSIGN(int64_t window, r.integer("sliding_window", 0, 0));
   if (windowed && window > 0 && window < s.seq)
     return r.at("sliding_window",
@@ -233,6 +237,20 @@ const std::vector<HfPreset>& hf_presets() {
            "rope_theta": 1000000.0, "sliding_window": 131072, "use_sliding_window": false,
            "tie_word_embeddings": false, "hidden_act": "silu"})",
        7615616512},
+      {"qwen3-0.6b", "Qwen3 0.6B",
+       R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 1024, "intermediate_size": 3072,
+           "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+           "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+           "rms_norm_eps": 1e-06, "rope_theta": 1000000, "attention_bias": false,
+           "use_sliding_window": false, "tie_word_embeddings": true, "hidden_act": "silu"})",
+       596049920},
+      {"qwen3-8b", "Qwen3 8B",
+       R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "intermediate_size": 12288,
+           "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+           "rms_norm_eps": 1e-06, "rope_theta": 1000000, "attention_bias": false,
+           "use_sliding_window": false, "tie_word_embeddings": false, "hidden_act": "silu"})",
+       8190735360},
   };
   return presets;
 }

@@ -1,7 +1,8 @@
 // A Hugging Face `config.json` as the decoder the planner generates for it (no weights, nothing
 // fetched): `planner generate hf CONFIG.json OUT.onnx`. The dense decoders of the Llama family
-// (LlamaForCausalLM: Llama 2, 3, 3.1, 3.2, 3.3; MistralForCausalLM; Qwen2ForCausalLM) map onto
-// importers/llama_model.h's generator; presets hold published configurations.
+// (LlamaForCausalLM: Llama 2, 3, 3.1, 3.2, 3.3; MistralForCausalLM; Qwen2ForCausalLM;
+// Qwen3ForCausalLM) map onto importers/llama_model.h's generator; presets hold published
+// configurations.
 #pragma once
 
 #include <string>

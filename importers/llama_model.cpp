@@ -89,7 +89,7 @@ int64_t llama_parameter_count(const LlamaShape& s) {
   const int64_t d = s.hidden, dh = llama_head_dim(s), kv = s.kv_heads ? s.kv_heads : s.heads;
   const int64_t q = s.heads * dh;
   const int64_t attention = d * q + 2 * d * kv * dh + q * d + (s.qkv_bias ? q + 2 * kv * dh : 0) +
-                            (s.output_bias ? d : 0);
+                            (s.output_bias ? d : 0) + (s.qk_norm ? 2 * dh : 0);
   const int64_t per_layer = attention + 3 * d * llama_ffn(s) + 2 * d;
   return (s.tie_embeddings ? 1 : 2) * s.vocab * d + s.layers * per_layer + d;
 }
@@ -140,14 +140,14 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
   const std::string zero = b.ints("rope/zero", {0}, false), end = b.ints("rope/end", {dh}, false);
   const std::string last_axis = b.ints("rope/last_axis", {3}, false);
 
-  auto rms_norm = [&](const std::string& x, const std::string& p) {
+  auto rms_norm = [&](const std::string& x, const std::string& p, int64_t width = 0) {
     std::string sq = b.node("Mul", p + "/square", {x, x});
     std::string ms = b.node("ReduceMean", p + "/mean", {sq});
     b.attr("axes", std::vector<int64_t>{-1});
     b.attr("keepdims", int64_t{1});
     std::string root = b.node("Sqrt", p + "/sqrt", {b.node("Add", p + "/eps", {ms, eps})});
     std::string y = b.node("Div", p + "/div", {x, root});
-    return b.node("Mul", p, {y, b.param(p + ".weight", {d})});
+    return b.node("Mul", p, {y, b.param(p + ".weight", {width ? width : d})});
   };
   auto linear = [&](const std::string& x, const std::string& p, int64_t in, int64_t out,
                     bool bias = false) {
@@ -155,8 +155,11 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     return bias ? b.node("Add", p + "/bias", {y, b.param(p + ".bias", {out})}) : y;
   };
   // [B, S, n*dh] -> [B, n, S, dh] with rotary embeddings applied (rotate-half form).
-  auto rotary_heads = [&](const std::string& x, const std::string& p, const std::string& shape) {
+  // `norm` (Qwen3's q_norm, k_norm): RMSNorm over each head's width before the rotation.
+  auto rotary_heads = [&](const std::string& x, const std::string& p, const std::string& shape,
+                          const std::string& norm = "") {
     std::string t = b.node("Reshape", p + "/heads", {x, shape});
+    if (!norm.empty()) t = rms_norm(t, norm, dh);
     t = b.node("Transpose", p + "/transpose", {t});
     b.attr("perm", std::vector<int64_t>{0, 2, 1, 3});
     std::string lo = b.node("Slice", p + "/lo", {t, zero, half_starts, last_axis});
@@ -179,9 +182,11 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
     const std::string p = "layers." + std::to_string(l);
     std::string a = rms_norm(x, p + ".attention_norm");
     const bool qb = s.qkv_bias;
-    std::string q = rotary_heads(linear(a, p + ".attention.wq", d, h * dh, qb), p + "/q", q_shape);
-    std::string k =
-        rotary_heads(linear(a, p + ".attention.wk", d, kv * dh, qb), p + "/k", kv_shape);
+    const bool qk = s.qk_norm;
+    std::string q = rotary_heads(linear(a, p + ".attention.wq", d, h * dh, qb), p + "/q", q_shape,
+                                 qk ? p + ".attention.q_norm" : "");
+    std::string k = rotary_heads(linear(a, p + ".attention.wk", d, kv * dh, qb), p + "/k", kv_shape,
+                                 qk ? p + ".attention.k_norm" : "");
     std::string v = b.node("Reshape", p + "/v/heads",
                            {linear(a, p + ".attention.wv", d, kv * dh, qb), kv_shape});
     v = b.node("Transpose", p + "/v/transpose", {v});

@@ -38,6 +38,7 @@ struct LlamaShape {
   int64_t head_dim = 0;         ///< per-head width; 0: hidden / heads
   bool qkv_bias = false;        ///< biases on the query, key and value projections (Qwen2)
   bool output_bias = false;     ///< a bias on the attention's output projection
+  bool qk_norm = false;         ///< RMSNorm over each query and key head (Qwen3)
   bool tie_embeddings = false;  ///< the output head reuses the token embedding (transposed)
   double rope_theta = 10000.0;  ///< the rotary embedding's base
   float rms_eps = 1e-5f;        ///< RMSNorm's epsilon

@@ -83,7 +83,7 @@ TEST_CASE("llama3 rope scaling slows long wavelengths only") {
 TEST_CASE("what is not modelled is one error naming the field") {
   CHECK(error_of(R"({"architectures": ["MixtralForCausalLM"]})") ==
         "config.json: $.architectures[0]: 'MixtralForCausalLM' is not supported; known: "
-        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM");
+        "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
   CHECK(error_of(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})") ==
         "config.json: $.intermediate_size: missing (a LlamaForCausalLM config needs it)");
   CHECK(error_of(kLlama + R"(, "num_attention_heads": 0})").find("$.num_attention_heads") !=
