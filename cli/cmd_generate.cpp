@@ -94,6 +94,16 @@ Expected<void> check_layers_fit(const Shape& shape, const Make& make) {
   return ok();
 }
 
+// The preset named `name` among `presets` (gpt, llama and hf keep theirs in one shape of table);
+// unknown: one error pointing at `planner generate ARCHITECTURE --list`.
+template <typename Preset>
+Expected<const Preset*> find_preset(const std::vector<Preset>& presets, const std::string& name,
+                                    const std::string& architecture) {
+  for (const Preset& p : presets)
+    if (name == p.name) return &p;
+  return make_error("--preset {}: unknown (planner generate {} --list)", name, architecture);
+}
+
 // The LLaMA-style decoder: the preset's sizes where no flag overrides them.
 Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags,
                                                       const std::string& name,
@@ -101,11 +111,8 @@ Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags
   importers::LlamaShape shape;
   shape.layers = 2, shape.hidden = 256, shape.heads = 4, shape.seq = 128, shape.vocab = 1000;
   if (!flags.preset.empty()) {
-    const importers::LlamaPreset* found = nullptr;
-    for (const importers::LlamaPreset& p : importers::llama_presets())
-      if (flags.preset == p.name) found = &p;
-    if (!found)
-      return make_error("--preset {}: unknown (planner generate llama --list)", flags.preset);
+    PLANNER_TRY_ASSIGN(const importers::LlamaPreset* found,
+                       find_preset(importers::llama_presets(), flags.preset, "llama"));
     shape = found->shape;
   }
   const importers::GptShape& g = flags.shape;
@@ -137,11 +144,8 @@ Expected<std::pair<std::string, int64_t>> hf_bytes(const GenerateFlags& flags,
                         o->get_name());
   std::string text, source = config_path;
   if (!flags.preset.empty()) {
-    const importers::HfPreset* found = nullptr;
-    for (const importers::HfPreset& p : importers::hf_presets())
-      if (flags.preset == p.name) found = &p;
-    if (!found)
-      return make_error("--preset {}: unknown (planner generate hf --list)", flags.preset);
+    PLANNER_TRY_ASSIGN(const importers::HfPreset* found,
+                       find_preset(importers::hf_presets(), flags.preset, "hf"));
     text = found->config, source = found->name;
   } else {
     // A config.json is a few kilobytes: 1 MiB bounds what is read.
@@ -187,13 +191,10 @@ int run_generate(GenerateFlags& flags) {
   importers::GptShape shape = flags.shape;
   shape.qkv_blocks = flags.qkv == "blocks";
   if (!llama && !flags.preset.empty() && !hf) {
-    const importers::GptPreset* found = nullptr;
-    for (const importers::GptPreset& p : importers::gpt_presets())
-      if (flags.preset == p.name) found = &p;
-    if (!found)
-      return report(make_error("--preset {}: unknown (planner generate gpt --list)", flags.preset));
+    auto found = find_preset(importers::gpt_presets(), flags.preset, "gpt");
+    if (!found) return report(found.error());
     // The preset's sizes, except where a flag says otherwise.
-    const importers::GptShape& p = found->shape;
+    const importers::GptShape& p = (*found)->shape;
     if (!*flags.layers) shape.layers = p.layers;
     if (!*flags.hidden) shape.hidden = p.hidden;
     if (!*flags.heads) shape.heads = p.heads;
