@@ -219,8 +219,133 @@ std::vector<DeviceId> fastest_ring(const Topology& topology, const std::vector<D
   return best;
 }
 
+// A ring and the share of the buffer it carries.
+struct WeightedRing {
+  std::vector<DeviceId> ring;
+  double share = 1.0;
+};
+
+// The rings NCCL runs side by side through a group on one node whose GPUs have several direct
+// links each (the DGX-1's hybrid cube mesh: six NVLinks per V100, where one ring uses one link
+// out of each GPU): chosen greedily, each the ring whose slowest hop has the most bandwidth
+// left by the rings before it (link by link and direction by direction, along the routes),
+// until a ring would get under a quarter of the first one's; each carries a share of the
+// buffer in proportion to its bandwidth. One ring where the first leaves no link free (switched
+// nodes, where every GPU's one link to the switch carries it). Searched exhaustively for
+// groups of 3 to 8 devices, cached per thread.
+std::vector<WeightedRing> ring_set(const Topology& topology, const std::vector<DeviceId>& group) {
+  const size_t n = group.size();
+  if (n < 3 || n > 8) return {{group, 1.0}};
+  const int node = topology.device(group[0]).node;
+  for (DeviceId d : group)
+    if (topology.device(d).node != node) return {{group, 1.0}};
+  thread_local std::map<std::pair<const Topology*, std::vector<DeviceId>>,
+                        std::vector<WeightedRing>>
+      cache;
+  auto key = std::make_pair(&topology, group);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  // Per (pair of positions in the group): the link directions its route takes.
+  std::vector<std::vector<size_t>> route(n * n);
+  std::vector<std::pair<importers::LinkId, bool>> hops;
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      hops.clear();
+      topology.append_hops(group[a], group[b], hops);
+      for (const auto& [l, forward] : hops)
+        route[a * n + b].push_back(static_cast<size_t>(l) * 2 + (forward ? 0 : 1));
+    }
+  std::map<size_t, double> left;  // bandwidth left per link direction
+  auto remaining = [&](size_t slot) {
+    auto it = left.find(slot);
+    return it != left.end() ? it->second : topology.links()[slot / 2].bandwidth;
+  };
+  // A ring's bandwidth given what is left: each link direction shared by its uses.
+  std::vector<std::pair<size_t, int>> uses;
+  auto ring_bandwidth = [&](const std::vector<size_t>& order) {
+    uses.clear();
+    for (size_t i = 0; i < n; ++i)
+      for (size_t slot : route[order[i] * n + order[(i + 1) % n]]) {
+        auto it =
+            std::find_if(uses.begin(), uses.end(), [&](const auto& u) { return u.first == slot; });
+        if (it == uses.end())
+          uses.emplace_back(slot, 1);
+        else
+          ++it->second;
+      }
+    double bw = std::numeric_limits<double>::infinity();
+    for (const auto& [slot, u] : uses) bw = std::min(bw, remaining(slot) / u);
+    return bw;
+  };
+  // Every ring leaves each device by one of its first hops: a device with under a quarter of
+  // the first ring's bandwidth left on them ends the search.
+  auto out_left = [&](size_t a) {
+    std::vector<size_t> firsts;
+    for (size_t b = 0; b < n; ++b)
+      if (a != b && !route[a * n + b].empty()) firsts.push_back(route[a * n + b][0]);
+    std::sort(firsts.begin(), firsts.end());
+    firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+    double sum = 0;
+    for (size_t slot : firsts) sum += remaining(slot);
+    return sum;
+  };
+  std::vector<WeightedRing> rings;
+  double first = 0, total = 0;
+  std::vector<double> bandwidths;
+  for (int round = 0; round < 8; ++round) {
+    if (round > 0) {
+      bool room = true;
+      for (size_t a = 0; a < n && room; ++a) room = out_left(a) >= first / 4;
+      if (!room) break;
+    }
+    std::vector<size_t> order(n), best;
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    double best_bw = 0, bound = std::numeric_limits<double>::infinity();
+    for (size_t a = 0; a < n; ++a) bound = std::min(bound, out_left(a));
+    if (ring_bandwidth(order) >= bound) {  // the given order is as fast as any (switched nodes)
+      best_bw = ring_bandwidth(order), best = order;
+    } else {
+      do {  // the first device stays first: rotations are the same ring
+        double bw = ring_bandwidth(order);
+        if (bw > best_bw * (1 + 1e-12)) best_bw = bw, best = order;
+      } while (std::next_permutation(order.begin() + 1, order.end()));
+    }
+    if (best.empty() || best_bw <= 0 || (round > 0 && best_bw < first / 4)) break;
+    if (round == 0) first = best_bw;
+    ring_bandwidth(best);
+    for (const auto& [slot, u] : uses) left[slot] = remaining(slot) - best_bw * u;
+    WeightedRing r;
+    for (size_t i : best) r.ring.push_back(group[i]);
+    rings.push_back(std::move(r));
+    bandwidths.push_back(best_bw);
+    total += best_bw;
+  }
+  if (rings.empty()) rings.push_back({group, 1.0});
+  for (size_t i = 0; i < bandwidths.size(); ++i) rings[i].share = bandwidths[i] / total;
+  if (cache.size() > 4096) cache.clear();
+  cache.emplace(std::move(key), rings);
+  return rings;
+}
+
 CommSchedule ring_schedule(Collective c, const std::vector<DeviceId>& given, double bytes,
                            const Topology& topology) {
+  if (c == Collective::kAllReduce || c == Collective::kAllGather ||
+      c == Collective::kReduceScatter) {
+    std::vector<WeightedRing> rings = ring_set(topology, given);
+    if (rings.size() > 1) {
+      // Every ring moves its share in the same number of steps, all at once.
+      const int n = static_cast<int>(given.size());
+      CommStep step;
+      step.repeat = c == Collective::kAllReduce ? 2 * (n - 1) : n - 1;
+      for (const WeightedRing& r : rings) {
+        CommStep one = ring_step(r.ring, bytes * r.share / n, 1);
+        step.transfers.insert(step.transfers.end(), one.transfers.begin(), one.transfers.end());
+      }
+      CommSchedule s;
+      s.steps.push_back(std::move(step));
+      return s;
+    }
+  }
   const std::vector<DeviceId> group =
       c == Collective::kBroadcast ? given : fastest_ring(topology, given);
   const int n = static_cast<int>(group.size());

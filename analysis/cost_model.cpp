@@ -419,7 +419,7 @@ double ComputeCostModel::shape_efficiency(const GemmShape& g, int sms) const {
 
 double ComputeCostModel::roofline(const importers::DeviceType& type, const ir::Op& op,
                                   ir::DType dtype, double flops, double bytes,
-                                  const std::optional<GemmShape>& gemm) const {
+                                  const std::optional<GemmShape>& gemm, bool launches) const {
   OpClass c = classify(op);
   if (c == OpClass::kShape) return 0.0;
   const Efficiency& eff = options_.efficiency[static_cast<size_t>(c)];
@@ -442,16 +442,26 @@ double ComputeCostModel::roofline(const importers::DeviceType& type, const ir::O
   if (dense && gemm)
     compute_eff *= shape_efficiency(*gemm, type.sm_count > 0 ? type.sm_count : 108);
   double compute = peak > 0 && compute_eff > 0 ? flops / (peak * compute_eff) : 0.0;
-  double memory_eff = eff.memory * bytes / (bytes + options_.memory_half_bytes);
+  // An operator inside another's kernel (fused) neither launches nor pays a small kernel's
+  // bandwidth: its bytes stream with the kernel's.
+  double memory_eff =
+      launches ? eff.memory * bytes / (bytes + options_.memory_half_bytes) : eff.memory;
   double memory =
       type.memory_bandwidth > 0 && bytes > 0 ? bytes / (type.memory_bandwidth * memory_eff) : 0.0;
-  return std::max(compute, memory) + options_.launch_overhead;
+  return std::max(compute, memory) + (launches ? options_.launch_overhead : 0.0);
 }
 
 double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op& op,
                                  ir::DType dtype,
                                  const std::vector<std::vector<int64_t>>& input_shapes,
                                  double flops, double bytes) const {
+  return op_time(type, op, dtype, input_shapes, flops, bytes, !op.fused_launch);
+}
+
+double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op& op,
+                                 ir::DType dtype,
+                                 const std::vector<std::vector<int64_t>>& input_shapes,
+                                 double flops, double bytes, bool launches) const {
   if (measured_) {
     // Work is compared by input element count, as parse() records it.
     double elements = 0;
@@ -462,7 +472,7 @@ double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op
     }
     if (auto t = measured_->lookup(op, input_shapes, elements)) return *t;
   }
-  return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops));
+  return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops), launches);
 }
 
 double sync_slowdown(const ComputeCostOptions& options, int gpus) {

@@ -164,9 +164,11 @@ class ComputeCostModel {
   /// efficiency)) plus the launch overhead (shape ops cost nothing). The compute efficiency of
   /// dense kernels falls with tile and wave quantisation and shallow reductions (`gemm`, when
   /// known); the memory efficiency falls for kernels moving few bytes.
+  /// `launches` false: the operator runs inside a kernel another launched (fused: no launch
+  /// overhead, and its bytes stream at the class's full bandwidth fraction).
   double roofline(const importers::DeviceType& type, const ir::Op& op, ir::DType dtype,
-                  double flops, double bytes,
-                  const std::optional<GemmShape>& gemm = std::nullopt) const;
+                  double flops, double bytes, const std::optional<GemmShape>& gemm = std::nullopt,
+                  bool launches = true) const;
 
   /// The fraction of a dense kernel's class efficiency it keeps for its GEMM shape on `sms`
   /// streaming multiprocessors: tile padding, the last wave's idle multiprocessors, and depth.
@@ -175,9 +177,15 @@ class ComputeCostModel {
   /// Seconds for one device to run `op` on inputs of `input_shapes` (its shard of the work):
   /// the measured time when the costs file has this type, the roofline otherwise. `flops` and
   /// `bytes` describe the shard.
+  /// An operator marked as fused into another's kernel (ir::Op::fused_launch) launches
+  /// nothing; the callers leave its fused inputs' and outputs' bytes out of `bytes`. Measured
+  /// times (--costs) are of unfused kernels and stay as measured.
   double op_time(const importers::DeviceType& type, const ir::Op& op, ir::DType dtype,
                  const std::vector<std::vector<int64_t>>& input_shapes, double flops,
                  double bytes) const;
+  double op_time(const importers::DeviceType& type, const ir::Op& op, ir::DType dtype,
+                 const std::vector<std::vector<int64_t>>& input_shapes, double flops, double bytes,
+                 bool launches) const;
 
   const ComputeCostOptions& options() const { return options_; }
 

@@ -77,6 +77,9 @@ std::vector<int> alike_op_classes(const ir::Graph& g) {
       key += name + '=' + a.to_string() + ';';
     }
     if (unique) continue;
+    // Fused operators price differently from their unfused twins (analysis/fusion.h).
+    if (op.fused_reads || op.fused_writes || op.fused_launch)
+      key += fmt::format("|fused{}:{}:{}", op.fused_reads, op.fused_writes, op.fused_launch);
     key += "|in";
     for (ir::TensorId t : op.inputs) append_tensor(key, t);
     key += "|out";
@@ -296,7 +299,7 @@ double Lowering::shard_time(ir::OpId id, const ShardPlan& shard, importers::Devi
     const ir::Tensor& t = graph_.tensor(op.inputs[i]);
     std::vector<int64_t> shape;
     if (const std::optional<Box>& b = shard.reads[i]) {
-      bytes += static_cast<double>(box_bytes(*b, t));
+      if (!(i < 64 && (op.fused_reads >> i) & 1)) bytes += static_cast<double>(box_bytes(*b, t));
       for (const Range& r : *b) shape.push_back(r.size());
     } else {
       for (const Range& r : shard.inputs[i]) shape.push_back(r.size());
@@ -304,7 +307,7 @@ double Lowering::shard_time(ir::OpId id, const ShardPlan& shard, importers::Devi
     shapes.push_back(std::move(shape));
   }
   for (size_t o = 0; o < op.outputs.size(); ++o)
-    if (op.outputs[o] != ir::kNoTensor)
+    if (op.outputs[o] != ir::kNoTensor && !(o < 64 && (op.fused_writes >> o) & 1))
       bytes += static_cast<double>(box_bytes(shard.writes[o], graph_.tensor(op.outputs[o])));
   const ir::DType dtype = op.inputs.empty() || op.inputs[0] == ir::kNoTensor
                               ? ir::DType::kFloat32

@@ -116,7 +116,7 @@ class Builder {
         continue;
       const auto& consumers = fwd_.tensor(t).consumers;
       group_ = consumers.empty() ? ir::kNoOp : consumers.front();
-      TensorId g = finish(t);
+      TensorId g = finish(t, options_.sum_parameter_parts_once ? Phase::kUpdate : Phase::kBackward);
       if (g != ir::kNoTensor) add_update(t, g);
     }
     out_.graph.name = fwd_.name;
@@ -184,7 +184,12 @@ class Builder {
   void add_part(TensorId t, TensorId g) { parts_[static_cast<size_t>(t)].push_back(g); }
 
   // The finished gradient of forward tensor t (summing its parts), or kNoTensor.
-  TensorId finish(TensorId t) {
+  // The gradient of `t`: its one part, or the sum of its parts. `phase` kUpdate (a parameter
+  // read by several operators, such as an embedding tied to the LM head) sums the parts in the
+  // optimizer step, once per step: each part is accumulated over the micro-batches where it is
+  // made (on its pipeline stage) and reduced over the replicas there, and the parts meet once,
+  // as Megatron-LM sums the first and last stages' copies of a tied embedding's gradient.
+  TensorId finish(TensorId t, Phase phase = Phase::kBackward) {
     TensorId& done = finished_[t];
     if (done != 0) return done - 1;
     auto& parts = parts_[static_cast<size_t>(t)];
@@ -192,6 +197,8 @@ class Builder {
     if (parts.size() == 1) {
       g = parts[0];
     } else if (parts.size() > 1) {
+      if (phase == Phase::kUpdate)
+        for (TensorId p : parts) tensor_of_grad_[p] = t;  // accumulated over micro-batches
       // Sums of at most three parts, chained: the operator library describes Sum for one to
       // three inputs, and the chain keeps the accumulation order fixed.
       const Tensor& ft = fwd_.tensor(t);
@@ -202,14 +209,14 @@ class Builder {
       // front, so a tensor with 100k consumers costs linear time.
       size_t next = std::min<size_t>(3, parts.size());
       std::vector<TensorId> ins(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(next));
-      g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "");
+      g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "", phase);
       while (next < parts.size()) {
         size_t take = std::min<size_t>(2, parts.size() - next);
         ins.assign({g});
         ins.insert(ins.end(), parts.begin() + static_cast<std::ptrdiff_t>(next),
                    parts.begin() + static_cast<std::ptrdiff_t>(next + take));
         next += take;
-        g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "");
+        g = emit1("Sum", "", ins, dtype, shape, {}, next == parts.size() ? name : "", phase);
       }
     }
     if (g != ir::kNoTensor) {
@@ -302,10 +309,10 @@ class Builder {
 
   TensorId emit1(const std::string& type, const std::string& domain, std::vector<TensorId> inputs,
                  DType dtype, Shape shape, std::map<std::string, Attribute> attrs,
-                 std::string name = "") {
+                 std::string name = "", Phase phase = Phase::kBackward) {
     if (name.empty()) name = fmt::format("{}/grad:{}", fwd_.op(group_).name, type);
     return emit(type, domain, std::move(inputs), {{dtype, std::move(shape), name}},
-                std::move(attrs))[0];
+                std::move(attrs), phase)[0];
   }
 
   const Tensor& T(TensorId id) const { return out_.graph.tensor(id); }
@@ -1081,6 +1088,10 @@ class Builder {
       g.grad_of_tensor[static_cast<size_t>(t)] = grad;
       g.tensor_of_grad[static_cast<size_t>(grad)] = t;
     }
+    // Parts summed in the optimizer step (finish) are gradients of their parameter too.
+    for (const auto& [grad, t] : tensor_of_grad_)
+      if (g.tensor_of_grad[static_cast<size_t>(grad)] == ir::kNoTensor)
+        g.tensor_of_grad[static_cast<size_t>(grad)] = t;
   }
 };
 

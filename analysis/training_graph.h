@@ -34,6 +34,12 @@ struct TrainingOptions {
   Optimizer optimizer = Optimizer::kSgd;
   double learning_rate = 0.01;  ///< recorded on the update operators
   Recompute recompute = Recompute::kNone;
+  /// Sum a parameter's gradient parts (a token embedding tied to the LM head) in the optimizer
+  /// step, once per step, instead of in the backward pass: for pipelined steps, where the parts
+  /// are made on different stages and would otherwise meet, and be reduced over the replicas,
+  /// every micro-batch (docs/training.md, "Gradients"). Without stages the backward sum is
+  /// cheaper: one reduction of the summed gradient rather than one per part.
+  bool sum_parameter_parts_once = false;
 };
 
 /// The phase an operator runs in within one training step.

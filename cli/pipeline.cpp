@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/coarsen.h"
+#include "analysis/fusion.h"
 #include "analysis/precision.h"
 #include "importers/onnx_import.h"
 #include "search/space.h"
@@ -28,6 +29,13 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision "
                  "as PyTorch AMP)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+  app.add_option("--framework", framework,
+                 "price kernels as this framework fuses them: none (every operator its own "
+                 "kernel; the default), torch (eager PyTorch: GEMM bias epilogues, GELU), "
+                 "megatron (torch's, plus fused bias-GELU, scale-mask-softmax and "
+                 "bias-dropout-add) or torch-compile (every chain of element-wise, softmax and "
+                 "normalisation operators between GEMMs); docs/cost-model.md")
+      ->check(CLI::IsMember({"none", "torch", "megatron", "torch-compile"}));
   app.add_option("--recompute", recompute,
                  "train mode: none (keep every activation the backward pass reads), all (keep "
                  "checkpoints, recompute the rest in the backward pass) or auto (the default: "
@@ -204,12 +212,16 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     t.learning_rate = flags.learning_rate;
     t.recompute =
         analysis::recompute_from_name(flags.recompute).value_or(analysis::Recompute::kNone);
+    t.sum_parameter_parts_once = flags.pipeline_stages > 1;
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));
     out->graph = out->training.graph;
   } else {
     out->graph = std::move(forward);
   }
   analysis::apply_precision(out->graph, out->train ? &out->training : nullptr, out->precision);
+  out->framework =
+      analysis::framework_from_name(flags.framework).value_or(analysis::Framework::kNone);
+  analysis::fuse_kernels(out->graph, out->train ? &out->training : nullptr, out->framework);
   if (flags.dump_after == "train") {
     std::fputs(ir::to_text(out->graph).c_str(), stdout);
     dumped = true;

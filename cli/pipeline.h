@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/cost_model.h"
+#include "analysis/fusion.h"
 #include "analysis/lowering.h"
 #include "analysis/op_strategies.h"
 #include "analysis/training_graph.h"
@@ -40,6 +41,9 @@ struct PipelineFlags {
   /// so only `verify` sets it (--lr)
   double learning_rate = 0.01;
   std::string precision = "fp32";  ///< fp32 | tf32 | fp16 | bf16 (ir::Precision)
+  /// none | torch | megatron | torch-compile: whose fused kernels the step is priced as
+  /// (analysis/fusion.h)
+  std::string framework = "none";
   /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
   /// when the plan without recomputation does not fit
   std::string recompute = "auto";
@@ -88,6 +92,8 @@ struct PreparedModel {
   analysis::TrainingGraph training;  ///< set in train mode (graph is training.graph)
   bool train = false;
   ir::Precision precision = ir::Precision::kFp32;  ///< --precision; tensors' dtypes follow it
+  /// --framework: whose fused kernels the step is priced as (the graph's ops carry the marks)
+  analysis::Framework framework = analysis::Framework::kNone;
   std::unique_ptr<tdl::Library> library;
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;

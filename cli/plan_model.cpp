@@ -149,6 +149,10 @@ Expected<codegen::Programs> compile_pass(const PreparedModel& m,
   auto p = codegen::partition(*m.lowering, configs, num_ranks, m.train, options);
   if (!p) return p.error().with_context(m.source);
   p->gather_parameters_late = m.train && m.zero_stage == 3;
+  // Megatron-LM's data-parallel gradients wait for the backward pass; sharded state (ZeRO 2 and
+  // 3, as DeepSpeed and FSDP run it) reduces each gradient as soon as it is made and frees it.
+  p->reduce_gradients_after_backward =
+      m.train && m.framework == analysis::Framework::kMegatron && m.zero_stage == 0;
   if (set != m.replica_sets.end())
     p->replica_set = set->second;
   else if (!m.replica_sets.empty())
@@ -249,19 +253,31 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
   const bool pipelined = search::on_stage_blocks(configs, n, k);
   if (m.train && pipelined && m.micro_batches > k + 2) {
     // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
-    // one of K + 2 plus M - K - 2 times what the last pass added, in time and in memory.
+    // one of K + 2 plus M - K - 2 times what the last pass added, in time. In memory, 1F1B holds
+    // at most K passes' activations on a stage whatever M is (its peak is the steady state's,
+    // reached by K + 1 passes, plus the model inputs the compiled step holds for every pass:
+    // codegen::extended_peak_bytes; tests/codegen/micro_batch_test.cpp "pipeline: 1F1B holds
+    // fewer passes' activations" holds that against whole programs); GPipe keeps every pass's
+    // activations until the backward passes start, so its peak grows by what the last pass added.
     codegen::ProgramCost c[2];
+    bool one_f_one_b = true;
+    int64_t steady = 0;
     PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
     for (int i = 0; i < 2; ++i) {
       PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, k + 1 + i, k));
+      one_f_one_b = one_f_one_b && programs.schedule == "1f1b";
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
+      if (i == 1)
+        steady = codegen::extended_peak_bytes(programs, c[i].rank_peak_memory_bytes, m.graph, k + 2,
+                                              m.micro_batches);
     }
     const double more = m.micro_batches - (k + 2);
     out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
     out.peak_memory_bytes =
-        c[1].peak_memory_bytes +
-        static_cast<int64_t>(more) *
-            std::max<int64_t>(0, c[1].peak_memory_bytes - c[0].peak_memory_bytes);
+        one_f_one_b ? std::max(c[0].peak_memory_bytes, steady)
+                    : c[1].peak_memory_bytes +
+                          static_cast<int64_t>(more) *
+                              std::max<int64_t>(0, c[1].peak_memory_bytes - c[0].peak_memory_bytes);
     out.comm_bytes =
         static_cast<int64_t>(c[1].comm_bytes + more * (c[1].comm_bytes - c[0].comm_bytes));
   } else if (m.train && !pipelined && m.micro_batches > kSimulatedPasses) {

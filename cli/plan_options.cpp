@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "analysis/fusion.h"
 #include "analysis/training_graph.h"
 #include "codegen/pipeline_schedule.h"
 #include "ir/precision.h"
@@ -101,6 +102,8 @@ const NamedOption kNamedOptions[] = {
      "fp32, tf32, bf16, fp16", &PipelineFlags::precision},
     {"schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },
      "1f1b, gpipe", &PipelineFlags::schedule},
+    {"framework", [](const std::string& s) { return !!analysis::framework_from_name(s); },
+     "none, torch, megatron, torch-compile", &PipelineFlags::framework},
 };
 
 }  // namespace

@@ -139,6 +139,11 @@ struct Programs {
   /// (FSDP gathers a layer's parameters as the pass reaches the layer, one operator ahead), so
   /// the schedule does not hoist every gather to the start of the step.
   bool gather_parameters_late = false;
+  /// Gradients are reduced over the data-parallel ranks once the rank's backward pass has
+  /// ended, not overlapped with it (Megatron-LM's DistributedDataParallel without
+  /// --overlap-grad-reduce, which `--framework megatron` prices without ZeRO): every all-reduce
+  /// or reduce-scatter of a parameter's gradient waits for the rank's last backward kernel.
+  bool reduce_gradients_after_backward = false;
   /// The order of the passes of a step of several micro-batches (codegen/pipeline_schedule.h):
   /// "sequential", "gpipe" or "1f1b".
   std::string schedule = "sequential";

@@ -8,11 +8,13 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "analysis/comm_model.h"
+#include "analysis/op_shards.h"
 #include "codegen/rank_classes.h"
 #include "ir/op_stats.h"
 
@@ -120,6 +122,15 @@ class Builder {
   Expected<void> add_tasks();
   Expected<void> pair_transfers();
   void add_edges_and_buffers();
+  // The end of a rank's backward pass: its last kernel other than an update, and the buffers
+  // steps other than updates read (Programs::reduce_gradients_after_backward).
+  struct BackwardEnd {
+    size_t last = SIZE_MAX;
+    std::set<int> read_by_others;  // buffers some step other than an update reads
+  };
+  BackwardEnd backward_end(const RankProgram& prog) const;
+  bool is_parameter_gradient(ir::TensorId t) const;
+  bool is_gradient_reduction(const Step& s, const BackwardEnd& end) const;
 
   const Programs& p_;
   const ir::Graph& g_;
@@ -165,15 +176,21 @@ double Builder::kernel_time(int rank, const Step& s) {
         break;
       }
   }
+  // A fused operator's inputs and outputs that stay in its kernel (analysis/fusion.h) move no
+  // bytes; helper kernels are never fused.
+  const uint64_t fused_reads = s.op != ir::kNoOp ? op->fused_reads : 0;
+  const uint64_t fused_writes = s.op != ir::kNoOp ? op->fused_writes : 0;
   double bytes = 0;
   std::vector<std::vector<int64_t>> shapes;
-  for (int b : s.inputs) {
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const int b = s.inputs[i];
     if (b < 0) continue;
-    bytes += static_cast<double>(buffer_bytes(buffer(b)));
+    if (!(i < 64 && (fused_reads >> i) & 1)) bytes += static_cast<double>(buffer_bytes(buffer(b)));
     shapes.push_back(buffer(b).shape());
   }
-  for (int b : s.outputs)
-    if (b >= 0) bytes += static_cast<double>(buffer_bytes(buffer(b)));
+  for (size_t o = 0; o < s.outputs.size(); ++o)
+    if (s.outputs[o] >= 0 && !(o < 64 && (fused_writes >> o) & 1))
+      bytes += static_cast<double>(buffer_bytes(buffer(s.outputs[o])));
   return compute_.op_time(topology_.device_type(rank), *op, dtype, shapes, flops, bytes) * stretch_;
 }
 
@@ -355,6 +372,39 @@ Expected<void> Builder::pair_transfers() {
   return ok();
 }
 
+bool Builder::is_parameter_gradient(ir::TensorId t) const {
+  if (t == ir::kNoTensor) return false;
+  for (ir::OpId c : g_.tensor(t).consumers)
+    if (analysis::is_update_op(g_.op(c))) return true;
+  return false;
+}
+
+Builder::BackwardEnd Builder::backward_end(const RankProgram& prog) const {
+  BackwardEnd end;
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    const Step& s = prog.steps[i];
+    const bool update =
+        s.kind == StepKind::kKernel && s.op != ir::kNoOp && analysis::is_update_op(g_.op(s.op));
+    if (s.kind == StepKind::kKernel && !update) end.last = i;
+    if (!update)
+      for (int b : s.inputs)
+        if (b >= 0) end.read_by_others.insert(b);
+  }
+  return end;
+}
+
+bool Builder::is_gradient_reduction(const Step& s, const BackwardEnd& end) const {
+  if (s.kind != StepKind::kAllReduce && s.kind != StepKind::kReduceScatter) return false;
+  if (s.inputs.empty() || s.inputs[0] < 0) return false;
+  if (!is_parameter_gradient(buffer(s.inputs[0]).tensor)) return false;
+  // Waiting for the backward pass to end must not wait on itself: only updates may read what
+  // the reduction writes (a tied embedding's gradient part, reduced and then summed with the
+  // other, stays overlapped).
+  for (int b : s.outputs)
+    if (b >= 0 && end.read_by_others.count(b)) return false;
+  return true;
+}
+
 void Builder::add_edges_and_buffers() {
   // Who writes each buffer.
   producer_.assign(p_.buffers.size(), kNoTask);
@@ -367,6 +417,7 @@ void Builder::add_edges_and_buffers() {
   std::vector<std::vector<TaskId>> readers(p_.buffers.size());
   for (int r = 0; r < p_.num_ranks; ++r) {
     const RankProgram& prog = p_.ranks[static_cast<size_t>(r)];
+    const BackwardEnd end = p_.reduce_gradients_after_backward ? backward_end(prog) : BackwardEnd{};
     TaskId previous_kernel = kNoTask;
     // Per op: its kernels on this rank so far, for the ops that wait for it (ir::Op::after).
     std::unordered_map<ir::OpId, std::vector<TaskId>> kernels_of;
@@ -383,6 +434,8 @@ void Builder::add_edges_and_buffers() {
         if (in.tensor != ir::kNoTensor && g_.tensor(in.tensor).role == ir::TensorRole::kParameter)
           out_.graph.add_edge(previous_kernel, gate);
       }
+      if (end.last != SIZE_MAX && is_gradient_reduction(s, end))
+        out_.graph.add_edge(out_.step_task[static_cast<size_t>(r)][end.last], gate);
       for (int b : s.inputs) {
         if (b < 0) continue;
         TaskId from = producer_[static_cast<size_t>(b)];

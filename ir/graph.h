@@ -102,6 +102,14 @@ struct Op {
   /// schedule of recomputation (analysis/recompute.h). Not part of ONNX; empty for imported
   /// nodes.
   std::vector<OpId> after;
+  /// How the kernel running this operator is fused with its neighbours' (analysis/fusion.h,
+  /// `--framework`): bit i of `fused_reads` (`fused_writes`) says input (output) i stays inside
+  /// the fused kernel and moves no memory; `fused_launch` says the operator runs inside a
+  /// kernel another operator launched. Pricing only: the runtime runs every operator. Zero for
+  /// an operator that is its own kernel.
+  uint64_t fused_reads = 0;
+  uint64_t fused_writes = 0;
+  bool fused_launch = false;
 
   const Attribute* attribute(std::string_view key) const;
   int64_t int_attr(std::string_view key, int64_t fallback) const;

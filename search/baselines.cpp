@@ -12,9 +12,13 @@ namespace planner::search {
 
 namespace {
 
-// A fully connected layer: a matrix product with a parameter operand.
+// A fully connected layer: a matrix product with a parameter operand (the importer writes a
+// Gemm with transB, such as a tied LM head, as the planner's MatMulTransB).
 bool is_fully_connected(const ir::Graph& g, const ir::Op& op) {
-  if (!op.domain.empty() || (op.op_type != "Gemm" && op.op_type != "MatMul")) return false;
+  const bool matmul = op.domain.empty()
+                          ? op.op_type == "Gemm" || op.op_type == "MatMul"
+                          : op.domain == analysis::kPlannerDomain && op.op_type == "MatMulTransB";
+  if (!matmul) return false;
   return std::any_of(op.inputs.begin(), op.inputs.end(), [&](ir::TensorId t) {
     return t != ir::kNoTensor && g.tensor(t).role == ir::TensorRole::kParameter;
   });

@@ -46,6 +46,30 @@ TEST_CASE("ring all-reduce inside a DGX follows 2(n-1)/n B / bw") {
   CHECK(small.algorithm == CollectiveAlgorithm::kTree);
 }
 
+TEST_CASE("on a DGX-1's cube mesh NCCL's rings run side by side over every NVLink") {
+  // Six NVLinks (25 GB/s each way) leave each V100: one ring uses one of them out of each GPU
+  // (50 GB/s where the link is doubled), several rings use them all. nccl-tests measure about
+  // 130 GB/s of all-reduce bus bandwidth on a DGX-1V; one ring would give 50.
+  Topology t = preset("dgx1-v100");
+  const double bytes = 1e9;
+  CollectiveCost c = collective_cost(t, Collective::kAllReduce, range(8), bytes);
+  CHECK(c.algorithm == CollectiveAlgorithm::kRing);
+  const double bus = 2.0 * 7 / 8 * bytes / c.time;  // nccl-tests' bus bandwidth
+  CHECK(bus > 100e9);
+  CHECK(bus <= 150e9 * 1.0001);  // no more than the six links carry
+  // Every device sends and receives the same bytes as one ring would: the rings split the
+  // buffer, they do not add traffic.
+  CHECK(c.bytes_sent == doctest::Approx(2 * 7 * bytes));
+  // All-gather and reduce-scatter likewise, at half the all-reduce's time.
+  CollectiveCost g = collective_cost(t, Collective::kAllGather, range(8), bytes);
+  CHECK(g.time == doctest::Approx(c.time / 2).epsilon(0.01));
+  // A switched node keeps its one ring: every GPU's one link to the switch is busy.
+  Topology h = preset("dgx-h100");
+  CollectiveCost s = collective_cost(h, Collective::kAllReduce, range(8), bytes);
+  CHECK(s.schedule.steps.size() == 1);
+  CHECK(s.schedule.steps[0].transfers.size() == 8);
+}
+
 TEST_CASE("all-reduce across nodes is hierarchical and bound by the network") {
   Topology t = preset("h100-cluster-4x8");
   double bytes = 4e9;

@@ -124,6 +124,37 @@ TEST_CASE("a tensor used twice gets its gradient parts summed") {
   CHECK(tg->graph.op(tg->graph.tensor(gh).producer).op_type == "Sum");
 }
 
+TEST_CASE("a parameter read twice: its parts summed in the backward pass, or once per step") {
+  // A weight tied to two readers (an embedding and an LM head, in small): the parts are summed
+  // in the backward pass, or (pipelined steps) in the optimizer step, each part then a gradient
+  // of the weight that micro-batches accumulate where it is made.
+  Graph g;
+  g.name = "tied";
+  TensorId x = add(g, "x", {4, 8}, TensorRole::kInput);
+  TensorId w = add(g, "w", {8, 8}, TensorRole::kParameter);
+  TensorId h = add(g, "h", {4, 8});
+  TensorId y = add(g, "y", {4, 8});
+  add_op(g, "first", "MatMul", {x, w}, {h});
+  add_op(g, "second", "MatMul", {h, w}, {y});
+  g.inputs = {x};
+  g.outputs = {y};
+  REQUIRE(g.finalize());
+  for (bool once : {false, true}) {
+    CAPTURE(once);
+    TrainingOptions o;
+    o.sum_parameter_parts_once = once;
+    auto tg = build_training_graph(g, o);
+    REQUIRE(tg);
+    TensorId gw = *tg->graph.find_tensor("grad:w");
+    const ir::OpId sum = tg->graph.tensor(gw).producer;
+    REQUIRE(tg->graph.op(sum).op_type == "Sum");
+    CHECK(tg->op_phase[static_cast<size_t>(sum)] == (once ? Phase::kUpdate : Phase::kBackward));
+    CHECK(tg->tensor_of_grad[static_cast<size_t>(gw)] == w);
+    for (TensorId part : tg->graph.op(sum).inputs)
+      CHECK((tg->tensor_of_grad[static_cast<size_t>(part)] == w) == once);
+  }
+}
+
 TEST_CASE("batched matmul with a broadcast weight reduces over the batch") {
   Graph g;
   g.name = "attn";

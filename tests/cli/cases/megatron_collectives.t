@@ -1,8 +1,10 @@
 # Tensor parallelism as Megatron-LM runs it: on a generated decoder (two layers, a square
 # d_model x d_model attention output projection), `--search megatron` on 8 GPUs compiles to two
-# all-reduces per layer in the forward pass and two in the backward pass, nothing gathered and
-# no operator run whole; it verifies. With GPT-2's fused layout (--qkv blocks) the contiguous
-# split of the query/key/value projection mixes heads, so the step gathers it whole per layer.
+# all-reduces per layer in the forward pass and two in the backward pass, no operator run whole,
+# and nothing gathered inside the layers; the LM head is split along the vocabulary as
+# Megatron-LM's (its input gradient is one more all-reduce; the logits, a model output, are
+# gathered once). It verifies. With GPT-2's fused layout (--qkv blocks) the contiguous split of
+# the query/key/value projection mixes heads, so the step gathers it whole per layer.
 $PLANNER generate gpt $TMP/heads.onnx --layers 2 --hidden 256 --heads 8 --seq 32 --vocab 512 >/dev/null &&
 $PLANNER generate gpt $TMP/blocks.onnx --layers 2 --hidden 256 --heads 8 --seq 32 --vocab 512 --qkv blocks >/dev/null &&
 for m in heads blocks; do

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Holds the planner's predictions against published large-language-model training steps.
+
+Reads the rows of ../shared/calibration/llm/measurements.json (each with its source), expresses
+every row the planner can express exactly (the row's model shape, vocabulary as the framework
+pads it, global batch, micro-batch size, tensor x pipeline x data degrees, recomputation,
+precision and the GPUs and their network), plans it with that layout pinned, checks the layout
+on the written plan file, and prints predicted against measured step time, the predicted peak
+memory against the GPU's, the median and worst error, and the ratios between rows of one model
+on one cluster. Rows it cannot express are listed with the reason.
+
+usage: llm.py --planner build/planner [--calibration-dir ../shared/calibration/llm]
+              [--only ID,ID] [--json] [--check] [--work DIR] [--framework NAME]
+
+The planner writes its models, topologies and plans under --work (a fresh temporary folder by
+default, removed at the end). Rows in HOLDOUT were never looked at while choosing the cost
+model's parameters; the others were (fit). With --check it exits 1 unless the held targets hold
+(see TARGETS); rows.json's convention of known misses is not used here: every miss is printed.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_ROWS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "calibration",
+                                             "llm", "measurements.json"))
+TARGETS = {"median": 0.10, "worst": 0.25, "ratio": 0.10}
+
+# Rows kept out of every choice of the cost model's parameters (the fit rows are the others).
+HOLDOUT = {"DLPerf-Meg-DP16", "DLPerf-Meg-DP4TP2", "DLPerf-Meg-DP4TP8", "SC21-7.5B-TP4DP32",
+           "SC21-145.6B-TP8PP8"}
+
+# Rows the model misses today, each held to at most its error now (no worse) until fixed, with
+# the reason; a known miss back within the target fails --check too, so the list cannot
+# outlive what it records. Keys: row id, or "median:fit" / "median:holdout".
+NIC = ("the data-parallel all-reduces of the eight tensor-parallel ranks cross each DGX-1's one "
+       "100 Gb/s NIC at the same time, and the simulator prices each collective alone, so they "
+       "do not slow each other (issue 37, 'collectives sharing one NIC')")
+FP16_GRADS = ("Megatron-LM of December 2020 (--fp16) all-reduces fp16 gradients; the planner's mixed "
+              "precision keeps fp32 gradients as PyTorch AMP does, twice the bytes over the one "
+              "100 Gb/s NIC: predicted DP16 - DP8 294 ms, measured 183 ms")
+KNOWN_MISSES = {
+    "DLPerf-Meg-DP2TP8": (0.289, NIC),
+    "DLPerf-Meg-DP4TP8": (0.348, NIC),
+    "ratio:DLPerf-Meg-DP16": (0.224, FP16_GRADS),
+    "ratio:DLPerf-Meg-DP32": (0.218, FP16_GRADS),
+    "median:holdout": (0.156, "DLPerf-Meg-DP4TP8 (-34.7%, " + NIC + "), SC21-145.6B-TP8PP8 "
+                       "(+24.6%: the last stage still receives the LM head's slice of the tied "
+                       "embedding every micro-batch, where Megatron keeps a copy there), "
+                       "DLPerf-Meg-DP16 and SC21-7.5B-TP4DP32 (+15.6%, +15.5%: " + FP16_GRADS +
+                       ")"),
+}
+
+# Assumptions where a source leaves a setting unstated (docs/cost-model.md says the same).
+SC21_MICRO_BATCH = 1  # SC'21 Table 1 does not state it; section 5.4 sweeps 1 to 8 at TP 8
+
+
+def padded_vocab(tp, multiple=128):
+    """Megatron-LM pads GPT-2's 50,257 tokens to a multiple of 128 x TP."""
+    m = multiple * tp
+    return (50257 + m - 1) // m * m
+
+
+def layout(row):
+    """The planner's expression of a row: a dict, or a string saying why it cannot be."""
+    p, h, s = row["parallelism"], row["hardware"], row["shape"]
+    other = (p.get("other") or "")
+    recompute = (p.get("activation_recompute") or "").lower()
+    if row["step_time_s"] is None:
+        return "no step time is derivable from the source"
+    if "selective" in recompute:
+        return "selective recomputation (the attention core only) is not expressible yet"
+    if "sequence parallel" in recompute or "sequence parallel" in other.lower():
+        return "sequence parallelism is not expressible yet"
+    if "interleaved" in other.lower():
+        return "interleaved pipeline schedules (virtual stages) are not expressible yet"
+    if "Float8" in other or "FP8" in row["precision"]:
+        return "FP8 matmuls are not expressible yet"
+    if any(x.startswith("CP") for x in row["id"].split("-")) or "context" in other.lower():
+        return "context parallelism is not expressible yet"
+    if h["gpu"].startswith("H100"):
+        return "torch.compile and FSDP2 steps of torchtitan are not expressible yet"
+    tp, pp, dp = p["tp"], p["pp"], p["dp"]
+    if tp > h["gpus_per_node"]:
+        return "tensor parallelism across nodes is not expressible yet"
+    gpus = h["total_gpus"]
+    if tp * pp * dp != gpus:
+        return f"tp x pp x dp = {tp * pp * dp} is not the {gpus} GPUs"
+    zero = p.get("zero_or_fsdp")
+    if zero and pp > 1:
+        return "ZeRO-3 with a pipeline is not expressible yet"
+    if row["id"].startswith("SC21-1T"):
+        return "3,072 GPUs with 64 stages: beyond this benchmark's time budget"
+    if row["id"] == "SC21-175B-ZeRO3-1536":
+        return ("planning 1,536 GPUs under ZeRO-3 needs more than the 24 GB of memory this "
+                "machine has (killed at 24 GB): a finding, not a limit of the layout")
+    mb = row["micro_batch_per_gpu"]
+    mb = mb if isinstance(mb, int) else SC21_MICRO_BATCH
+    local = row["global_batch"] // dp
+    # Without a pipeline a step is one pass per replica unless the row accumulates gradients.
+    accum = row.get("grad_accum") if isinstance(row.get("grad_accum"), int) else None
+    if pp > 1:
+        micro_batches = local // mb
+    elif accum:
+        micro_batches = accum
+    else:
+        micro_batches = 1
+    vocab = padded_vocab(tp) if row["id"].startswith("DLPerf") else 51200
+    return {"layers": s["layers"], "hidden": s["hidden"], "heads": s["heads"],
+            "seq": s["seq_len"], "ffn": s.get("ffn") or 4 * s["hidden"], "vocab": vocab,
+            "gpus": gpus, "nodes": h["nodes"], "gpu": h["gpu"], "tp": tp, "pp": pp, "dp": dp,
+            "zero": 3 if zero else 0, "batch": row["global_batch"],
+            "micro_batches": micro_batches, "recompute": "all" if recompute else "none"}
+
+
+def topology(planner, work, lay):
+    """A topology file for the row's cluster, built from the planner's own presets."""
+    if lay["gpu"] == "V100":
+        base, name = "tensoropt-v100-2x8", f"dgx1-v100-16gb-{lay['nodes']}x8"
+    else:
+        base, name = "dgx-a100", f"selene-a100-80gb-{lay['nodes']}x8"
+    path = os.path.join(work, name + ".json")
+    if os.path.exists(path):
+        return path
+    j = json.loads(subprocess.run([planner, "topology", "show", base, "--format", "json"],
+                                  capture_output=True, text=True, check=True).stdout)
+    j["name"] = name
+    j["nodes"][0]["count"] = lay["nodes"]
+    if lay["gpu"] == "V100":
+        j["description"] = (f"{lay['nodes']} DGX-1 (8 x V100 SXM2 16 GB, NVLink2 hybrid cube "
+                            "mesh), one 100 Gb/s EDR NIC per node (DLPerf's cluster)")
+    else:
+        # Selene: DGX A100 80 GB, eight 200 Gb/s HDR NICs per node (SC'21 section 5).
+        j["description"] = (f"{lay['nodes']} DGX A100 80 GB, eight 200 Gb/s HDR InfiniBand "
+                            "NICs per node (Selene, SC'21)")
+        j["link_types"]["ib-hdr"] = {"bandwidth": 25e9, "latency": 1e-6}
+        j["network"] = {"switches": ["ib"], "links": [{"from": "nic*", "to": "ib",
+                                                       "type": "ib-hdr"}]}
+    if lay["nodes"] == 1:
+        j.pop("network", None)
+        j["nodes"][0]["nics"] = []
+        j["nodes"][0]["links"] = [l for l in j["nodes"][0]["links"]
+                                  if "nic" not in str(l["from"]) + str(l["to"])]
+    with open(path, "w") as f:
+        json.dump(j, f, indent=1)
+    return path
+
+
+def model(planner, work, lay):
+    name = "gpt-{layers}l-{hidden}h-{heads}a-{seq}s-{vocab}v-{ffn}f.onnx".format(**lay)
+    path = os.path.join(work, name)
+    if not os.path.exists(path):
+        subprocess.run([planner, "generate", "gpt", path, "--layers", str(lay["layers"]),
+                        "--hidden", str(lay["hidden"]), "--heads", str(lay["heads"]),
+                        "--seq", str(lay["seq"]), "--vocab", str(lay["vocab"]),
+                        "--ffn", str(lay["ffn"]), "--dropout", "0.1"],
+                       capture_output=True, text=True, check=True)
+    return path
+
+
+def plan_command(planner, work, row, lay, framework=None):
+    out = os.path.join(work, row["id"] + ".plan.json")
+    cmd = [planner, "plan", model(planner, work, lay), "--topology", topology(planner, work, lay),
+           "--gpus", str(lay["gpus"]), "--batch", str(lay["batch"]), "--precision", "fp16",
+           "--optimizer", "adam", "--recompute", lay["recompute"], "--no-progress",
+           "--format", "json", "-o", out, "--micro-batches", str(lay["micro_batches"])]
+    if lay["zero"]:
+        cmd += ["--search", "fsdp", "--zero", str(lay["zero"]), "--replicas", "1"]
+    elif lay["tp"] == 1 and lay["pp"] == 1:
+        cmd += ["--search", "data-parallel", "--replicas", "1"]
+    else:
+        cmd += ["--search", "megatron", "--replicas", str(lay["dp"])]
+    if lay["pp"] > 1:
+        cmd += ["--pipeline-stages", str(lay["pp"])]
+    if framework:
+        cmd += ["--framework", framework]
+    return cmd, out
+
+
+def check_layout(plan_path, lay):
+    """The plan file's tensor, pipeline and data degrees, against the row's."""
+    plan = json.load(open(plan_path))
+    opts = plan["search"]["options"]
+    got_pp = int(opts.get("pipeline_stages", 1))
+    got_dp = int(opts.get("replicas", 1)) * int(opts.get("nodes", 1))
+    got_tp = int(opts.get("tensor_parallel", 1))
+    if lay["tp"] == 1 and lay["pp"] == 1:
+        got_dp, got_tp = plan["topology"]["num_devices"], 1
+    want = (lay["tp"], lay["pp"], lay["dp"])
+    got = (got_tp, got_pp, got_dp)
+    return None if got == want else f"the plan's tp, pp, dp are {got}, the row's {want}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--planner", required=True)
+    ap.add_argument("--rows", default=DEFAULT_ROWS)
+    ap.add_argument("--only", help="comma-separated row ids")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--work", help="folder for models, topologies and plans (kept)")
+    ap.add_argument("--framework", help="planner --framework for every row")
+    args = ap.parse_args()
+    if not os.path.exists(args.rows):
+        print(f"SKIPPED: {args.rows} is not here", file=sys.stderr)
+        return 77
+    rows = json.load(open(args.rows))["rows"]
+    if args.only:
+        keep = set(args.only.split(","))
+        rows = [r for r in rows if r["id"] in keep]
+    work = args.work or tempfile.mkdtemp(prefix="planner-llm-")
+    os.makedirs(work, exist_ok=True)
+    results, skipped, failed = [], [], []
+    try:
+        for row in rows:
+            lay = layout(row)
+            if isinstance(lay, str):
+                skipped.append((row["id"], lay))
+                continue
+            cmd, out = plan_command(args.planner, work, row, lay, args.framework)
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                failed.append((row["id"], run.stderr.strip().splitlines()[-1:] or ["?"]))
+                continue
+            j = json.loads(run.stdout)
+            bad = check_layout(out, lay)
+            if bad:
+                failed.append((row["id"], [bad]))
+                continue
+            pred = j["predicted"]["step_time_s"]
+            meas = row["step_time_s"]
+            results.append({"id": row["id"], "use": "holdout" if row["id"] in HOLDOUT else "fit",
+                            "model": row["model"], "gpu": lay["gpu"], "gpus": lay["gpus"],
+                            "measured_s": meas,
+                            "predicted_s": pred, "error": pred / meas - 1,
+                            "peak_memory_bytes": j["predicted"]["peak_memory_bytes"],
+                            "device_memory_bytes": row["hardware"]["gpu_mem_gb"] * 10**9,
+                            "layout": f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}"
+                                      f" mb{lay['micro_batches']}"})
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    # Ratios between rows of one model on one kind of GPU: each row's step over the step of
+    # the row with the fewest GPUs (DP8/DP1, TP8/DP8 ...): planners must rank layouts right.
+    ratios = []
+    by_model = {}
+    for r in results:
+        by_model.setdefault((r["model"], r["gpu"]), []).append(r)
+    for rows_of in by_model.values():
+        base = min(rows_of, key=lambda r: (r["gpus"], r["id"]))
+        for r in rows_of:
+            if r is base:
+                continue
+            meas = r["measured_s"] / base["measured_s"]
+            pred = r["predicted_s"] / base["predicted_s"]
+            ratios.append({"id": r["id"], "base": base["id"], "measured": meas,
+                           "predicted": pred, "error": pred / meas - 1})
+    summary = {}
+    for use in ("fit", "holdout"):
+        errs = [abs(r["error"]) for r in results if r["use"] == use]
+        if errs:
+            summary[use] = {"rows": len(errs), "median": statistics.median(errs),
+                            "worst": max(errs),
+                            "over_memory": [r["id"] for r in results if r["use"] == use and
+                                            r["peak_memory_bytes"] > r["device_memory_bytes"]]}
+    if args.json:
+        print(json.dumps({"rows": results, "ratios": ratios, "not_expressible": skipped,
+                          "failed": failed, "summary": summary}, indent=1))
+    else:
+        print(f"{'row':<28} {'use':<8} {'layout':<20} {'measured':>9} {'predicted':>9}"
+              f" {'error':>7} {'peak GiB':>8} {'of GB':>5}")
+        for r in results:
+            print(f"{r['id']:<28} {r['use']:<8} {r['layout']:<20} {r['measured_s']:>8.3f}s"
+                  f" {r['predicted_s']:>8.3f}s {100 * r['error']:>+6.1f}%"
+                  f" {r['peak_memory_bytes'] / 2**30:>8.1f} {r['device_memory_bytes'] / 1e9:>5.0f}")
+        for rid, why in failed:
+            print(f"{rid:<28} FAILED: {' '.join(why)}")
+        print(f"\n{'ratio':<46} {'measured':>9} {'predicted':>9} {'error':>7}")
+        for q in ratios:
+            print(f"{q['id'] + ' / ' + q['base']:<46} {q['measured']:>9.3f} {q['predicted']:>9.3f}"
+                  f" {100 * q['error']:>+6.1f}%")
+        print()
+        for use, s in summary.items():
+            print(f"{use:<8} {s['rows']} rows: median |error| {100 * s['median']:.1f}%,"
+                  f" worst {100 * s['worst']:.1f}%"
+                  + (f"; over the GPU's memory: {', '.join(s['over_memory'])}"
+                     if s["over_memory"] else ""))
+        print(f"\nnot expressible ({len(skipped)} rows):")
+        for rid, why in skipped:
+            print(f"  {rid}: {why}")
+    problems = check(results, ratios, summary) if args.check else []
+    for p in problems:
+        print(p)
+    ok = not failed and not problems
+    return 1 if args.check and not ok else 0
+
+
+def check(results, ratios, summary):
+    """What --check fails on: rows and medians over their targets or known misses, known misses
+    back within the target, and rows over their GPU's memory (the configurations trained)."""
+    out = []
+    def held(key, value, target, what):
+        miss = KNOWN_MISSES.get(key)
+        if miss and value <= target:
+            out.append(f"STALE KNOWN MISS: {what} is {100 * value:.1f}%, within the target"
+                       f" {100 * target:.0f}%: remove {key!r} from KNOWN_MISSES")
+        elif miss and value > miss[0]:
+            out.append(f"WORSE: {what} is {100 * value:.1f}%, over its known miss"
+                       f" {100 * miss[0]:.1f}% ({miss[1]})")
+        elif miss:
+            print(f"KNOWN MISS: {what} is {100 * value:.1f}% (target {100 * target:.0f}%, held to"
+                  f" {100 * miss[0]:.1f}% until fixed): {miss[1]}")
+        elif value > target:
+            out.append(f"OUTSIDE: {what} is {100 * value:.1f}%, over the target {100 * target:.0f}%")
+    for r in results:
+        held(r["id"], abs(r["error"]), TARGETS["worst"], f"{r['id']}'s |error|")
+        if r["peak_memory_bytes"] > r["device_memory_bytes"]:
+            out.append(f"OVER MEMORY: {r['id']} trained, and is predicted to need"
+                       f" {r['peak_memory_bytes'] / 2**30:.1f} GiB")
+    for q in ratios:
+        held(f"ratio:{q['id']}", abs(q["error"]), TARGETS["ratio"],
+             f"{q['id']} / {q['base']}'s ratio error")
+    for use, s in summary.items():
+        held(f"median:{use}", s["median"], TARGETS["median"], f"the {use} rows' median |error|")
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
