@@ -2,18 +2,13 @@
 // which operators share a kernel, which tensors never reach memory, and what that does to a
 // kernel's price.
 #include <doctest/doctest.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "analysis/cost_model.h"
 #include "analysis/fusion.h"
 #include "analysis/training_graph.h"
-#include "importers/gpt_model.h"
-#include "importers/onnx_import.h"
 #include "importers/topology.h"
+#include "tests/generated_models.h"
 
 namespace an = planner::analysis;
 namespace ir = planner::ir;
@@ -21,35 +16,11 @@ namespace ir = planner::ir;
 namespace {
 
 ir::Graph gpt(int layers) {
-  planner::importers::GptShape shape;
-  shape.layers = layers;
-  shape.hidden = 32;
-  shape.heads = 4;
-  shape.seq = 8;
-  shape.vocab = 16;
-  shape.dropout = 0.1;
-  auto bytes = planner::importers::gpt_model_bytes(shape, "tiny", "tiny.weights");
-  REQUIRE(bytes.has_value());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("planner_fusion_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "tiny.onnx").string();
-  std::ofstream(path, std::ios::binary) << *bytes;
-  planner::importers::ImportOptions options;
-  options.batch = 2;
-  auto g = planner::importers::import_model(path, options);
-  std::filesystem::remove_all(dir);
-  REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
-  return std::move(*g);
+  return planner::testing::import_generated_gpt(planner::testing::tiny_gpt_shape(layers, 0.1), 2);
 }
 
 an::TrainingGraph train(const ir::Graph& fwd, an::Recompute recompute) {
-  an::TrainingOptions options;
-  options.optimizer = an::Optimizer::kAdam;
-  options.recompute = recompute;
-  auto tg = an::build_training_graph(fwd, options, "tiny.onnx");
-  REQUIRE_MESSAGE(tg.has_value(), (tg ? "" : tg.error().message()));
-  return std::move(*tg);
+  return planner::testing::adam_training_step(fwd, recompute);
 }
 
 const ir::Op& named(const ir::Graph& g, const std::string& name) {

@@ -3,16 +3,12 @@
 // on the runtime's kernels with and without recomputation, and every output and updated
 // parameter is bit-identical. The rewritten graph keeps only checkpoints for the backward pass
 // and runs each clone after the operator before it.
-#include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "analysis/recompute.h"
-#include "importers/gpt_model.h"
-#include "importers/onnx_import.h"
+#include "tests/generated_models.h"
 #include "training_executor.h"
 
 using namespace rt_test;
@@ -20,35 +16,11 @@ using namespace rt_test;
 namespace {
 
 ir::Graph tiny_gpt(double dropout) {
-  planner::importers::GptShape shape;
-  shape.layers = 3;
-  shape.hidden = 32;
-  shape.heads = 4;
-  shape.seq = 8;
-  shape.vocab = 16;
-  shape.dropout = dropout;
-  auto bytes = planner::importers::gpt_model_bytes(shape, "tiny", "tiny.weights");
-  REQUIRE(bytes.has_value());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("planner_recompute_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "tiny.onnx").string();
-  std::ofstream(path, std::ios::binary) << *bytes;
-  planner::importers::ImportOptions options;
-  options.batch = 2;
-  auto g = planner::importers::import_model(path, options);
-  std::filesystem::remove_all(dir);
-  REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
-  return std::move(*g);
+  return planner::testing::import_generated_gpt(planner::testing::tiny_gpt_shape(3, dropout), 2);
 }
 
 an::TrainingGraph train(const ir::Graph& fwd, an::Recompute recompute) {
-  an::TrainingOptions options;
-  options.optimizer = an::Optimizer::kAdam;
-  options.recompute = recompute;
-  auto tg = an::build_training_graph(fwd, options, "tiny.onnx");
-  REQUIRE_MESSAGE(tg.has_value(), (tg ? "" : tg.error().message()));
-  return std::move(*tg);
+  return planner::testing::adam_training_step(fwd, recompute);
 }
 
 // Forward activations the backward and update operators read.
