@@ -6,25 +6,34 @@
 
 namespace planner::analysis {
 
-void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision) {
+void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision,
+                     bool half_parameter_gradients) {
   if (!ir::is_mixed(precision)) return;
   const ir::DType half = ir::activation_dtype(precision);
-  // Tensors the update reads or writes keep f32: the master weights' gradients and state.
+  // Tensors the update reads or writes keep f32: the master weights' gradients and state
+  // (the gradients made by the backward pass in 16 bit with half_parameter_gradients).
   std::vector<bool> keep(static_cast<size_t>(graph.num_tensors()), false);
   if (training) {
+    auto phase = [&](ir::OpId id) { return training->op_phase[static_cast<size_t>(id)]; };
+    auto parameter_gradient = [&](ir::TensorId t) {
+      const ir::TensorId of = training->tensor_of_grad[static_cast<size_t>(t)];
+      return of != ir::kNoTensor && graph.tensor(of).role == ir::TensorRole::kParameter;
+    };
+    auto half_gradient = [&](ir::TensorId t) {
+      const ir::OpId p = graph.tensor(t).producer;
+      return half_parameter_gradients && parameter_gradient(t) && p != ir::kNoOp &&
+             phase(p) != Phase::kUpdate;
+    };
     for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
-      if (training->op_phase[static_cast<size_t>(id)] != Phase::kUpdate) continue;
+      if (phase(id) != Phase::kUpdate) continue;
       const ir::Op& op = graph.op(id);
       for (ir::TensorId t : op.inputs)
-        if (t != ir::kNoTensor) keep[static_cast<size_t>(t)] = true;
+        if (t != ir::kNoTensor && !half_gradient(t)) keep[static_cast<size_t>(t)] = true;
       for (ir::TensorId t : op.outputs)
         if (t != ir::kNoTensor) keep[static_cast<size_t>(t)] = true;
     }
-    for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
-      ir::TensorId of = training->tensor_of_grad[static_cast<size_t>(t)];
-      if (of != ir::kNoTensor && graph.tensor(of).role == ir::TensorRole::kParameter)
-        keep[static_cast<size_t>(t)] = true;
-    }
+    for (ir::TensorId t = 0; t < graph.num_tensors(); ++t)
+      if (parameter_gradient(t) && !half_gradient(t)) keep[static_cast<size_t>(t)] = true;
   }
   for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
     ir::Tensor& tensor = graph.tensor(t);

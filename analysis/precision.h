@@ -16,7 +16,12 @@ namespace planner::analysis {
 /// .grad of f32 parameters) and whatever the update reads or writes stay f32. `training` is
 /// the training graph `graph` belongs to, or null for an inference graph.
 /// A training graph also gets a static loss scale (apply_loss_scale).
-void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision);
+/// `half_parameter_gradients`: the gradients of parameters are stored, accumulated over
+/// micro-batches and reduced in the 16-bit type too, the optimizer step widening them to f32
+/// as it reads them: Megatron-LM's `--fp16` without `--accumulate-allreduce-grads-in-fp32`
+/// (docs/training.md, "Mixed precision").
+void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision,
+                     bool half_parameter_gradients = false);
 
 /// Static loss scaling, as AMP's GradScaler does it with a fixed scale: the seeds of the
 /// backward pass (LossGrad, dy = y / numel(y) for the step's mean loss) are multiplied by a

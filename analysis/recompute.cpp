@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/attention.h"
+
 namespace planner::analysis {
 namespace {
 
@@ -143,6 +145,27 @@ Checkpointing choose_checkpoints(const TrainingGraph& tg) {
   return c;
 }
 
+// Megatron-LM's selective recomputation: every saved activation is kept but the attention
+// cores' intermediates (the outputs of the scores' product, scale, mask, softmax and dropout).
+Checkpointing choose_selective(const TrainingGraph& tg, int& cores) {
+  const ir::Graph& g = tg.graph;
+  Checkpointing c;
+  c.keep.assign(static_cast<size_t>(g.num_tensors()), true);
+  std::vector<bool> forward(static_cast<size_t>(g.num_ops()), false);
+  for (ir::OpId id = 0; id < g.num_ops(); ++id)
+    forward[static_cast<size_t>(id)] = tg.op_phase[static_cast<size_t>(id)] == Phase::kForward;
+  std::vector<bool> is_output(static_cast<size_t>(g.num_tensors()), false);
+  for (TensorId t : g.outputs) is_output[static_cast<size_t>(t)] = true;
+  const std::vector<AttentionCore> found = find_attention_cores(g, &forward);
+  cores = static_cast<int>(found.size());
+  for (const AttentionCore& core : found)
+    for (OpId op : core.ops)
+      for (TensorId t : g.op(op).outputs)
+        if (t != ir::kNoTensor && !is_output[static_cast<size_t>(t)])
+          c.keep[static_cast<size_t>(t)] = false;
+  return c;
+}
+
 // Builds the rewritten graph: the ops in their old order, each clone inserted right before the
 // first op that needs it.
 class Rewriter {
@@ -267,9 +290,12 @@ std::vector<ForwardCut> forward_cuts(const TrainingGraph& training) {
   return ForwardPass(training).cuts(training.graph);
 }
 
-Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, const std::string& source) {
-  Checkpointing c = choose_checkpoints(tg);
+Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, Recompute mode,
+                                           const std::string& source) {
   RecomputeSummary summary;
+  if (mode == Recompute::kNone) return summary;
+  Checkpointing c = mode == Recompute::kSelective ? choose_selective(tg, summary.attention_cores)
+                                                  : choose_checkpoints(tg);
   summary.checkpoints = c.checkpoints;
   summary.checkpoint_bytes = c.checkpoint_bytes;
   const int old_tensors = tg.graph.num_tensors();

@@ -36,6 +36,7 @@ struct RecomputeSummary {
   int cloned_ops = 0;            ///< forward operators run again in the backward pass
   int64_t recomputed_bytes = 0;  ///< bytes of the forward activations recomputed
   int64_t checkpoint_bytes = 0;  ///< bytes of the checkpoints
+  int attention_cores = 0;       ///< kSelective: the attention cores recomputed
 };
 
 /// A point of the forward pass where a single activation carries everything later forward
@@ -50,10 +51,14 @@ struct ForwardCut {
 /// boundaries: search/pipeline.h).
 std::vector<ForwardCut> forward_cuts(const TrainingGraph& training);
 
-/// Rewrites `training` (built with Recompute::kNone) so its backward pass recomputes every
-/// saved activation except checkpoints. Op ids change (clones are inserted in the order they
-/// run); tensor ids of the original graph stay, clones' tensors are appended.
-/// training.recomputes maps each clone tensor to its original. Errors name `source`.
-Expected<RecomputeSummary> apply_recompute(TrainingGraph& training, const std::string& source);
+/// Rewrites `training` (built with Recompute::kNone) so its backward pass recomputes what
+/// `mode` says: every saved activation except checkpoints (kAll), or the attention cores'
+/// intermediates only (kSelective: the scores, scaled and masked scores, probabilities and
+/// their dropout, analysis/attention.h; a graph without attention recomputes nothing). Op ids
+/// change (clones are inserted in the order they run); tensor ids of the original graph stay,
+/// clones' tensors are appended. training.recomputes maps each clone tensor to its original. Errors
+/// name `source`.
+Expected<RecomputeSummary> apply_recompute(TrainingGraph& training, Recompute mode,
+                                           const std::string& source);
 
 }  // namespace planner::analysis

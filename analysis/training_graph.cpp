@@ -38,12 +38,21 @@ std::string_view phase_name(Phase phase) {
 }
 
 std::string_view recompute_name(Recompute recompute) {
-  return recompute == Recompute::kAll ? "all" : "none";
+  switch (recompute) {
+    case Recompute::kAll:
+      return "all";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kNone:
+      break;
+  }
+  return "none";
 }
 
 std::optional<Recompute> recompute_from_name(std::string_view name) {
   if (name == "none") return Recompute::kNone;
   if (name == "all") return Recompute::kAll;
+  if (name == "selective") return Recompute::kSelective;
   return std::nullopt;
 }
 
@@ -1105,8 +1114,8 @@ Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
   if (!result) return result.error();
   builder.fill_grad_tables(*result);
   result->recomputes.assign(static_cast<size_t>(result->graph.num_tensors()), ir::kNoTensor);
-  if (options.recompute == Recompute::kAll) {
-    auto applied = apply_recompute(*result, source);
+  if (options.recompute != Recompute::kNone) {
+    auto applied = apply_recompute(*result, options.recompute, source);
     if (!applied) return applied.error();
   }
   return result;

@@ -22,8 +22,9 @@ enum class Optimizer {
 /// Which forward activations the backward pass reads as saved, and which it recomputes
 /// (analysis/recompute.h).
 enum class Recompute : uint8_t {
-  kNone,  ///< every activation the backward pass reads is kept from the forward pass
-  kAll,   ///< only checkpoints are kept; the rest is recomputed segment by segment
+  kNone,       ///< every activation the backward pass reads is kept from the forward pass
+  kAll,        ///< only checkpoints are kept; the rest is recomputed segment by segment
+  kSelective,  ///< the attention cores' s x s intermediates are recomputed, the rest kept
 };
 
 std::string_view recompute_name(Recompute recompute);

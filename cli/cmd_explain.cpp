@@ -27,6 +27,7 @@ struct ExplainFlags {
   std::string optimizer = "sgd";
   std::string costs;        ///< --costs FILE: measured kernel times, as plan takes them
   std::string calibration;  ///< --calibration FILE: the kernel model's parameters
+  std::string topology;     ///< --topology: the plan's topology file (presets need none)
   int top = 10;
 };
 
@@ -34,7 +35,7 @@ int run_explain(ExplainFlags flags) {
   auto plan = load_plan_and_model(flags.plan, flags.model.model_path);
   if (!plan) return report(plan.error());
   auto model = prepare_for_plan(*plan, flags.plan, flags.model, flags.optimizer, flags.costs,
-                                flags.calibration);
+                                flags.calibration, flags.topology);
   if (!model) return report(model.error());
   const PreparedModel& m = **model;
   const analysis::Lowering& lowering = *m.lowering;
@@ -77,8 +78,8 @@ int run_explain(ExplainFlags flags) {
     for (analysis::Phase p : m.training.op_phase) clones += p == analysis::Phase::kRecompute;
     if (clones > 0)
       std::printf(
-          "recompute %d forward operators run again in the backward pass (--recompute all)\n",
-          clones);
+          "recompute %d forward operators run again in the backward pass (--recompute %s)\n",
+          clones, std::string(analysis::recompute_name(m.recompute)).c_str());
   }
 
   if (flags.op.empty()) {
@@ -157,6 +158,8 @@ void configure_explain(CLI::App& app, std::function<int()>& run) {
   app.add_option("--calibration", flags->calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md), as the plan was priced "
                  "with");
+  app.add_option("--topology", flags->topology,
+                 "the topology file the plan was made for (built-in topologies need none)");
   app.add_option("--optimizer", flags->optimizer, "optimizer when the plan does not record one")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   run = [flags] { return run_explain(*flags); };

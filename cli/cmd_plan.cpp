@@ -175,7 +175,7 @@ int run_plan(const PlanFlags& flags) {
     if (!next->fits) continue;
     if (outcome->fits && gpus_used(*next) >= gpus_used(*outcome)) continue;
     std::string pinned;
-    if (variants[v].recompute == "all") pinned += " --recompute all";
+    if (variants[v].recompute != "none") pinned += " --recompute " + variants[v].recompute;
     if (variants[v].zero == "2") pinned += " --zero 2";
     next->notes.insert(
         next->notes.begin(),

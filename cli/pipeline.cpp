@@ -37,10 +37,12 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "normalisation operators between GEMMs); docs/cost-model.md")
       ->check(CLI::IsMember({"none", "torch", "megatron", "torch-compile"}));
   app.add_option("--recompute", recompute,
-                 "train mode: none (keep every activation the backward pass reads), all (keep "
-                 "checkpoints, recompute the rest in the backward pass) or auto (the default: "
-                 "none, or all where plan finds nothing that fits without it)")
-      ->check(CLI::IsMember({"none", "all", "auto"}));
+                 "train mode: none (keep every activation the backward pass reads), selective "
+                 "(recompute the attention cores' scores, probabilities and their dropout, as "
+                 "Megatron-LM's --recompute-granularity selective), all (keep checkpoints, "
+                 "recompute the rest in the backward pass) or auto (the default: none, or "
+                 "selective, then all, where plan finds nothing that fits without it)")
+      ->check(CLI::IsMember({"none", "selective", "all", "auto"}));
   app.add_option("--zero", zero,
                  "train mode: 0 (every data-parallel replica keeps whole parameters, gradients "
                  "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
@@ -79,7 +81,7 @@ void PipelineFlags::add_to(CLI::App& app) {
 
 std::vector<PipelineFlags> PipelineFlags::step_variants() const {
   std::vector<PipelineFlags> out;
-  for (const char* r : {"none", "all"})
+  for (const char* r : {"none", "selective", "all"})
     for (const char* z : {"0", "2"}) {
       if ((recompute == "auto" ? std::string("none") : recompute) != r && recompute != "auto")
         continue;
@@ -91,16 +93,20 @@ std::vector<PipelineFlags> PipelineFlags::step_variants() const {
       out.push_back(std::move(v));
     }
   if (out.empty()) out.push_back(*this);  // infer with a pinned train-only step: nothing to vary
-  // Cheapest first: sharded state costs no compute, recomputation a forward pass.
-  std::stable_sort(out.begin(), out.end(), [](const PipelineFlags& a, const PipelineFlags& b) {
-    return (a.recompute == "all") < (b.recompute == "all");
+  // Cheapest first: sharded state costs no compute, selective recomputation the attention
+  // cores' scores, full recomputation a forward pass.
+  auto cost = [](const PipelineFlags& f) {
+    return f.recompute == "all" ? 2 : f.recompute == "selective" ? 1 : 0;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const PipelineFlags& a, const PipelineFlags& b) {
+    return cost(a) < cost(b);
   });
   return out;
 }
 
 std::string PipelineFlags::step_label() const {
   std::string label;
-  if (recompute == "all") label = "recompute all";
+  if (recompute == "all" || recompute == "selective") label = "recompute " + recompute;
   if (zero != "auto" && zero != "0") label += (label.empty() ? "" : ", ") + ("zero " + zero);
   return label;
 }
@@ -213,14 +219,20 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     t.recompute =
         analysis::recompute_from_name(flags.recompute).value_or(analysis::Recompute::kNone);
     t.sum_parameter_parts_once = flags.pipeline_stages > 1;
+    out->recompute = t.recompute;
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));
     out->graph = out->training.graph;
   } else {
     out->graph = std::move(forward);
   }
-  analysis::apply_precision(out->graph, out->train ? &out->training : nullptr, out->precision);
   out->framework =
       analysis::framework_from_name(flags.framework).value_or(analysis::Framework::kNone);
+  // Megatron-LM's --fp16 keeps, accumulates and all-reduces parameter gradients in fp16 (its
+  // --accumulate-allreduce-grads-in-fp32 is off by default, and forced on only for bf16).
+  const bool half_gradients = out->train && out->framework == analysis::Framework::kMegatron &&
+                              out->precision == ir::Precision::kFp16 && out->zero_stage == 0;
+  analysis::apply_precision(out->graph, out->train ? &out->training : nullptr, out->precision,
+                            half_gradients);
   analysis::fuse_kernels(out->graph, out->train ? &out->training : nullptr, out->framework);
   if (flags.dump_after == "train") {
     std::fputs(ir::to_text(out->graph).c_str(), stdout);

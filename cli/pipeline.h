@@ -91,6 +91,7 @@ struct PreparedModel {
   ir::Graph graph;                   ///< the graph planned: forward, or one training step
   analysis::TrainingGraph training;  ///< set in train mode (graph is training.graph)
   bool train = false;
+  analysis::Recompute recompute = analysis::Recompute::kNone;  ///< train mode: --recompute
   ir::Precision precision = ir::Precision::kFp32;  ///< --precision; tensors' dtypes follow it
   /// --framework: whose fused kernels the step is priced as (the graph's ops carry the marks)
   analysis::Framework framework = analysis::Framework::kNone;

@@ -97,7 +97,7 @@ const NamedOption kNamedOptions[] = {
     {"optimizer", [](const std::string& s) { return s == "sgd" || s == "momentum" || s == "adam"; },
      "sgd, momentum, adam", &PipelineFlags::optimizer},
     {"recompute", [](const std::string& s) { return !!analysis::recompute_from_name(s); },
-     "none, all", &PipelineFlags::recompute},
+     "none, selective, all", &PipelineFlags::recompute},
     {"precision", [](const std::string& s) { return !!ir::precision_from_name(s); },
      "fp32, tf32, bf16, fp16", &PipelineFlags::precision},
     {"schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },

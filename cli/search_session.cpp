@@ -61,7 +61,8 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
   o["budget_s"] = options.budget_s;
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
-  if (m.train && pipeline.recompute == "all") o["recompute"] = pipeline.recompute;
+  if (m.train && (pipeline.recompute == "all" || pipeline.recompute == "selective"))
+    o["recompute"] = pipeline.recompute;
   if (m.train && pipeline.zero_stage() != 0) o["zero"] = pipeline.zero_stage();
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
@@ -223,6 +224,17 @@ void SearchFlags::add_to(CLI::App& app, bool with_search, bool with_seed) {
                  "worker threads for dp and frontier, 1 to 256 (default: one per hardware thread; "
                  "the plan does not depend on it)")
       ->check(CLI::Range(1, kMaxThreads));
+  app.add_flag("--sequence-parallel", sequence_parallel,
+               "megatron, megatron-2d and megatron-3d: split the operators tensor parallelism "
+               "leaves whole (norms, dropout, residual adds, embeddings) along the sequence, "
+               "gathered before and reduce-scattered after each tensor-parallel block, as "
+               "Megatron-LM's --sequence-parallel");
+  app.add_option("--tensor-parallel", tensor_parallel,
+                 "megatron, megatron-2d and megatron-3d: the tensor-parallel degree, over "
+                 "consecutive GPUs (default: megatron a node's GPUs, megatron-2d and -3d each "
+                 "degree that divides a node); more than a node's GPUs runs tensor parallelism "
+                 "across nodes")
+      ->check(CLI::Range(1, 65536));
   app.add_flag(
       "--no-fallback", no_fallback,
       "write the search's own plan even when data parallelism is faster under the simulator");
@@ -238,6 +250,8 @@ Expected<search::SearchOptions> SearchFlags::options(const importers::Topology& 
   o.max_proposals = max_proposals;
   o.threads = threads > 0 ? threads : default_threads();
   o.objective = objective == "comm" ? search::Objective::kCommBytes : search::Objective::kTime;
+  o.sequence_parallel = sequence_parallel;
+  o.tensor_parallel = tensor_parallel;
   if (!memory_limit.empty()) {
     auto bytes = parse_bytes(memory_limit);
     if (!bytes || *bytes <= 0)
@@ -317,6 +331,18 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
     return rep ? rep->replicate(c, rep->replicas, layout_stages(c, stages)) : c;
   };
   PLANNER_TRY_ASSIGN(const search::SearchInfo* info, search::find_search(search_flags.search));
+  // Megatron's layout flags mean nothing to the other searches: refused, not ignored.
+  const bool megatron = std::string_view(info->name).starts_with("megatron");
+  if (!megatron && search_flags.sequence_parallel)
+    return make_error(
+        "--sequence-parallel: only the megatron searches (megatron, megatron-2d, "
+        "megatron-3d) lay out sequence parallelism, not --search {}",
+        info->name);
+  if (!megatron && search_flags.tensor_parallel > 0)
+    return make_error(
+        "--tensor-parallel: only the megatron searches (megatron, megatron-2d, "
+        "megatron-3d) take a tensor-parallel degree, not --search {}",
+        info->name);
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
   // A replica is its block: GPUs a block leaves idle would idle in every replica.
   if (rep) options.fewer_devices = false;

@@ -32,6 +32,8 @@ struct SearchFlags {
   bool no_fallback =
       false;        ///< --no-fallback: keep the search's plan even if data parallelism is faster
   int threads = 0;  ///< --threads: worker threads (0: one per hardware thread)
+  bool sequence_parallel = false;  ///< --sequence-parallel (the megatron searches)
+  int tensor_parallel = 0;         ///< --tensor-parallel (megatron, megatron-2d); 0: theirs
 
   /// Adds the flags (and --search unless `with_search` is false).
   /// `with_seed` false leaves --seed to the command (verify's seeds the search and the data).

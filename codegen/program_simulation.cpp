@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -15,6 +16,7 @@
 
 #include "analysis/comm_model.h"
 #include "analysis/op_shards.h"
+#include "codegen/collective_waves.h"
 #include "codegen/rank_classes.h"
 #include "ir/op_stats.h"
 
@@ -132,6 +134,16 @@ class Builder {
   bool is_parameter_gradient(ir::TensorId t) const;
   bool is_gradient_reduction(const Step& s, const BackwardEnd& end) const;
 
+  // The classes of ranks that run alike steps (their priced times aside) when every rank is
+  // simulated (computed once, on first use); null when they cannot be.
+  const std::vector<int>* alike() {
+    if (!alike_) {
+      auto classes = alike_ranks(p_, topology_, false);
+      alike_ = classes ? std::move(*classes) : std::vector<int>();
+    }
+    return alike_->empty() ? nullptr : &*alike_;
+  }
+
   const Programs& p_;
   const ir::Graph& g_;
   const importers::Topology& topology_;
@@ -139,6 +151,7 @@ class Builder {
   bool in_order_;     // kernels wait for the kernel before them (one compute stream)
   bool with_memory_;  // plan the arena and give the task graph its buffers
   ProgramTasks out_;
+  std::optional<std::vector<int>> alike_;
   ResourceId sync_ = analysis::kNoResource;
   double stretch_ = 1.0;
   int64_t order_ = 0;
@@ -309,13 +322,27 @@ Expected<void> Builder::add_tasks() {
       join.op = first.op;
       join.order = order_++;
       c.join = out_.graph.add_task(std::move(join));
+      // Beside the same collective of the ranks next to its members that run alike steps, over
+      // shared links (the same classes whether or not alike ranks are simulated once).
+      auto runs_beside = [&](const std::vector<int>& sibling) {
+        const std::vector<int>* cls = p_.symmetry ? &p_.symmetry->sibling_class_of : alike();
+        if (!cls) return false;
+        for (size_t j = 0; j < sibling.size(); ++j)
+          if ((*cls)[static_cast<size_t>(sibling[j])] != (*cls)[static_cast<size_t>(group[j])])
+            return false;
+        return true;
+      };
+      double duration = cost.time;
+      if (auto beside = time_beside_siblings(p_, topology_, kind, group, bytes, cost,
+                                             !priced.group.empty(), runs_beside))
+        duration = std::max(duration, *beside);
       for (const auto& [r, i] : c.members) {
         Task member;
         member.name = fmt::format("{} on gpu{} ({} ranks, {})", step_kind_name(kind), r, ranks,
                                   analysis::algorithm_name(cost.algorithm));
         member.resource = out_.channel[static_cast<size_t>(r)];
         member.kind = TaskKind::kComm;
-        member.duration = cost.time;
+        member.duration = duration;
         member.bytes = static_cast<int64_t>(cost.bytes_sent / static_cast<double>(ranks));
         member.op = step(r, i).op;
         member.order = order_++;

@@ -56,7 +56,9 @@ int64_t bytes_of(const Buffer& b) {
 // What a rank's program is, without naming other ranks: the colour refinement starts here.
 class LocalSignatures {
  public:
-  LocalSignatures(const Programs& p, const importers::Topology& t) : p_(p), topology_(t) {}
+  // `with_times`: collectives and messages count by their priced time (else by their bytes).
+  LocalSignatures(const Programs& p, const importers::Topology& t, bool with_times)
+      : p_(p), topology_(t), with_times_(with_times) {}
 
   Expected<std::vector<uint64_t>> run() {
     std::vector<uint64_t> out(static_cast<size_t>(p_.num_ranks));
@@ -102,14 +104,20 @@ class LocalSignatures {
           h.add(static_cast<uint64_t>(s.reducer));
           for (int64_t e : s.extents) h.add(static_cast<uint64_t>(e));
           const int b = s.kind == StepKind::kAllGather ? s.outputs.at(0) : s.inputs.at(0);
-          PLANNER_TRY_ASSIGN(double seconds, collective_seconds(s, bytes_of(buffer(b))));
-          h.add_double(seconds);
+          if (with_times_) {
+            PLANNER_TRY_ASSIGN(double seconds, collective_seconds(s, bytes_of(buffer(b))));
+            h.add_double(seconds);
+          } else {
+            h.add(static_cast<uint64_t>(bytes_of(buffer(b))));
+          }
         } else {
           const int from = s.kind == StepKind::kSend ? r : s.peer;
           const int to = s.kind == StepKind::kSend ? s.peer : r;
           const int b = s.kind == StepKind::kSend ? s.inputs.at(0) : s.outputs.at(0);
           const auto bytes = static_cast<double>(bytes_of(buffer(b)));
-          h.add_double(topology_.latency(from, to) + bytes / topology_.bandwidth(from, to));
+          h.add_double(with_times_
+                           ? topology_.latency(from, to) + bytes / topology_.bandwidth(from, to)
+                           : bytes);
         }
       }
       out[static_cast<size_t>(r)] = h.h;
@@ -144,6 +152,7 @@ class LocalSignatures {
 
   const Programs& p_;
   const importers::Topology& topology_;
+  bool with_times_;
   // Hashed: a data-parallel step has thousands of collectives over every rank, and an ordered
   // map compared their member lists element by element at every level.
   std::unordered_map<Key, double, KeyHash> priced_;
@@ -219,11 +228,11 @@ bool exact(const Programs& p, const RankClasses& c) {
 
 }  // namespace
 
-Expected<std::shared_ptr<const RankClasses>> rank_classes(const Programs& programs,
-                                                          const importers::Topology& topology) {
+Expected<std::vector<int>> alike_ranks(const Programs& programs,
+                                       const importers::Topology& topology, bool with_times) {
   const int n = programs.num_ranks;
-  if (n < 2 || programs.symmetry) return std::shared_ptr<const RankClasses>();
-  PLANNER_TRY_ASSIGN(std::vector<uint64_t> colour, LocalSignatures(programs, topology).run());
+  PLANNER_TRY_ASSIGN(std::vector<uint64_t> colour,
+                     LocalSignatures(programs, topology, with_times).run());
   int classes = densify(colour);
   // Refining only ever splits classes: stop when a round splits none.
   const Meetings meet(programs);
@@ -234,6 +243,15 @@ Expected<std::shared_ptr<const RankClasses>> rank_classes(const Programs& progra
     if (more == classes) break;
     classes = more;
   }
+  return std::vector<int>(colour.begin(), colour.end());
+}
+
+Expected<std::shared_ptr<const RankClasses>> rank_classes(const Programs& programs,
+                                                          const importers::Topology& topology) {
+  const int n = programs.num_ranks;
+  if (n < 2 || programs.symmetry) return std::shared_ptr<const RankClasses>();
+  PLANNER_TRY_ASSIGN(std::vector<int> colour, alike_ranks(programs, topology));
+  const int classes = colour.empty() ? 0 : *std::max_element(colour.begin(), colour.end()) + 1;
   if (classes == n) return std::shared_ptr<const RankClasses>();
   auto out = std::make_shared<RankClasses>();
   out->class_of.resize(static_cast<size_t>(n));
@@ -247,6 +265,7 @@ Expected<std::shared_ptr<const RankClasses>> rank_classes(const Programs& progra
     ++out->size[static_cast<size_t>(k)];
   }
   if (!exact(programs, *out)) return std::shared_ptr<const RankClasses>();
+  PLANNER_TRY_ASSIGN(out->sibling_class_of, alike_ranks(programs, topology, false));
   return std::shared_ptr<const RankClasses>(std::move(out));
 }
 

@@ -2,12 +2,13 @@
 //
 // On a large cluster most ranks run the same program on different devices: the tensor-parallel
 // peers of a pipeline stage, the data-parallel copies of a block, the two replicas a replicated
-// plan is priced on. The simulator gives such ranks the same timeline, because it has no link
-// contention: a kernel's time is its device type's and its shapes', a collective occupies each
-// member's channel for the collective model's time over its whole group, a message its
-// sender's channel for the route's latency and bytes. So the step can be simulated with one
-// representative rank of each class of alike ranks, each collective waiting only for the
-// representatives among its members, and the others' figures copied from theirs.
+// plan is priced on. The simulator gives such ranks the same timeline, because the only link
+// contention it prices is between a collective and its alike siblings (collective_waves.h),
+// which are priced alike: a kernel's time is its device type's and its shapes', a collective
+// occupies each member's channel for the collective model's time over its whole group (beside
+// its siblings), a message its sender's channel for the route's latency and bytes. So the step can
+// be simulated with one representative rank of each class of alike ranks, each collective waiting
+// only for the representatives among its members, and the others' figures copied from theirs.
 //
 // Classes are found by colour refinement (Weisfeiler-Leman on the programs): two ranks start
 // alike when their device types and step lists match step for step (kinds, operators, shares of
@@ -33,6 +34,9 @@ struct RankClasses {
   std::vector<int> class_of;        ///< per rank
   std::vector<int> representative;  ///< per class
   std::vector<int> size;            ///< per class: its ranks
+  /// Per rank: its class by the steps alone, their priced times aside (alike_ranks with
+  /// `with_times` false): whose collectives run beside each other (collective_waves.h).
+  std::vector<int> sibling_class_of;
 
   int num_classes() const { return static_cast<int>(representative.size()); }
   /// The rank whose simulated figures stand for `rank`'s.
@@ -43,6 +47,14 @@ struct RankClasses {
     return size[static_cast<size_t>(class_of[static_cast<size_t>(rank)])];
   }
 };
+
+/// Per rank of `programs` (one pass, as partitioned, every rank's steps kept), its class of
+/// alike ranks, numbered from 0 in order of their lowest rank: the colour refinement above,
+/// whether or not simulating one rank per class would be exact. `with_times` false compares
+/// collectives and messages by their bytes rather than their priced times: ranks that run the
+/// same steps on links that differ (a DGX-1's GPUs near and far from its NIC) stay alike.
+Expected<std::vector<int>> alike_ranks(const Programs& programs,
+                                       const importers::Topology& topology, bool with_times = true);
 
 /// The classes of alike ranks of `programs` (one pass, as partitioned), or nullptr when
 /// simulating one rank per class would not be exact (see above) or saves nothing. Errors: a

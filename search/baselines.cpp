@@ -150,10 +150,44 @@ int gpus_per_node(const importers::Topology& topology) {
 
 // Megatron-LM's layout with `per_node`-way tensor parallelism over consecutive devices (inside
 // a node when per_node divides the node) and n / per_node-way data parallelism across them.
-Expected<SearchResult> megatron_with(const SearchContext& context, int per_node) {
+// The sequence's length: the second dimension of the model's first input of rank two or more
+// (a language model's tokens, batch x sequence); 0 when there is none.
+int64_t sequence_length(const ir::Graph& g) {
+  for (ir::TensorId t : g.inputs)
+    if (g.tensor(t).role == ir::TensorRole::kInput && g.tensor(t).rank() >= 2)
+      return g.tensor(t).shape[1];
+  return 0;
+}
+
+// Sequence parallelism's variable for `op`: the one that splits dimension 1 of an output of
+// batch x sequence x ..., with at least `pieces` steps; "" when the op has none (a mask, a
+// parameter's transpose, the loss). The batch's variable `bvar` is left to the data-parallel
+// cut across `nodes`; a batch of one has none, and data parallelism may then split the
+// sequence itself.
+std::string sequence_var(const analysis::Lowering& lowering, ir::OpId id, const std::string& bvar,
+                         int nodes, int64_t seq, int pieces) {
+  const ir::Graph& g = lowering.graph();
+  const ir::Op& op = g.op(id);
+  if (seq < pieces || op.outputs.empty() || op.outputs[0] == ir::kNoTensor) return "";
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  if (out.rank() < 3 || out.shape[1] != seq) return "";
+  auto dim_of = [&](const std::string& var) {
+    return lowering.output_dim_of(id, 0, analysis::OpConfig::split(var, {0, 1}));
+  };
+  if (!bvar.empty() && nodes > 1 && dim_of(bvar) != 0) return "";
+  for (const auto& [var, extent] : lowering.splittable(id)) {
+    if ((var == bvar && nodes > 1) || extent < pieces) continue;
+    if (dim_of(var) == 1) return var;
+  }
+  return "";
+}
+
+Expected<SearchResult> megatron_with(const SearchContext& context, int per_node,
+                                     bool sequence_parallel) {
   const analysis::Lowering& lowering = context.lowering;
   const ir::Graph& g = lowering.graph();
   const int n = lowering.topology().num_devices();
+  const int64_t seq = sequence_parallel ? sequence_length(g) : 0;
   const int nodes = n / per_node;
   PLANNER_TRY_ASSIGN(std::vector<analysis::OpConfig> dp,
                      analysis::baseline_configs(lowering, analysis::Baseline::kDataParallel, n));
@@ -167,7 +201,7 @@ Expected<SearchResult> megatron_with(const SearchContext& context, int per_node)
   SearchResult r;
   r.configs = dp;
   const GroupSpace& space = context.space;
-  int column = 0, row = 0, followed = 0;
+  int column = 0, row = 0, followed = 0, sequence = 0;
   for (ir::OpId id : g.topo_order()) {
     if (!is_forward(context, id)) continue;
     const int grp = space.group_of(id);
@@ -221,8 +255,17 @@ Expected<SearchResult> megatron_with(const SearchContext& context, int per_node)
       }
       if (!var.empty()) ++column;
     }
-    if (var == bvar) var.clear();
+    // (Under sequence parallelism in a block of one node, the batch's variable may be the
+    // sequence's: a batch of one.)
+    if (var == bvar && (nodes > 1 || seq == 0)) var.clear();
     if (!var.empty() && lowering.splittable(id).at(var) < per_node) var.clear();
+    // Sequence parallelism: what tensor parallelism leaves whole is split along the sequence
+    // (its input gathered before a column-parallel layer, a row-parallel layer's partial sums
+    // reduce-scattered into it).
+    if (var.empty() && !fc && per_node > 1 && seq > 0) {
+      var = sequence_var(lowering, id, bvar, nodes, seq, per_node);
+      if (!var.empty()) ++sequence;
+    }
     for (size_t o = 0; o < op.outputs.size(); ++o) {
       ir::TensorId t = op.outputs[o];
       if (t == ir::kNoTensor) continue;
@@ -236,24 +279,46 @@ Expected<SearchResult> megatron_with(const SearchContext& context, int per_node)
   }
   r.options["nodes"] = nodes;
   r.options["tensor_parallel"] = per_node;
+  if (sequence_parallel) r.options["sequence_parallel"] = sequence > 0;
   const bool whole_nodes = per_node == gpus_per_node(lowering.topology());
   r.notes.push_back(fmt::format(
       "{}-way tensor parallelism {} ({} column- and {} row-parallel layers, {} operators "
-      "following), {}-way data parallelism {}",
-      per_node, whole_nodes ? "inside each node" : "over consecutive GPUs of a node", column, row,
-      followed, nodes, whole_nodes ? "across nodes" : "over the groups"));
+      "following{}), {}-way data parallelism {}",
+      per_node,
+      whole_nodes                                     ? "inside each node"
+      : per_node > gpus_per_node(lowering.topology()) ? "over consecutive GPUs across nodes"
+                                                      : "over consecutive GPUs of a node",
+      column, row, followed,
+      sequence_parallel ? fmt::format(", {} split along the sequence", sequence) : std::string(),
+      nodes, whole_nodes ? "across nodes" : "over the groups"));
   r.plans_evaluated = 1;
   return r;
 }
 
 }  // namespace
 
-Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOptions&) {
+// The tensor-parallel degree --tensor-parallel pins, checked against the devices planned.
+Expected<int> pinned_degree(const SearchContext& context, const SearchOptions& options) {
+  const int n = context.lowering.topology().num_devices();
+  const int t = options.tensor_parallel;
+  if (t < 1 || t > n || n % t != 0)
+    return make_error(
+        "--tensor-parallel {}: the degree must divide the {} GPUs planned at once (with "
+        "--replicas or --pipeline-stages, one block's)",
+        t, n);
+  return t;
+}
+
+Expected<SearchResult> run_megatron(const SearchContext& context, const SearchOptions& options) {
   if (!is_transformer(context))
     return data_parallel_fallback(context,
                                   "not a transformer (no attention softmax between fully "
                                   "connected layers); kept data parallelism");
-  return megatron_with(context, gpus_per_node(context.lowering.topology()));
+  int degree = gpus_per_node(context.lowering.topology());
+  if (options.tensor_parallel > 0) {
+    PLANNER_TRY_ASSIGN(degree, pinned_degree(context, options));
+  }
+  return megatron_with(context, degree, options.sequence_parallel);
 }
 
 Expected<SearchResult> run_megatron_2d(const SearchContext& context, const SearchOptions& options) {
@@ -266,9 +331,13 @@ Expected<SearchResult> run_megatron_2d(const SearchContext& context, const Searc
   const int per_node = gpus_per_node(context.lowering.topology());
   std::vector<SearchResult> tried;
   std::vector<int> degrees;
-  for (int tp = 1; tp <= per_node; tp *= 2)
-    if (per_node % tp == 0) {
-      PLANNER_TRY_ASSIGN(SearchResult r, megatron_with(context, tp));
+  int pinned = 0;
+  if (options.tensor_parallel > 0) {
+    PLANNER_TRY_ASSIGN(pinned, pinned_degree(context, options));
+  }
+  for (int tp = pinned > 0 ? pinned : 1; tp <= std::max(per_node, pinned); tp *= 2)
+    if (pinned > 0 ? tp == pinned : per_node % tp == 0) {
+      PLANNER_TRY_ASSIGN(SearchResult r, megatron_with(context, tp, options.sequence_parallel));
       tried.push_back(std::move(r));
       degrees.push_back(tp);
     }

@@ -46,6 +46,14 @@ struct SearchOptions {
   int64_t max_proposals = 0;
   int max_cuts = 2;            ///< most cuts in a group's cut list (mcmc)
   bool device_subsets = true;  ///< also place groups on aligned blocks of fewer devices (mcmc)
+  /// megatron, megatron-2d, megatron-3d: Megatron-LM's sequence parallelism (Korthikanti et al.
+  /// 2022): the operators tensor parallelism leaves whole (norms, dropout, residual adds,
+  /// embeddings) split along the sequence instead.
+  bool sequence_parallel = false;
+  /// megatron, megatron-2d, megatron-3d: the tensor-parallel degree (0: megatron takes a
+  /// node's GPUs, megatron-2d each degree that divides a node); more than a node's GPUs runs
+  /// tensor parallelism across nodes.
+  int tensor_parallel = 0;
   /// Called now and then with the fraction done and a few words (for a progress line).
   std::function<void(double, std::string_view)> progress;
   /// The last word on whole plans where a search chooses among a few (dp's and frontier's

@@ -13,6 +13,7 @@
 
 #include "analysis/training_graph.h"
 #include "importers/gpt_model.h"
+#include "importers/llama_model.h"
 #include "importers/onnx_import.h"
 #include "ir/graph.h"
 
@@ -30,10 +31,9 @@ inline importers::GptShape tiny_gpt_shape(int64_t layers, double dropout) {
   return shape;
 }
 
-/// The GPT of `shape`, imported with its batch dimension bound to `batch`; fails the test on an
-/// error.
-inline ir::Graph import_generated_gpt(const importers::GptShape& shape, int64_t batch) {
-  auto bytes = importers::gpt_model_bytes(shape, "tiny", "tiny.weights");
+/// A serialised model `planner generate` would write, imported with its batch dimension bound
+/// to `batch` from a scratch folder of this process (removed after); fails the test on an error.
+inline ir::Graph import_generated(const Expected<std::string>& bytes, int64_t batch) {
   REQUIRE_MESSAGE(bytes.has_value(), (bytes ? "" : bytes.error().message()));
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("planner_generated_" + std::to_string(::getpid()));
@@ -46,6 +46,24 @@ inline ir::Graph import_generated_gpt(const importers::GptShape& shape, int64_t 
   std::filesystem::remove_all(dir);
   REQUIRE_MESSAGE(g.has_value(), (g ? "" : g.error().message()));
   return std::move(*g);
+}
+
+/// The GPT of `shape`, imported with its batch dimension bound to `batch`.
+inline ir::Graph import_generated_gpt(const importers::GptShape& shape, int64_t batch) {
+  return import_generated(importers::gpt_model_bytes(shape, "tiny", "tiny.weights"), batch);
+}
+
+/// A Llama of d_model 32, 4 query heads over `kv_heads` key/value heads, 8 tokens, 16 words.
+inline ir::Graph import_generated_llama(int64_t layers, int64_t kv_heads, int64_t batch) {
+  importers::LlamaShape shape;
+  shape.layers = layers;
+  shape.hidden = 32;
+  shape.heads = 4;
+  shape.kv_heads = kv_heads;
+  shape.seq = 8;
+  shape.vocab = 16;
+  shape.ffn = 64;
+  return import_generated(importers::llama_model_bytes(shape, "tiny", "tiny.weights"), batch);
 }
 
 /// The training step of `forward` with Adam and `recompute`; fails the test on an error.

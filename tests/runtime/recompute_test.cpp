@@ -113,3 +113,63 @@ TEST_CASE(
       if (out != ir::kNoTensor) CHECK(re.recomputes[static_cast<size_t>(out)] != ir::kNoTensor);
   }
 }
+
+TEST_CASE("recompute selective: only the attention cores run again, and the step is unchanged") {
+  const ir::Graph fwd = tiny_gpt(0.1);
+  const an::TrainingGraph plain = train(fwd, an::Recompute::kNone);
+  const an::TrainingGraph re = train(fwd, an::Recompute::kSelective);
+
+  // Per layer the scores' product, scale, mask, softmax and dropout: five clones, in order.
+  std::vector<std::string> cloned;
+  for (ir::OpId id : re.graph.topo_order())
+    if (re.op_phase[static_cast<size_t>(id)] == an::Phase::kRecompute)
+      cloned.push_back(re.graph.op(id).op_type);
+  const std::vector<std::string> core = {"MatMul", "Mul", "Add", "Softmax", "DropoutTrain"};
+  REQUIRE(cloned.size() == 3 * core.size());
+  for (size_t i = 0; i < cloned.size(); ++i) CHECK(cloned[i] == core[i % core.size()]);
+
+  // The backward pass reads no s x s tensor of the forward pass (those it reads are the
+  // clones'), and every other saved activation is still kept.
+  const std::set<ir::TensorId> kept_before = saved(plain), kept_after = saved(re);
+  int64_t before = 0, after = 0;
+  for (ir::TensorId t : kept_before) before += plain.graph.tensor(t).num_bytes();
+  for (ir::TensorId t : kept_after) after += re.graph.tensor(t).num_bytes();
+  INFO("saved bytes " << before << " -> " << after);
+  CHECK(after < before);
+  auto in_core = [](const std::string& name) {
+    for (const char* part : {"/scores", "/scale", "/mask", "/softmax", ".attn/dropout"})
+      if (name.find(part) != std::string::npos) return true;
+    return false;
+  };
+  for (ir::TensorId t : kept_after) {
+    INFO(re.graph.tensor(t).name);
+    CHECK(!in_core(re.graph.tensor(t).name));
+  }
+  int dropped = 0;
+  for (ir::TensorId t : kept_before) {
+    if (in_core(plain.graph.tensor(t).name)) {
+      ++dropped;
+      continue;
+    }
+    INFO(plain.graph.tensor(t).name);
+    CHECK(kept_after.count(*re.graph.find_tensor(plain.graph.tensor(t).name)) == 1);
+  }
+  CHECK(dropped > 0);
+
+  Executor a(plain), b(re);
+  a.run(false);
+  b.run(false);
+  int compared = 0;
+  for (ir::TensorId t : plain.graph.outputs) {
+    const std::string& name = plain.graph.tensor(t).name;
+    INFO(name);
+    auto other = re.graph.find_tensor(name);
+    REQUIRE(other.has_value());
+    const Buf& x = a.bufs[static_cast<size_t>(t)];
+    const Buf& y = b.bufs[static_cast<size_t>(*other)];
+    REQUIRE(x.t.bytes() == y.t.bytes());
+    CHECK(std::memcmp(x.t.data, y.t.data, static_cast<size_t>(x.t.bytes())) == 0);
+    ++compared;
+  }
+  CHECK(compared > 30);
+}
