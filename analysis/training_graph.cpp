@@ -7,6 +7,7 @@
 #include "analysis/training_graph.h"
 
 #include "analysis/recompute.h"
+#include "analysis/tied_copies.h"
 
 #include <algorithm>
 #include <cstring>
@@ -69,8 +70,10 @@ using Shape = std::vector<int64_t>;
 
 class Builder {
  public:
-  Builder(const ir::Graph& forward, const TrainingOptions& options, std::string source)
+  Builder(const ir::Graph& forward, const TrainingOptions& options, std::string source,
+          const std::vector<TiedCopy>& copies = {})
       : fwd_(forward), options_(options), source_(std::move(source)) {
+    for (const TiedCopy& c : copies) copy_of_[c.original] = c.copy, copies_.insert(c.copy);
     out_.graph = forward;  // forward ops and tensors keep their ids
     out_.op_phase.assign(static_cast<size_t>(forward.num_ops()), Phase::kForward);
     out_.op_group.resize(static_cast<size_t>(forward.num_ops()));
@@ -121,12 +124,30 @@ class Builder {
     }
     // Parameters: finish their gradients and add the optimizer update.
     for (TensorId t = 0; t < fwd_.num_tensors(); ++t) {
-      if (fwd_.tensor(t).role != TensorRole::kParameter || !needs_grad_[static_cast<size_t>(t)])
+      if (fwd_.tensor(t).role != TensorRole::kParameter || !needs_grad_[static_cast<size_t>(t)] ||
+          copies_.count(t))
         continue;
+      // A tied embedding's copy: its gradient is one more part of the original's, and both
+      // take the summed step (tied_copies.h).
+      auto copy = copy_of_.find(t);
+      Phase phase = options_.sum_parameter_parts_once ? Phase::kUpdate : Phase::kBackward;
+      if (copy != copy_of_.end()) {
+        const auto& readers = fwd_.tensor(copy->second).consumers;
+        group_ = readers.empty() ? ir::kNoOp : readers.front();
+        const TensorId gc = finish(copy->second);
+        if (gc != ir::kNoTensor) parts_[static_cast<size_t>(t)].push_back(gc);
+        phase = Phase::kUpdate;
+      }
       const auto& consumers = fwd_.tensor(t).consumers;
       group_ = consumers.empty() ? ir::kNoOp : consumers.front();
-      TensorId g = finish(t, options_.sum_parameter_parts_once ? Phase::kUpdate : Phase::kBackward);
-      if (g != ir::kNoTensor) add_update(t, g);
+      TensorId g = finish(t, phase);
+      if (g == ir::kNoTensor) continue;
+      add_update(t, g);
+      if (copy != copy_of_.end()) {
+        const auto& readers = fwd_.tensor(copy->second).consumers;
+        group_ = readers.empty() ? ir::kNoOp : readers.front();
+        add_update(copy->second, g);
+      }
     }
     out_.graph.name = fwd_.name;
     auto finalized = out_.graph.finalize(source_);
@@ -1083,6 +1104,8 @@ class Builder {
   TrainingGraph out_;
   OpId group_ = ir::kNoOp;
   std::vector<bool> needs_grad_;
+  std::map<TensorId, TensorId> copy_of_;  // a tied embedding -> its copy (tied_copies.h)
+  std::set<TensorId> copies_;
   std::vector<std::vector<TensorId>> parts_;
   std::vector<int> contributors_;
   std::map<TensorId, TensorId> finished_;  // value: gradient id + 1 (0: not finished)
@@ -1109,7 +1132,13 @@ class Builder {
 Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
                                              const TrainingOptions& options,
                                              const std::string& source) {
-  Builder builder(forward, options, source);
+  std::vector<TiedCopy> copies;
+  std::optional<ir::Graph> untied;
+  if (options.copy_tied_embeddings) {
+    untied = forward;
+    PLANNER_TRY_ASSIGN(copies, copy_tied_embeddings(*untied, source));
+  }
+  Builder builder(untied ? *untied : forward, options, source, copies);
   auto result = builder.run();
   if (!result) return result.error();
   builder.fill_grad_tables(*result);

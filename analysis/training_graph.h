@@ -41,6 +41,11 @@ struct TrainingOptions {
   /// every micro-batch (docs/training.md, "Gradients"). Without stages the backward sum is
   /// cheaper: one reduction of the summed gradient rather than one per part.
   bool sum_parameter_parts_once = false;
+  /// Give an LM head tied to the token embedding its own copy of the table, both copies updated
+  /// with the sum of their gradients in the optimizer step (analysis/tied_copies.h): for
+  /// pipelined steps, as Megatron-LM keeps the embedding on its first and last stage, so the
+  /// last stage does not receive the table every micro-batch.
+  bool copy_tied_embeddings = false;
 };
 
 /// The phase an operator runs in within one training step.

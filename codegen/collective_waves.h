@@ -1,5 +1,5 @@
-// Collectives that run side by side over shared links: the data-parallel all-reduces of a
-// block's tensor-parallel ranks start together (the ranks run alike programs) and cross the
+// Collectives and messages that run side by side over shared links: the data-parallel all-reduces
+// of a block's tensor-parallel ranks start together (the ranks run alike programs) and cross the
 // same network interfaces, so each takes as long as all of them together need (docs/codegen.md,
 // "What the compiled step costs"). The simulator otherwise prices a collective alone.
 #pragma once
@@ -32,5 +32,15 @@ std::optional<double> time_beside_siblings(const Programs& programs,
                                            const std::vector<int>& group, double bytes,
                                            const analysis::CollectiveCost& alone, bool on_cluster,
                                            const RunsBeside& runs_beside);
+
+/// The time of the message of `bytes` from program rank `from` to `to` on another node (priced
+/// alone as `alone`) beside its siblings: the messages between the ranks at the same offset of
+/// local index on the two nodes that `runs_beside` accepts (the pipeline's activations of a
+/// stage's tensor- or data-parallel ranks, sent at once through the nodes' NICs), stretched as
+/// a collective is; nullopt when there are none or sharing costs nothing.
+std::optional<double> transfer_beside_siblings(const Programs& programs,
+                                               const importers::Topology& topology, int from,
+                                               int to, double bytes, double alone,
+                                               const RunsBeside& runs_beside);
 
 }  // namespace planner::codegen

@@ -193,7 +193,7 @@ Encoder encode_program(const Programs& p) {
     for (const analysis::Range& r : b.region) offset.push_back(r.begin);
     e.shape(offset);
     e.i(static_cast<int64_t>(b.init));
-    e.s(b.tensor_name);
+    e.s(b.values_of.empty() ? b.tensor_name : b.values_of);  // the name fill_uniform draws by
     e.d(b.lo);
     e.d(b.hi);
     e.i(b.init == BufferInit::kConstant ? e.bytes(b.data) : 0);

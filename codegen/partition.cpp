@@ -1,6 +1,8 @@
 // Partitioning a plan into per-rank programs: shards, fetches, collectives and reductions.
 #include "codegen/partition.h"
 
+#include "analysis/tied_copies.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -202,8 +204,12 @@ void Partitioner::init_of(ir::TensorId t, Buffer& b) const {
   b.init = BufferInit::kUniform;
   b.lo = -1;
   b.hi = 1;
+  // A tied embedding's copy starts as the original (analysis/tied_copies.h).
+  const ir::TensorId original = analysis::copied_from(g_, t);
+  if (original != ir::kNoTensor) b.values_of = g_.tensor(original).name;
   if (tensor.role == ir::TensorRole::kParameter && tensor.rank() >= 2) {
-    const double fan_in = static_cast<double>(fan_in_of(g_, t));
+    const double fan_in =
+        static_cast<double>(fan_in_of(g_, original != ir::kNoTensor ? original : t));
     b.hi = std::sqrt(3.0 / std::max(1.0, fan_in));
     b.lo = -b.hi;
   }

@@ -38,6 +38,9 @@ struct Buffer {
   int rank = 0;                         ///< the rank that owns it
   ir::TensorId tensor = ir::kNoTensor;  ///< the original tensor (kNoTensor: helper constant)
   std::string tensor_name;              ///< its name (or a generated one for helpers)
+  /// kUniform: the tensor whose values it is drawn as, when not its own (a tied embedding's
+  /// copy starts as the original: analysis/tied_copies.h); "" for its own.
+  std::string values_of;
   ir::DType dtype = ir::DType::kFloat32;
   std::vector<int64_t> global_shape;  ///< the original tensor's shape
   analysis::Box region;               ///< the box it holds, in global coordinates

@@ -134,6 +134,19 @@ class Builder {
   bool is_parameter_gradient(ir::TensorId t) const;
   bool is_gradient_reduction(const Step& s, const BackwardEnd& end) const;
 
+  // Whether a sibling of `members` (collective_waves.h) runs beside them: each of its ranks in
+  // the class of the member it replaces.
+  RunsBeside runs_beside(std::vector<int> members) {
+    return [this, members = std::move(members)](const std::vector<int>& sibling) {
+      const std::vector<int>* cls = p_.symmetry ? &p_.symmetry->sibling_class_of : alike();
+      if (!cls) return false;
+      for (size_t j = 0; j < sibling.size(); ++j)
+        if ((*cls)[static_cast<size_t>(sibling[j])] != (*cls)[static_cast<size_t>(members[j])])
+          return false;
+      return true;
+    };
+  }
+
   // The classes of ranks that run alike steps (their priced times aside) when every rank is
   // simulated (computed once, on first use); null when they cannot be.
   const std::vector<int>* alike() {
@@ -324,17 +337,9 @@ Expected<void> Builder::add_tasks() {
       c.join = out_.graph.add_task(std::move(join));
       // Beside the same collective of the ranks next to its members that run alike steps, over
       // shared links (the same classes whether or not alike ranks are simulated once).
-      auto runs_beside = [&](const std::vector<int>& sibling) {
-        const std::vector<int>* cls = p_.symmetry ? &p_.symmetry->sibling_class_of : alike();
-        if (!cls) return false;
-        for (size_t j = 0; j < sibling.size(); ++j)
-          if ((*cls)[static_cast<size_t>(sibling[j])] != (*cls)[static_cast<size_t>(group[j])])
-            return false;
-        return true;
-      };
       double duration = cost.time;
       if (auto beside = time_beside_siblings(p_, topology_, kind, group, bytes, cost,
-                                             !priced.group.empty(), runs_beside))
+                                             !priced.group.empty(), runs_beside(group)))
         duration = std::max(duration, *beside);
       for (const auto& [r, i] : c.members) {
         Task member;
@@ -380,6 +385,11 @@ Expected<void> Builder::pair_transfers() {
       tr.kind = TaskKind::kComm;
       tr.duration =
           topology_.latency(from, to) + static_cast<double>(bytes) / topology_.bandwidth(from, to);
+      // Beside the same message of the ranks next to its two ends, over shared links.
+      if (auto beside =
+              transfer_beside_siblings(p_, topology_, from, to, static_cast<double>(bytes),
+                                       tr.duration, runs_beside({from, to})))
+        tr.duration = *beside;
       tr.bytes = bytes;
       tr.op = s.op;
       tr.order = order_++;

@@ -168,7 +168,13 @@ def plan_command(planner, work, row, lay, framework=None):
     elif lay["tp"] == 1 and lay["pp"] == 1:
         cmd += ["--search", "data-parallel", "--replicas", "1"]
     else:
-        cmd += ["--search", "megatron", "--replicas", str(lay["dp"]),
+        # Megatron-LM's rank order: tensor-parallel ranks innermost, then data-parallel, the
+        # pipeline outermost (a stage's tp x dp GPUs consecutive): one block of all the GPUs
+        # where it is affordable to plan whole; on the SC'21 clusters, replicas of a tp x pp
+        # block, whose data-parallel and pipeline links cross nodes just as Megatron's do
+        # (Selene has a NIC per GPU).
+        replicas = 1 if lay["pp"] > 1 and lay["gpus"] <= 64 else lay["dp"]
+        cmd += ["--search", "megatron", "--replicas", str(replicas),
                 "--tensor-parallel", str(lay["tp"])]
     if lay["pp"] > 1:
         cmd += ["--pipeline-stages", str(lay["pp"])]

@@ -27,7 +27,8 @@ Counts count(bool half_parameter_gradients) {
     const bool parameter_gradient =
         of != ir::kNoTensor && g.tensor(of).role == ir::TensorRole::kParameter;
     const ir::OpId p = tensor.producer;
-    const bool by_update = p != ir::kNoOp && tg.op_phase[static_cast<size_t>(p)] == an::Phase::kUpdate;
+    const bool by_update =
+        p != ir::kNoOp && tg.op_phase[static_cast<size_t>(p)] == an::Phase::kUpdate;
     if (parameter_gradient && !by_update)
       (tensor.dtype == ir::DType::kFloat16 ? c.half_gradients : c.f32_gradients) += 1;
     if (by_update && tensor.dtype == ir::DType::kFloat16) ++c.half_update_outputs;

@@ -4,7 +4,10 @@
 # parallelism splits what tensor parallelism leaves whole along the sequence, so each layer's
 # all-reduces become an all-gather before and a reduce-scatter after the tensor-parallel blocks
 # and the norms' activations shrink. The plan records both, explain names the recomputation,
-# and the step verifies partitioned against whole (with a pipeline and replicas too).
+# and the step verifies partitioned against whole (with a pipeline and replicas too; there at
+# learning rate 0.001: in Adam's second step an element whose gradient is near Adam's epsilon
+# moves by a share of lr that the sum's rounding changes, 1.2 of fp32's tolerance at lr 0.01,
+# scaling with lr; SGD's step agrees within 0.3 of it).
 $PLANNER generate gpt $TMP/g.onnx --layers 2 --hidden 512 --heads 8 --seq 512 --vocab 4096 --dropout 0.1 > /dev/null
 for step in "--recompute none" "--recompute selective" "--recompute all" "--recompute selective --sequence-parallel"; do
   printf '%-42s' "$step"
@@ -19,5 +22,5 @@ for sp in "" "--sequence-parallel"; do
 done
 $PLANNER generate gpt $TMP/t.onnx --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --dropout 0.1 > /dev/null
 $PLANNER verify $TMP/t.onnx --batch 4 --gpus 4 --optimizer adam --search megatron --recompute selective --sequence-parallel | grep -E '^ok'
-$PLANNER verify $TMP/t.onnx --batch 8 --gpus 8 --optimizer adam --search megatron --recompute selective --sequence-parallel --pipeline-stages 2 --replicas 2 --micro-batches 2 | grep -E '^ok'
+$PLANNER verify $TMP/t.onnx --batch 8 --gpus 8 --optimizer adam --search megatron --recompute selective --sequence-parallel --pipeline-stages 2 --replicas 2 --micro-batches 2 --lr 0.001 | grep -E '^ok'
 $PLANNER plan $TMP/t.onnx --batch 4 --gpus 4 --recompute some; echo "exit $?"
