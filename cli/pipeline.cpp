@@ -218,8 +218,10 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     t.learning_rate = flags.learning_rate;
     t.recompute =
         analysis::recompute_from_name(flags.recompute).value_or(analysis::Recompute::kNone);
-    t.sum_parameter_parts_once = flags.pipeline_stages > 1;
-    t.copy_tied_embeddings = flags.pipeline_stages > 1;
+    const bool pipelined = flags.pipelined_gradients.value_or(flags.pipeline_stages > 1);
+    t.sum_parameter_parts_once = pipelined;
+    t.copy_tied_embeddings = pipelined;
+    out->pipelined_gradients = pipelined;
     out->recompute = t.recompute;
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));
     out->graph = out->training.graph;

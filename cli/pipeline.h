@@ -58,6 +58,10 @@ struct PipelineFlags {
   /// Train mode: pipeline stages (--pipeline-stages, consecutive blocks of the GPUs,
   /// search/pipeline.h) and the order the micro-batches run through them (--schedule).
   int pipeline_stages = 1;
+  /// Build the training graph for pipeline stages (a tied embedding copied onto the head's
+  /// stage, parameter gradient parts summed once per step); unset: when pipeline_stages > 1.
+  /// A plan whose search chose its stages (megatron-3d) records false (plan_options).
+  std::optional<bool> pipelined_gradients;
   std::string schedule = "1f1b";
   /// Train mode: data-parallel replicas of one plan for a block of the GPUs (--replicas,
   /// search/replicas.h): a count (1: the searches plan all the GPUs at once) or "auto"
@@ -108,6 +112,9 @@ struct PreparedModel {
   int64_t micro_batch = 0;
   /// Train mode: pipeline stages, and the schedule of a pipelined plan's passes.
   int pipeline_stages = 1;
+  /// Train mode: whether the training graph was built for pipeline stages
+  /// (PipelineFlags::pipelined_gradients).
+  bool pipelined_gradients = false;
   codegen::Schedule schedule = codegen::Schedule::k1F1B;
   int zero_stage = 0;  ///< train mode: 0, 2 or 3 (--zero)
   /// Train mode: the plan is this many data-parallel replicas of one block (--replicas, or a

@@ -157,6 +157,12 @@ Expected<void> apply_plan_options(const search::Plan& plan, const std::string& p
   if (zero) flags.zero = std::to_string(*zero);
   if (micro_batches) flags.micro_batches = static_cast<int>(*micro_batches);
   if (stages) flags.pipeline_stages = static_cast<int>(*stages);
+  if (o.has("pipelined_gradients")) {
+    const Json& v = json["pipelined_gradients"];
+    if (!v.is_boolean())
+      return o.error("pipelined_gradients", fmt::format("{} is not true or false", v.dump()));
+    flags.pipelined_gradients = v.get<bool>();
+  }
   if (replicas) flags.replicas = std::to_string(*replicas);
   return ok();
 }

@@ -73,6 +73,8 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
   if (m.pipeline_stages > 1) {
     o["pipeline_stages"] = m.pipeline_stages;
     o["schedule"] = codegen::schedule_name(m.schedule);
+    // Stages the search chose (megatron-3d) on a graph built for one: rebuilt as planned.
+    if (m.train && !m.pipelined_gradients) o["pipelined_gradients"] = false;
   }
   if (rep) o["replicas"] = rep->replicas;
   if (!pipeline.model.dims.empty()) {
