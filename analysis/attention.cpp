@@ -51,8 +51,12 @@ class CoreFinder {
       // The one input of `at` that is an activation only `at` reads: the chain.
       ir::TensorId chain = ir::kNoTensor;
       int candidates = 0;
-      for (ir::TensorId t : g_.op(at).inputs)
-        if (activation(t) && sole_reader(t) == at) chain = t, ++candidates;
+      // (the chain has the scores' shape; a mask read only here is broadcast to it)
+      const ir::Op& reader = g_.op(at);
+      for (ir::TensorId t : reader.inputs)
+        if (activation(t) && sole_reader(t) == at &&
+            g_.tensor(t).shape == g_.tensor(reader.outputs[0]).shape)
+          chain = t, ++candidates;
       if (candidates != 1) return std::nullopt;
       const ir::OpId p = g_.tensor(chain).producer;
       if (activation_product(p)) {

@@ -34,6 +34,8 @@ std::string_view op_class_name(OpClass c) {
       return "shape";
     case OpClass::kOptimizer:
       return "optimizer";
+    case OpClass::kAttention:
+      return "attention";
   }
   return "?";
 }
@@ -82,6 +84,7 @@ OpClass classify(const ir::Op& op) {
   if (kMovement.count(t)) return OpClass::kDataMovement;
   if (kShape.count(t)) return OpClass::kShape;
   if (kOptimizer.count(t)) return OpClass::kOptimizer;
+  if (t == "Attention" || t == "AttentionGrad") return OpClass::kAttention;
   return OpClass::kElementwise;
 }
 
@@ -424,7 +427,8 @@ double ComputeCostModel::roofline(const importers::DeviceType& type, const ir::O
   if (c == OpClass::kShape) return 0.0;
   const Efficiency& eff = options_.efficiency[static_cast<size_t>(c)];
   double peak = 0;
-  bool dense = c == OpClass::kMatmul || c == OpClass::kConv || c == OpClass::kRecurrent;
+  bool dense = c == OpClass::kMatmul || c == OpClass::kConv || c == OpClass::kRecurrent ||
+               c == OpClass::kAttention;
   bool tensor_core = false;
   if (dense && dtype == ir::DType::kFloat32 && options_.allow_tf32) {
     peak = type.flops("tf32");

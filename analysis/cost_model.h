@@ -26,8 +26,9 @@ enum class OpClass : uint8_t {
   kDataMovement,  ///< transpose, concat, slice, gather, pad: memory bound
   kShape,         ///< reshape and kin: free (a view)
   kOptimizer,     ///< parameter updates: memory bound
+  kAttention,     ///< fused attention and its gradient (FlashAttention): tensor-core bound
 };
-inline constexpr int kNumOpClasses = 8;
+inline constexpr int kNumOpClasses = 9;
 std::string_view op_class_name(OpClass c);
 
 /// The class of an operator, from its type and domain.
@@ -60,6 +61,7 @@ struct ComputeCostOptions {
       {1.00, 0.75, 1.00, 1.00},   // data movement
       {1.00, 1.00, 1.00, 1.00},   // shape
       {1.00, 0.85, 1.00, 1.00},   // optimizer
+      {0.50, 0.85, 0.40, 0.55},   // attention
   }};
   /// GEMM tile a thread block computes (rows x columns of the output); a problem is padded to
   /// whole tiles and tiles run in waves of one per streaming multiprocessor.

@@ -35,6 +35,12 @@ void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precis
     for (ir::TensorId t = 0; t < graph.num_tensors(); ++t)
       if (parameter_gradient(t) && !half_gradient(t)) keep[static_cast<size_t>(t)] = true;
   }
+  // Fused attention keeps its rows' log-sum-exp in f32, as FlashAttention does: the backward
+  // pass exponentiates against it.
+  for (const ir::Op& op : graph.ops())
+    if (op.domain == "ai.planner" && op.op_type == "Attention" && op.outputs.size() > 1 &&
+        op.outputs[1] != ir::kNoTensor)
+      keep[static_cast<size_t>(op.outputs[1])] = true;
   for (ir::TensorId t = 0; t < graph.num_tensors(); ++t) {
     ir::Tensor& tensor = graph.tensor(t);
     if (tensor.role != ir::TensorRole::kActivation || tensor.dtype != ir::DType::kFloat32) continue;

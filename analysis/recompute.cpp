@@ -166,6 +166,54 @@ Checkpointing choose_selective(const TrainingGraph& tg, int& cores) {
   return c;
 }
 
+// torchtitan's op-level selective activation checkpointing (--activation_checkpoint.mode
+// selective with selective_ac_option "op": torchtitan/models/llama/parallelize_llama.py at
+// 9dec370, _save_list and _custom_policy): inside a checkpointed block the outputs of attention
+// and of every other matrix product with a weight (the first, third, ... counted from the
+// block's start) are kept and everything else is recomputed. The forward pass's cuts stand for
+// the blocks' inputs: they are kept and restart the count. (A Llama block has a cut between its
+// attention and its MLP, so the products kept are wq, wv, w1 and w2, as torchtitan keeps them
+// counting per block; the residual stream at that cut is kept, where torchtitan recomputes it.)
+Checkpointing choose_ops(const TrainingGraph& tg) {
+  const ir::Graph& g = tg.graph;
+  const auto nt = static_cast<size_t>(g.num_tensors());
+  const ForwardPass f(tg);
+  Checkpointing c;
+  c.keep.assign(nt, true);
+  std::vector<bool> kept(nt, false);
+  for (TensorId t : g.outputs) kept[static_cast<size_t>(t)] = true;
+  std::vector<bool> cut_after(static_cast<size_t>(f.n), false);
+  for (const ForwardCut& cut : f.cuts(g)) {
+    kept[static_cast<size_t>(cut.tensor)] = true;
+    cut_after[static_cast<size_t>(cut.position)] = true;
+    ++c.checkpoints;
+    c.checkpoint_bytes += g.tensor(cut.tensor).num_bytes();
+  }
+  int products = 0;
+  for (OpId id : g.topo_order()) {
+    const int p = f.pos[static_cast<size_t>(id)];
+    if (p < 0) continue;
+    const ir::Op& op = g.op(id);
+    bool reads_activation = false, reads_weight = false;
+    for (TensorId in : op.inputs) {
+      if (in == ir::kNoTensor) continue;
+      reads_activation |= f.activation(g, in);
+      reads_weight |= g.tensor(in).role == ir::TensorRole::kParameter;
+    }
+    const bool product =
+        op.domain.empty() && (op.op_type == "MatMul" || op.op_type == "Gemm") && reads_weight;
+    const bool keep =
+        product ? ++products % 2 == 1 : op.domain == "ai.planner" && op.op_type == "Attention";
+    if (!keep && reads_activation)
+      for (TensorId t : op.outputs)
+        if (t != ir::kNoTensor && !kept[static_cast<size_t>(t)] &&
+            !f.global[static_cast<size_t>(t)])
+          c.keep[static_cast<size_t>(t)] = false;
+    if (cut_after[static_cast<size_t>(p)]) products = 0;
+  }
+  return c;
+}
+
 // Builds the rewritten graph: the ops in their old order, each clone inserted right before the
 // first op that needs it.
 class Rewriter {
@@ -295,6 +343,7 @@ Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, Recompute mode,
   RecomputeSummary summary;
   if (mode == Recompute::kNone) return summary;
   Checkpointing c = mode == Recompute::kSelective ? choose_selective(tg, summary.attention_cores)
+                    : mode == Recompute::kOps     ? choose_ops(tg)
                                                   : choose_checkpoints(tg);
   summary.checkpoints = c.checkpoints;
   summary.checkpoint_bytes = c.checkpoint_bytes;

@@ -124,6 +124,8 @@ const std::set<std::string> kOnnxNative = {
     "Slice", "Squeeze", "Unsqueeze"};
 
 const std::set<std::string> kPlannerNative = {"Adam",
+                                              "Attention",
+                                              "AttentionGrad",
                                               "BatchNormGrad",
                                               "BatchNormParamGrad",
                                               "BatchNormRunningStats",
@@ -419,6 +421,29 @@ bool planner_guard(const ShardRequest& r, std::string& why) {
     for (size_t d = static_cast<size_t>(axis); d < in_shape(1).size(); ++d)
       if (!whole_on(r.input_boxes[1], in_shape(1), d))
         return why = "split along normalised axes", false;
+  } else if (t == "Attention" || t == "AttentionGrad") {
+    // Natively along the leading dimensions (batch, heads) and, forward, the query rows (the
+    // shard is told where they start: query_offset) and the value columns. Other splits (the
+    // gradient's rows or features) run whole.
+    const bool forward = t == "Attention";
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (!present(i)) continue;
+      const auto& s = in_shape(i);
+      for (size_t d = s.size() >= 2 ? s.size() - 2 : 0; d < s.size(); ++d) {
+        const bool rows = d + 2 == s.size(), last = d + 1 == s.size();
+        const bool may_split = forward && (((i == 0 || i == 3) && rows) || (i == 2 && last));
+        if (!may_split && !whole_on(r.input_boxes[i], s, d))
+          return why = "attention split along keys or features", false;
+      }
+    }
+    if (!forward)
+      for (size_t o = 0; o < op.outputs.size(); ++o) {
+        if (op.outputs[o] == ir::kNoTensor) continue;
+        const auto& s = g.tensor(op.outputs[o]).shape;
+        for (size_t d = s.size() >= 2 ? s.size() - 2 : 0; d < s.size(); ++d)
+          if (!whole_on(r.output_boxes[o], s, d))
+            return why = "attention gradient split along rows or features", false;
+      }
   } else if (t == "SoftmaxGrad") {
     int64_t axis = norm_axis(op.int_attr("axis", -1), in_shape(0).size());
     if (!whole_on(r.input_boxes[0], in_shape(0), static_cast<size_t>(axis)) ||
@@ -630,6 +655,12 @@ std::optional<ShardKernel> native_shard_kernel(const ShardRequest& r, std::strin
       Box& x = k.inputs[0].box;
       const auto& xs = g.tensor(op.inputs[0]).shape;
       for (size_t d = 2; d < xs.size() && d < x.size(); ++d) x[d] = {0, xs[d]};
+    }
+    if (op.op_type == "Attention" && !r.output_boxes.empty() && r.output_boxes[0].size() >= 2) {
+      // A causal mask compares positions in the whole sequence.
+      const Box& y = r.output_boxes[0];
+      k.attributes["query_offset"] =
+          ir::Attribute{op.int_attr("query_offset", 0) + y[y.size() - 2].begin};
     }
     if (op.op_type == "DropoutTrain") {
       // The mask hashes each element's index in the whole tensor: tell the shard where it is.

@@ -44,6 +44,8 @@ std::string_view recompute_name(Recompute recompute) {
       return "all";
     case Recompute::kSelective:
       return "selective";
+    case Recompute::kOps:
+      return "ops";
     case Recompute::kNone:
       break;
   }
@@ -54,6 +56,7 @@ std::optional<Recompute> recompute_from_name(std::string_view name) {
   if (name == "none") return Recompute::kNone;
   if (name == "all") return Recompute::kAll;
   if (name == "selective") return Recompute::kSelective;
+  if (name == "ops") return Recompute::kOps;
   return std::nullopt;
 }
 
@@ -196,7 +199,8 @@ class Builder {
     if (t == "Where") return i != 0;
     if (t == "LSTM" || t == "GRU" || t == "RNN") return i != 4;  // sequence_lens
     if (t == "Dropout" || t == "DropoutTrain") return i == 0;
-    if (t == "Clip") return i == 0;  // bounds are constants in exported models: no gradient
+    if (t == "Clip") return i == 0;      // bounds are constants in exported models: no gradient
+    if (t == "Attention") return i < 3;  // the mask is a constant bias
     // Training-mode batch norm: BatchNormTrain's rule differentiates through the statistics
     // (the chain through BatchNormStats is folded into BatchNormTrainGrad), and running
     // statistics carry no gradient.
@@ -493,6 +497,24 @@ class Builder {
       if (wants(1))
         add_part(in(1), emit1("MatMulGradWeight", kPlannerDomain, {dy, in(0)}, T(dy).dtype,
                               T(in(1)).shape, {}, gname(1)));
+      return ok();
+    }
+    if (op.domain == kPlannerDomain && type == "Attention") {
+      // One backward kernel for the three gradients (FlashAttention's): it reads the inputs,
+      // the output and the rows' log-sum-exp, and recomputes the probabilities.
+      if (dy == ir::kNoTensor || (!wants(0) && !wants(1) && !wants(2))) return ok();
+      std::vector<TensorId> ins = {dy, in(0), in(1), in(2), op.outputs[0], op.outputs[1]};
+      if (in(3) != ir::kNoTensor) ins.push_back(in(3));
+      std::vector<OutSpec> outs;
+      for (size_t i = 0; i < 3; ++i) {
+        if (wants(i))
+          outs.push_back({T(in(i)).dtype, T(in(i)).shape, gname(i)});
+        else
+          outs.push_back({DType::kFloat32, {}, ""});
+      }
+      auto ids = emit("AttentionGrad", kPlannerDomain, ins, outs, op.attributes);
+      for (size_t i = 0; i < 3; ++i)
+        if (ids[i] != ir::kNoTensor) add_part(in(i), ids[i]);
       return ok();
     }
     if (op.domain == kPlannerDomain && type == "DropoutTrain") {

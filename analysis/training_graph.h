@@ -25,6 +25,8 @@ enum class Recompute : uint8_t {
   kNone,       ///< every activation the backward pass reads is kept from the forward pass
   kAll,        ///< only checkpoints are kept; the rest is recomputed segment by segment
   kSelective,  ///< the attention cores' s x s intermediates are recomputed, the rest kept
+  kOps,        ///< torchtitan's op-level selective checkpointing: attention and every other
+               ///< weight product kept, the rest recomputed (analysis/recompute.h)
 };
 
 std::string_view recompute_name(Recompute recompute);

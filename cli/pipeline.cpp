@@ -7,8 +7,10 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "analysis/coarsen.h"
+#include "analysis/fuse_attention.h"
 #include "analysis/fusion.h"
 #include "analysis/precision.h"
 #include "importers/onnx_import.h"
@@ -36,13 +38,21 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "bias-dropout-add) or torch-compile (every chain of element-wise, softmax and "
                  "normalisation operators between GEMMs); docs/cost-model.md")
       ->check(CLI::IsMember({"none", "torch", "megatron", "torch-compile"}));
+  app.add_option("--attention", attention,
+                 "materialized (the attention cores as the model writes them: scores, softmax "
+                 "and probabilities are tensors; the default) or fused (each core one "
+                 "FlashAttention-style operator that keeps no sequence x sequence tensor, as "
+                 "torch's scaled_dot_product_attention runs it); docs/training.md")
+      ->check(CLI::IsMember({"materialized", "fused"}));
   app.add_option("--recompute", recompute,
                  "train mode: none (keep every activation the backward pass reads), selective "
                  "(recompute the attention cores' scores, probabilities and their dropout, as "
                  "Megatron-LM's --recompute-granularity selective), all (keep checkpoints, "
-                 "recompute the rest in the backward pass) or auto (the default: none, or "
-                 "selective, then all, where plan finds nothing that fits without it)")
-      ->check(CLI::IsMember({"none", "selective", "all", "auto"}));
+                 "recompute the rest in the backward pass), ops (torchtitan's op-level selective "
+                 "checkpointing: attention and every other weight product kept, the rest "
+                 "recomputed) or auto (the default: none, or selective, then all, where plan "
+                 "finds nothing that fits without it)")
+      ->check(CLI::IsMember({"none", "selective", "all", "ops", "auto"}));
   app.add_option("--zero", zero,
                  "train mode: 0 (every data-parallel replica keeps whole parameters, gradients "
                  "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
@@ -207,6 +217,14 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     std::fputs(ir::to_text(forward).c_str(), stdout);
     dumped = true;
     return out;
+  }
+  if (flags.attention == "fused") {
+    PLANNER_TRY_ASSIGN(analysis::AttentionFusion fusion,
+                       analysis::fuse_attention(forward, out->source));
+    out->fused_attention = true;
+    for (const std::string& kept : fusion.kept)
+      spdlog::warn("{}: --attention fused: the attention core at {} stays materialized",
+                   out->source, kept);
   }
   out->train = flags.mode == "train";
   out->precision = ir::precision_from_name(flags.precision).value_or(ir::Precision::kFp32);

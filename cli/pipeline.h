@@ -44,6 +44,9 @@ struct PipelineFlags {
   /// none | torch | megatron | torch-compile: whose fused kernels the step is priced as
   /// (analysis/fusion.h)
   std::string framework = "none";
+  /// materialized | fused: attention cores as the graph writes them, or each one
+  /// ai.planner.Attention (analysis/fuse_attention.h)
+  std::string attention = "materialized";
   /// none | all (analysis::Recompute) | auto: none, except that `plan` plans again with all
   /// when the plan without recomputation does not fit
   std::string recompute = "auto";
@@ -99,6 +102,8 @@ struct PreparedModel {
   ir::Precision precision = ir::Precision::kFp32;  ///< --precision; tensors' dtypes follow it
   /// --framework: whose fused kernels the step is priced as (the graph's ops carry the marks)
   analysis::Framework framework = analysis::Framework::kNone;
+  /// --attention fused: the attention cores fused before the training graph was built
+  bool fused_attention = false;
   std::unique_ptr<tdl::Library> library;
   std::unique_ptr<analysis::StrategyCache> cache;
   analysis::GraphStrategies strategies;

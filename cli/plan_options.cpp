@@ -97,13 +97,15 @@ const NamedOption kNamedOptions[] = {
     {"optimizer", [](const std::string& s) { return s == "sgd" || s == "momentum" || s == "adam"; },
      "sgd, momentum, adam", &PipelineFlags::optimizer},
     {"recompute", [](const std::string& s) { return !!analysis::recompute_from_name(s); },
-     "none, selective, all", &PipelineFlags::recompute},
+     "none, selective, all, ops", &PipelineFlags::recompute},
     {"precision", [](const std::string& s) { return !!ir::precision_from_name(s); },
      "fp32, tf32, bf16, fp16", &PipelineFlags::precision},
     {"schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },
      "1f1b, gpipe", &PipelineFlags::schedule},
     {"framework", [](const std::string& s) { return !!analysis::framework_from_name(s); },
      "none, torch, megatron, torch-compile", &PipelineFlags::framework},
+    {"attention", [](const std::string& s) { return s == "materialized" || s == "fused"; },
+     "materialized, fused", &PipelineFlags::attention},
 };
 
 }  // namespace

@@ -61,13 +61,15 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
   o["budget_s"] = options.budget_s;
   o["memory_limit_bytes"] = options.memory_limit;
   if (m.train) o["optimizer"] = pipeline.optimizer;
-  if (m.train && (pipeline.recompute == "all" || pipeline.recompute == "selective"))
+  if (m.train && (pipeline.recompute == "all" || pipeline.recompute == "selective" ||
+                  pipeline.recompute == "ops"))
     o["recompute"] = pipeline.recompute;
   if (m.train && pipeline.zero_stage() != 0) o["zero"] = pipeline.zero_stage();
   if (m.precision != ir::Precision::kFp32)
     o["precision"] = std::string(ir::precision_name(m.precision));
   if (m.framework != analysis::Framework::kNone)
     o["framework"] = std::string(analysis::framework_name(m.framework));
+  if (m.fused_attention) o["attention"] = "fused";
   if (pipeline.model.batch) o["batch"] = *pipeline.model.batch;
   if (m.micro_batches > 1) o["micro_batches"] = m.micro_batches;
   if (m.pipeline_stages > 1) {

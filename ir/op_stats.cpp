@@ -32,6 +32,34 @@ bool in(std::string_view s, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), s) != set.end();
 }
 
+// Fused attention (tdl/ops/attention.tdl): the forward pass is two products over the query x
+// key pairs a causal mask leaves (Q K^T, then P V) and a softmax; the backward pass
+// recomputes the scores and runs four more products (dV, dP, dQ, dK), as FlashAttention does.
+double attention_flops(const Graph& g, const Op& op) {
+  const bool grad = op.op_type == "AttentionGrad";
+  const size_t q = grad ? 1 : 0;
+  if (op.inputs.size() < q + 3) return 0.0;
+  const Tensor& qt = g.tensor(op.inputs[q]);
+  const Tensor& kt = g.tensor(op.inputs[q + 1]);
+  const Tensor& vt = g.tensor(op.inputs[q + 2]);
+  if (qt.rank() < 2 || kt.rank() < 2 || vt.rank() < 2) return 0.0;
+  const int64_t s = dim(qt, -2), t = dim(kt, -2);
+  const double d = static_cast<double>(dim(qt, -1)), e = static_cast<double>(dim(vt, -1));
+  double rows = 1;  // the leading dimensions: batch x heads
+  for (int i = 0; i + 2 < qt.rank(); ++i)
+    rows *= static_cast<double>(qt.shape[static_cast<size_t>(i)]);
+  double pairs = static_cast<double>(s) * static_cast<double>(t);
+  if (op.int_attr("causal", 0) != 0) {
+    // Query row r sees keys up to its own position: r + query_offset - key_offset + 1 of them.
+    const int64_t shift = op.int_attr("query_offset", 0) - op.int_attr("key_offset", 0);
+    pairs = 0;
+    for (int64_t r = 0; r < s; ++r)
+      pairs += static_cast<double>(std::clamp<int64_t>(r + shift + 1, 0, t));
+  }
+  const double per_pair = grad ? 2.0 * (3.0 * d + 2.0 * e) + 8.0 : 2.0 * (d + e) + 5.0;
+  return rows * pairs * per_pair;
+}
+
 double count_flops(const Graph& g, const Op& op) {
   const std::string& type = op.op_type;
   auto in_t = [&](size_t i) -> const Tensor* {
@@ -87,6 +115,7 @@ double count_flops(const Graph& g, const Op& op) {
                 "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"})) {
     return static_cast<double>(elements(g, op.inputs.empty() ? kNoTensor : op.inputs[0]));
   }
+  if (type == "Attention" || type == "AttentionGrad") return attention_flops(g, op);
   if (in(type, {"Softmax", "LogSoftmax"})) return 5.0 * static_cast<double>(out_elems);
   if (type == "LayerNormalization") return 8.0 * static_cast<double>(out_elems);
   if (type == "BatchNormalization") return 4.0 * static_cast<double>(out_elems);

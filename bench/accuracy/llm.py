@@ -67,9 +67,9 @@ def layout(row):
     recompute = (p.get("activation_recompute") or "").lower()
     if row["step_time_s"] is None:
         return "no step time is derivable from the source"
-    if "selective" in recompute and "attention" not in recompute:
-        return ("torchtitan's op-level selective checkpointing (matmul outputs kept, every second "
-                "one recomputed) is not expressible yet")
+    torchtitan = row["group"].startswith("torchtitan")
+    if "selective" in recompute and "attention" not in recompute and not torchtitan:
+        return "selective recomputation of another kind than Megatron's or torchtitan's"
     sequence_parallel = "sequence parallel" in recompute or "sequence parallel" in other.lower()
     if "interleaved" in other.lower():
         return "interleaved pipeline schedules (virtual stages) are not expressible yet"
@@ -77,10 +77,10 @@ def layout(row):
         return "FP8 matmuls are not expressible yet"
     if any(x.startswith("CP") for x in row["id"].split("-")) or "context" in other.lower():
         return "context parallelism is not expressible yet"
-    if h["gpu"].startswith("H100"):
-        return "torch.compile and FSDP2 steps of torchtitan are not expressible yet"
     tp, pp, dp = p["tp"], p["pp"], p["dp"]
     gpus = h["total_gpus"]
+    if torchtitan:
+        return torchtitan_layout(row, tp, pp, dp, gpus)
     if tp * pp * dp != gpus:
         return f"tp x pp x dp = {tp * pp * dp} is not the {gpus} GPUs"
     zero = p.get("zero_or_fsdp")
@@ -112,10 +112,39 @@ def layout(row):
             "sequence_parallel": sequence_parallel}
 
 
+# torchtitan's Llama 3.1 presets as `planner generate hf` names them (the shapes are checked
+# against the row's in torchtitan_layout).
+TORCHTITAN_PRESETS = {"Llama 3.1 8B": "llama3.1-8b", "Llama 3.1 70B": "llama3.1-70b",
+                      "Llama 3.1 405B": "llama3.1-405b"}
+
+
+def torchtitan_layout(row, tp, pp, dp, gpus):
+    """torchtitan's step (eager, FSDP2 over every GPU, bf16 parameters and fp32 gradient
+    reduction, SDPA attention, op-level selective checkpointing), or why it is not expressible."""
+    p, h, s = row["parallelism"], row["hardware"], row["shape"]
+    if "compile" in row["id"]:
+        return "torch.compile steps (with Float8) are not expressible yet"
+    if tp > 1 or pp > 1:
+        return "FSDP2 with tensor or pipeline parallelism is not expressible yet"
+    if tp * pp * dp != gpus:
+        return f"tp x pp x dp = {tp * pp * dp} is not the {gpus} GPUs"
+    preset = TORCHTITAN_PRESETS.get(row["model"])
+    if not preset:
+        return f"{row['model']} has no preset"
+    return {"preset": preset, "layers": s["layers"], "hidden": s["hidden"], "heads": s["heads"],
+            "kv_heads": s["kv_heads"], "ffn": s["ffn"], "vocab": s["vocab"], "seq": s["seq_len"],
+            "gpus": gpus, "nodes": h["nodes"], "gpu": "H100", "memory_gib": h["gpu_mem_gb"],
+            "tp": tp, "pp": pp, "dp": dp, "zero": 3, "batch": row["global_batch"],
+            "micro_batches": 1, "recompute": "ops", "sequence_parallel": False,
+            "attention": "fused", "framework": "torch", "precision": "bf16"}
+
+
 def topology(planner, work, lay):
     """A topology file for the row's cluster, built from the planner's own presets."""
     if lay["gpu"] == "V100":
         base, name = "tensoropt-v100-2x8", f"dgx1-v100-16gb-{lay['nodes']}x8"
+    elif lay["gpu"] == "H100":
+        base, name = "h100-cluster-4x8", f"grand-teton-h100-96gb-{lay['nodes']}x8"
     else:
         base, name = "dgx-a100", f"selene-a100-80gb-{lay['nodes']}x8"
     path = os.path.join(work, name + ".json")
@@ -128,6 +157,15 @@ def topology(planner, work, lay):
     if lay["gpu"] == "V100":
         j["description"] = (f"{lay['nodes']} DGX-1 (8 x V100 SXM2 16 GB, NVLink2 hybrid cube "
                             "mesh), one 100 Gb/s EDR NIC per node (DLPerf's cluster)")
+    elif lay["gpu"] == "H100":
+        # torchtitan's benchmark hosts: Grand Teton, 8 H100 SXM 96 GB (500 W) fully connected
+        # by NVLink, 400 Gb/s RDMA per GPU. The 500 W clocks are not published: the SXM5 peak
+        # stays, as torchtitan's own MFU figures assume.
+        j["description"] = (f"{lay['nodes']} Grand Teton hosts: 8 x H100 SXM 96 GB on NVLink, "
+                            "400 Gb/s RDMA per GPU (torchtitan's 2024-12 benchmark)")
+        for t in j["device_types"].values():
+            t["model"] = "NVIDIA H100 SXM 96GB (500 W)"
+            t["memory_bytes"] = lay["memory_gib"] * 2**30
     else:
         # Selene: DGX A100 80 GB, eight 200 Gb/s HDR NICs per node (SC'21 section 5).
         j["description"] = (f"{lay['nodes']} DGX A100 80 GB, eight 200 Gb/s HDR InfiniBand "
@@ -146,6 +184,12 @@ def topology(planner, work, lay):
 
 
 def model(planner, work, lay):
+    if "preset" in lay:
+        path = os.path.join(work, f"{lay['preset']}-{lay['seq']}s.onnx")
+        if not os.path.exists(path):
+            subprocess.run([planner, "generate", "hf", "--preset", lay["preset"], path,
+                            "--seq", str(lay["seq"])], capture_output=True, text=True, check=True)
+        return path
     name = "gpt-{layers}l-{hidden}h-{heads}a-{seq}s-{vocab}v-{ffn}f.onnx".format(**lay)
     path = os.path.join(work, name)
     if not os.path.exists(path):
@@ -160,7 +204,8 @@ def model(planner, work, lay):
 def plan_command(planner, work, row, lay, framework=None):
     out = os.path.join(work, row["id"] + ".plan.json")
     cmd = [planner, "plan", model(planner, work, lay), "--topology", topology(planner, work, lay),
-           "--gpus", str(lay["gpus"]), "--batch", str(lay["batch"]), "--precision", "fp16",
+           "--gpus", str(lay["gpus"]), "--batch", str(lay["batch"]),
+           "--precision", lay.get("precision", "fp16"),
            "--optimizer", "adam", "--recompute", lay["recompute"], "--no-progress",
            "--format", "json", "-o", out, "--micro-batches", str(lay["micro_batches"])]
     if lay["zero"]:
@@ -180,9 +225,19 @@ def plan_command(planner, work, row, lay, framework=None):
         cmd += ["--pipeline-stages", str(lay["pp"])]
     if lay["sequence_parallel"]:
         cmd += ["--sequence-parallel"]
-    if framework:
-        cmd += ["--framework", framework]
+    if lay.get("attention"):
+        cmd += ["--attention", lay["attention"]]
+    if lay.get("framework") or framework:
+        cmd += ["--framework", lay.get("framework") or framework]
     return cmd, out
+
+
+def measured_peak(row):
+    """The row's stated peak memory in bytes (torchtitan's, in GiB), or None."""
+    m = (row.get("measured") or {}).get("memory")
+    if not m or m.get("unit", "").split()[0] != "GiB":
+        return None
+    return m["value"] * 2**30
 
 
 def check_layout(plan_path, lay):
@@ -249,6 +304,7 @@ def main():
                             "predicted_s": pred, "error": pred / meas - 1,
                             "peak_memory_bytes": j["predicted"]["peak_memory_bytes"],
                             "device_memory_bytes": row["hardware"]["gpu_mem_gb"] * 10**9,
+                            "measured_peak_bytes": measured_peak(row),
                             "layout": f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}"
                                       f" mb{lay['micro_batches']}"})
     finally:

@@ -191,6 +191,8 @@ constexpr Entry kKernels[] = {
     {"ai.planner", "NLLLossGrad", k_nll_loss_grad, kCuda, CUDA(c_nll_loss_grad)},
     {"ai.planner", "GatherElementsGrad", k_gather_elements_grad, kCuda,
      CUDA(c_gather_elements_grad)},
+    {"ai.planner", "Attention", k_attention, kCuda, CUDA(c_attention)},
+    {"ai.planner", "AttentionGrad", k_attention_grad, kCuda, CUDA(c_attention_grad)},
     {"ai.planner", "LSTMGradData", k_lstm_grad_data, kCublas, CUDA(c_lstm_grad_data)},
     {"ai.planner", "LSTMGradWeights", k_lstm_grad_weights, kCublas, CUDA(c_lstm_grad_weights)},
     {"ai.planner", "GRUGrad", k_gru_grad, kCublas, CUDA(c_gru_grad)},

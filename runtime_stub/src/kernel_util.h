@@ -230,6 +230,9 @@ void k_gather_elements(const KernelContext&);
 void k_gather_elements_grad(const KernelContext&);
 void k_nll_loss(const KernelContext&);
 void k_nll_loss_grad(const KernelContext&);
+// attention.cpp
+void k_attention(const KernelContext&);
+void k_attention_grad(const KernelContext&);
 void k_lstm(const KernelContext&);
 void k_gru(const KernelContext&);
 void k_rnn(const KernelContext&);

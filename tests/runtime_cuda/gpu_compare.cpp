@@ -348,6 +348,20 @@ void kernel_cases() {
         {F({}), In{DType::kInt64, {4, 3}}, P({6})}, {O({4, 6, 3})});
   check("ai.planner", "NLLLossGrad", {{"reduction", std::string("none")}},
         {F({4, 3}), In{DType::kInt64, {4, 3}}}, {O({4, 6, 3})});
+  // fused attention: a thread per row, heads wider than the device's 32-column chunk, random
+  // Y and LSE for the gradient (any values: the cpu and the gpu take the same ones)
+  check("ai.planner", "Attention", {{"scale", 0.5}},
+        {F({2, 3, 5, 4}), F({2, 3, 7, 4}), F({2, 3, 7, 6})}, {O({2, 3, 5, 6}), O({2, 3, 5})});
+  const Attributes causal = {{"scale", 0.2}, {"causal", int64_t{1}}, {"query_offset", int64_t{3}}};
+  check("ai.planner", "Attention", causal, {F({2, 6, 40}), F({2, 9, 40}), F({2, 9, 37}), F({6, 9})},
+        {O({2, 6, 37}), O({2, 6})});
+  check("ai.planner", "AttentionGrad", causal,
+        {F({2, 6, 37}), F({2, 6, 40}), F({2, 9, 40}), F({2, 9, 37}), F({2, 6, 37}), F({2, 6}),
+         F({6, 9})},
+        {O({2, 6, 40}), O({2, 9, 40}), O({2, 9, 37})});
+  check("ai.planner", "AttentionGrad", {{"scale", 0.5}},
+        {F({3, 5, 6}), F({3, 5, 4}), F({3, 7, 4}), F({3, 7, 6}), F({3, 5, 6}), F({3, 5})},
+        {Out{DType::kFloat32, {}, true}, O({3, 7, 4}), O({3, 7, 6})});
   check("ai.planner", "PoolGrad",
         {{"op", std::string("MaxPool")},
          {"kernel_shape", std::vector<int64_t>{3, 3}},

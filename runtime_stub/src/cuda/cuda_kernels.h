@@ -93,6 +93,9 @@ void c_gather_elements(const KernelContext&);
 void c_gather_elements_grad(const KernelContext&);
 void c_nll_loss(const KernelContext&);
 void c_nll_loss_grad(const KernelContext&);
+// attention_cuda.cpp
+void c_attention(const KernelContext&);
+void c_attention_grad(const KernelContext&);
 // rnn_cuda.cpp (rnn_program.h on cuBLAS and rnn.cu)
 void c_lstm(const KernelContext&);
 void c_gru(const KernelContext&);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "../attention_math.h"
 #include "../copy_math.h"
 #include "../loss_math.h"
 #include "../pool_math.h"
@@ -186,6 +187,17 @@ void launch_nll_loss(const float* x, const int64_t* target, const float* w, floa
 void launch_nll_loss_grad(const float* dy, const int64_t* target, const float* w, float* dx,
                           int64_t n, int64_t c, int64_t inner, bool ignore, int64_t ignored,
                           bool none, bool mean, int* error, cudaStream_t stream);
+
+// ---- attention.cu ---------------------------------------------------------------------------
+/// Attention: attention_forward_row for every query row (p.out_y and p.out_lse, either may be
+/// null), one thread per row.
+void launch_attention(const kernels::AttentionTensors& p, const kernels::AttentionDims& a,
+                      cudaStream_t stream);
+/// AttentionGrad into the outputs p names (dq, dk, dv; null ones skipped): Δ per query row
+/// into p.delta (device scratch of a.batch * a.s doubles, needed when dq or dk is wanted), then
+/// dQ per query row, then dK and dV per key row, one thread per row.
+void launch_attention_grad(const kernels::AttentionTensors& p, const kernels::AttentionDims& a,
+                           cudaStream_t stream);
 
 // ---- rnn.cu ---------------------------------------------------------------------------------
 /// rnn_element(k, p, e) for e in [0, n), one thread each.
