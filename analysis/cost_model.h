@@ -61,7 +61,7 @@ struct ComputeCostOptions {
       {1.00, 0.75, 1.00, 1.00},   // data movement
       {1.00, 1.00, 1.00, 1.00},   // shape
       {1.00, 0.85, 1.00, 1.00},   // optimizer
-      {0.50, 0.85, 0.40, 0.55},   // attention
+      {0.50, 0.85, 0.35, 0.35},   // attention
   }};
   /// GEMM tile a thread block computes (rows x columns of the output); a problem is padded to
   /// whole tiles and tiles run in waves of one per streaming multiprocessor.

@@ -20,7 +20,9 @@ using ir::TensorId;
 /// torch exports with the dtype's lowest value or -inf).
 constexpr double kMasked = -1e4;
 
-bool is(const ir::Op& op, const char* type) { return op.domain.empty() && op.op_type == type; }
+bool is(const ir::Op& op, const char* type) {
+  return op.domain.empty() && op.op_type == type;
+}
 
 // The value of a one-element floating constant.
 std::optional<double> scalar_constant(const ir::Graph& g, TensorId t) {

@@ -6,6 +6,50 @@
 
 namespace planner::analysis {
 
+namespace {
+
+// Activations the model asks to keep in f32: the output of a Cast to f32 of an activation
+// (torch's `.float()` before the loss) and what the forward pass computes from such tensors
+// alone, with their recomputed clones and their gradients, as autocast leaves them f32.
+std::vector<bool> widened(const ir::Graph& graph, const TrainingGraph* training) {
+  const auto nt = static_cast<size_t>(graph.num_tensors());
+  std::vector<bool> wide(nt, false);
+  auto activation = [&](ir::TensorId t) {
+    return t != ir::kNoTensor && graph.tensor(t).role == ir::TensorRole::kActivation &&
+           ir::is_floating(graph.tensor(t).dtype);
+  };
+  for (ir::OpId id : graph.topo_order()) {
+    if (training && training->op_phase[static_cast<size_t>(id)] != Phase::kForward) continue;
+    const ir::Op& op = graph.op(id);
+    bool from = false;
+    if (op.domain.empty() && op.op_type == "Cast") {
+      from = op.int_attr("to", 0) == static_cast<int64_t>(ir::DType::kFloat32) &&
+             !op.inputs.empty() && activation(op.inputs[0]);
+    } else {
+      bool any = false, all = true;
+      for (ir::TensorId t : op.inputs)
+        if (activation(t)) any = true, all = all && wide[static_cast<size_t>(t)];
+      from = any && all;
+    }
+    if (from)
+      for (ir::TensorId t : op.outputs)
+        if (activation(t)) wide[static_cast<size_t>(t)] = true;
+  }
+  if (training)
+    for (size_t t = 0; t < nt; ++t) {
+      const ir::TensorId of =
+          t < training->tensor_of_grad.size() ? training->tensor_of_grad[t] : ir::kNoTensor;
+      const ir::TensorId orig =
+          t < training->recomputes.size() ? training->recomputes[t] : ir::kNoTensor;
+      if ((of != ir::kNoTensor && wide[static_cast<size_t>(of)]) ||
+          (orig != ir::kNoTensor && wide[static_cast<size_t>(orig)]))
+        wide[t] = true;
+    }
+  return wide;
+}
+
+}  // namespace
+
 void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision,
                      bool half_parameter_gradients) {
   if (!ir::is_mixed(precision)) return;
@@ -35,6 +79,9 @@ void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precis
     for (ir::TensorId t = 0; t < graph.num_tensors(); ++t)
       if (parameter_gradient(t) && !half_gradient(t)) keep[static_cast<size_t>(t)] = true;
   }
+  const std::vector<bool> wide = widened(graph, training);
+  for (size_t t = 0; t < wide.size(); ++t)
+    if (wide[t]) keep[t] = true;
   // Fused attention keeps its rows' log-sum-exp in f32, as FlashAttention does: the backward
   // pass exponentiates against it.
   for (const ir::Op& op : graph.ops())

@@ -15,6 +15,9 @@ namespace planner::analysis {
 /// inputs, parameters, optimizer state, the gradients of parameters (DDP all-reduces the f32
 /// .grad of f32 parameters) and whatever the update reads or writes stay f32. `training` is
 /// the training graph `graph` belongs to, or null for an inference graph.
+/// A Cast to f32 of an activation in the forward pass (torch's `.float()` before a loss) keeps
+/// its output, what the forward pass computes from such tensors alone, their recomputed clones
+/// and their gradients in f32, as autocast leaves a tensor the model widened itself.
 /// A training graph also gets a static loss scale (apply_loss_scale).
 /// `half_parameter_gradients`: the gradients of parameters are stored, accumulated over
 /// micro-batches and reduced in the 16-bit type too, the optimizer step widening them to f32

@@ -124,6 +124,7 @@ Expected<std::pair<std::string, int64_t>> llama_bytes(const GenerateFlags& flags
   if (*flags.kv) shape.kv_heads = flags.kv_heads;
   if (*flags.ffn) shape.ffn = g.ffn;
   shape.batch = g.batch;
+  shape.loss = g.loss;
   PLANNER_TRY(check_layers_fit(shape, [&](const importers::LlamaShape& s) {
     return importers::llama_model_bytes(s, name, data_file);
   }));
@@ -154,6 +155,7 @@ Expected<std::pair<std::string, int64_t>> hf_bytes(const GenerateFlags& flags,
   PLANNER_TRY_ASSIGN(importers::HfModel m,
                      importers::parse_hf_config(text, source, *flags.seq ? flags.shape.seq : 0));
   m.shape.batch = flags.shape.batch;
+  m.shape.loss = flags.shape.loss;
   architecture = m.architecture;
   PLANNER_TRY(check_layers_fit(m.shape, [&](const importers::LlamaShape& s) {
     return importers::llama_model_bytes(s, name, data_file);
@@ -283,6 +285,10 @@ void configure_generate(CLI::App& app, std::function<int()>& run) {
                  "head's query, key and value together, so tensor parallelism splits it at head "
                  "boundaries) or blocks (GPT-2's: all queries, then keys, then values)")
       ->check(CLI::IsMember({"heads", "blocks"}));
+  app.add_flag("--loss", flags->shape.loss,
+               "end in the loss as torch computes it (torchtitan's): the logits widened to fp32 "
+               "and a mean cross-entropy against a 'labels' input; the output is the scalar "
+               "loss (default: the logits, the loss left out)");
   app.add_option("--dropout", flags->shape.dropout,
                  "Dropout ratio in training mode after attention probabilities and residual "
                  "branches (default 0: none)");

@@ -157,6 +157,7 @@ Expected<std::string> gpt_model_bytes(const GptShape& s, const std::string& name
   b.attr("transB", int64_t{1});
   b.nodes("Reshape", "head/unrows", {logits, b.ints("logits_shape", {-1, S, V}, false)},
           {"logits"});
+  if (s.loss) detail::language_model_loss(b, g, "logits", s.batch, S, V);
 
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return make_error("cannot serialise the generated model");

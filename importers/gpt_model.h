@@ -31,6 +31,8 @@ struct GptShape {
   int64_t ffn = 0;       ///< MLP width; 0: 4 x hidden
   int64_t batch = 0;     ///< 0: a dynamic dimension named "batch" (bind it with --batch)
   double dropout = 0.0;  ///< 0: no Dropout nodes
+  /// End in torch's loss (detail::language_model_loss): a `labels` input, the scalar `loss` out
+  bool loss = false;
   /// The fused query/key/value projection's output layout: false (Megatron-LM's) keeps each
   /// head's query, key and value together ([heads, 3, d_head]), so a split of the projection
   /// at head boundaries gives every GPU its heads whole; true is GPT-2's (Hugging Face's

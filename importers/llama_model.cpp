@@ -221,6 +221,7 @@ Expected<std::string> llama_model_bytes(const LlamaShape& s, const std::string& 
                                             : b.param("output.weight", {d, V});
   if (s.tie_embeddings) b.attr("perm", std::vector<int64_t>{1, 0});
   b.nodes("MatMul", "output", {x, head}, {"logits"});
+  if (s.loss) detail::language_model_loss(b, g, "logits", s.batch, S, V);
 
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return make_error("cannot serialise the generated model");

@@ -33,6 +33,8 @@ struct LlamaShape {
   int64_t vocab = 32000;
   int64_t ffn = 0;    ///< SwiGLU width; 0: 2/3 of 4 x hidden rounded up to a multiple of 256
   int64_t batch = 0;  ///< 0: a dynamic dimension named "batch"
+  /// End in torch's loss (detail::language_model_loss): a `labels` input, the scalar `loss` out
+  bool loss = false;
   // What Hugging Face configurations vary beyond the sizes (importers/hf_config.h); the
   // defaults are LLaMA's.
   int64_t head_dim = 0;         ///< per-head width; 0: hidden / heads

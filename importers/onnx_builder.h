@@ -154,6 +154,27 @@ inline onnx::GraphProto& start_decoder(onnx::ModelProto& model, const std::strin
   return g;
 }
 
+// The loss as torch computes a language model's (torchtitan: F.cross_entropy(pred.flatten(0,
+// 1).float(), labels.flatten(0, 1))): the logits widened to f32 (a Cast that the planner's
+// mixed precision keeps f32, analysis/precision.h), flattened to rows, and the mean
+// SoftmaxCrossEntropyLoss against a new input `labels` int64 [batch, seq]; the graph's output
+// becomes the scalar `loss` in place of `logits`.
+inline void language_model_loss(Builder& b, onnx::GraphProto& g, const std::string& logits,
+                                int64_t batch, int64_t seq, int64_t vocab) {
+  const std::pair<int64_t, std::string> bd = batch ? std::pair<int64_t, std::string>{batch, ""}
+                                                   : std::pair<int64_t, std::string>{0, "batch"};
+  set_type(g.add_input(), "labels", onnx::TensorProto::INT64, {bd, {seq, ""}});
+  std::string wide = b.node("Cast", "loss/float", {logits});
+  b.attr("to", int64_t{onnx::TensorProto::FLOAT});
+  std::string rows =
+      b.node("Reshape", "loss/rows", {wide, b.ints("loss/rows_shape", {-1, vocab}, false)});
+  std::string labels =
+      b.node("Reshape", "loss/labels", {"labels", b.ints("loss/labels_shape", {-1}, false)});
+  b.nodes("SoftmaxCrossEntropyLoss", "loss", {rows, labels}, {"loss"});  // reduction: mean
+  g.mutable_output()->Clear();
+  set_type(g.add_output(), "loss", onnx::TensorProto::FLOAT, {});
+}
+
 // The additive causal mask of a context of `seq` positions: -10000 above the diagonal, 0 on
 // and below it (ConstantOfShape and Trilu; no constant of seq x seq floats in the file).
 inline std::string causal_mask(Builder& b, int64_t seq) {

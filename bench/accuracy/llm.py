@@ -29,7 +29,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROWS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "calibration",
                                              "llm", "measurements.json"))
-TARGETS = {"median": 0.10, "worst": 0.25, "ratio": 0.10}
+TARGETS = {"median": 0.10, "worst": 0.25, "ratio": 0.10, "memory": 0.15}
 
 # Rows kept out of every choice of the cost model's parameters (the fit rows are the others).
 HOLDOUT = {"DLPerf-Meg-DP16", "DLPerf-Meg-DP4TP2", "DLPerf-Meg-DP4TP8", "SC21-7.5B-TP4DP32",
@@ -45,9 +45,17 @@ NIC = ("unexplained: the tensor-parallel all-reduces over 16 and 32 GPUs cross e
        "the algorithm NCCL 2.8 runs for activation-sized all-reduces across nodes, and the DGX-1's "
        "PCIe path to its one NIC (two switches and QPI away for six of the eight GPUs). Not "
        "fitted: an efficiency per link would be a constant per cluster")
+RESERVED = ("the stated peak is torchtitan's max reserved memory (its memory monitor's "
+            "max_reserved: what PyTorch's caching allocator holds, above what is allocated), the "
+            "planner's the allocated peak of its step (with torch's fp32 loss, --loss). Between "
+            "8 and 128 GPUs the stated peaks differ by 15.4 GiB, the predicted by 10.5 GiB, the "
+            "sharded Adam state at 12 bytes per parameter; 16 bytes (with FSDP2's fp32 sharded "
+            "gradients) would be 14.0. Not traced further: no allocator model is fitted")
 KNOWN_MISSES = {
     "DLPerf-Meg-TP16": (0.324, NIC),
     "DLPerf-Meg-TP32": (0.447, NIC),
+    "memory:TT24-L31-8B-H100-8-FSDP": (0.196, RESERVED),
+    "memory:TT24-L31-8B-H100-128-FSDP": (0.168, RESERVED),
 }
 
 # Assumptions where a source leaves a setting unstated (docs/cost-model.md says the same).
@@ -185,10 +193,12 @@ def topology(planner, work, lay):
 
 def model(planner, work, lay):
     if "preset" in lay:
-        path = os.path.join(work, f"{lay['preset']}-{lay['seq']}s.onnx")
+        # torchtitan's loss: the logits widened to fp32, cross-entropy (--loss).
+        path = os.path.join(work, f"{lay['preset']}-{lay['seq']}s-loss.onnx")
         if not os.path.exists(path):
             subprocess.run([planner, "generate", "hf", "--preset", lay["preset"], path,
-                            "--seq", str(lay["seq"])], capture_output=True, text=True, check=True)
+                            "--seq", str(lay["seq"]), "--loss"],
+                           capture_output=True, text=True, check=True)
         return path
     name = "gpt-{layers}l-{hidden}h-{heads}a-{seq}s-{vocab}v-{ffn}f.onnx".format(**lay)
     path = os.path.join(work, name)
@@ -338,11 +348,15 @@ def main():
                           "failed": failed, "summary": summary}, indent=1))
     else:
         print(f"{'row':<28} {'use':<8} {'layout':<20} {'measured':>9} {'predicted':>9}"
-              f" {'error':>7} {'peak GiB':>8} {'of GB':>5}")
+              f" {'error':>7} {'peak GiB':>8} {'of GB':>5} {'measured peak':>13}")
         for r in results:
+            peak = r["measured_peak_bytes"]
+            stated = (f"{peak / 2**30:>6.1f} GiB {100 * (r['peak_memory_bytes'] / peak - 1):+5.0f}%"
+                      if peak else "")
             print(f"{r['id']:<28} {r['use']:<8} {r['layout']:<20} {r['measured_s']:>8.3f}s"
                   f" {r['predicted_s']:>8.3f}s {100 * r['error']:>+6.1f}%"
-                  f" {r['peak_memory_bytes'] / 2**30:>8.1f} {r['device_memory_bytes'] / 1e9:>5.0f}")
+                  f" {r['peak_memory_bytes'] / 2**30:>8.1f} {r['device_memory_bytes'] / 1e9:>5.0f}"
+                  f" {stated:>13}")
         for rid, why in failed:
             print(f"{rid:<28} FAILED: {' '.join(why)}")
         print(f"\n{'ratio':<46} {'measured':>9} {'predicted':>9} {'error':>7}")
@@ -384,6 +398,9 @@ def check(results, ratios, summary):
             out.append(f"OUTSIDE: {what} is {100 * value:.1f}%, over the target {100 * target:.0f}%")
     for r in results:
         held(r["id"], abs(r["error"]), TARGETS["worst"], f"{r['id']}'s |error|")
+        if r["measured_peak_bytes"]:
+            err = abs(r["peak_memory_bytes"] / r["measured_peak_bytes"] - 1)
+            held(f"memory:{r['id']}", err, TARGETS["memory"], f"{r['id']}'s peak memory error")
         if r["peak_memory_bytes"] > r["device_memory_bytes"]:
             out.append(f"OVER MEMORY: {r['id']} trained, and is predicted to need"
                        f" {r['peak_memory_bytes'] / 2**30:.1f} GiB")

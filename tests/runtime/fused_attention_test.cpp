@@ -67,8 +67,7 @@ int outputs_agree(const an::TrainingGraph& a, const an::TrainingGraph& b, bool e
       const std::vector<float> u = p.values(), v = q.values();
       double scale = 0, worst = 0;
       for (float e : u) scale = std::max(scale, std::abs(double(e)));
-      for (size_t i = 0; i < u.size(); ++i)
-        worst = std::max(worst, std::abs(double(u[i]) - v[i]));
+      for (size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::abs(double(u[i]) - v[i]));
       CHECK(worst <= 1e-5 * std::max(scale, 1.0));
     }
     ++compared;
@@ -79,8 +78,8 @@ int outputs_agree(const an::TrainingGraph& a, const an::TrainingGraph& b, bool e
 }  // namespace
 
 TEST_CASE("fused attention: a GPT step computes what the materialized step computes") {
-  const ir::Graph plain = planner::testing::import_generated_gpt(
-      planner::testing::tiny_gpt_shape(2, 0.0), 2);
+  const ir::Graph plain =
+      planner::testing::import_generated_gpt(planner::testing::tiny_gpt_shape(2, 0.0), 2);
   const ir::Graph fuse = fused(plain, 2);
   CHECK(count(fuse, "Softmax") == 0);
   CHECK(count(fuse, "Attention") == 2);
@@ -88,7 +87,8 @@ TEST_CASE("fused attention: a GPT step computes what the materialized step compu
   // No batch x heads x S x S tensor is left.
   for (const ir::Tensor& t : fuse.tensors())
     CHECK_FALSE((t.rank() == 4 && t.shape[2] == 8 && t.shape[3] == 8 && t.shape[1] == 4 &&
-                 t.role == ir::TensorRole::kActivation && t.name.find("score") != std::string::npos));
+                 t.role == ir::TensorRole::kActivation &&
+                 t.name.find("score") != std::string::npos));
   const auto a = sgd_step(plain);
   const auto b = sgd_step(fuse);
   CHECK(count(b.graph, "AttentionGrad") == 2);
@@ -131,8 +131,7 @@ TEST_CASE("recompute ops: attention and every other weight product kept, the ste
   // Per block, torchtitan's policy keeps wq, wv, w1, w2 and attention (w2's output no backward
   // operator reads); wk, wo, w3 and the norms are recomputed.
   for (const char* kept : {"layers.0.attention.wq", "layers.0.attention.wv",
-                           "layers.0.feed_forward.w1", "layers.1.attention.wq",
-                           "layers.1/context"})
+                           "layers.0.feed_forward.w1", "layers.1.attention.wq", "layers.1/context"})
     CHECK_MESSAGE(saved.count(kept) == 1, kept);
   for (const char* recomputed : {"layers.0.attention.wk", "layers.0.attention.wo",
                                  "layers.0.feed_forward.w3", "layers.0.ffn_norm"})
