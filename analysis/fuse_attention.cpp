@@ -48,9 +48,12 @@ bool causal_values(const std::vector<double>& values, int64_t s, int64_t t) {
 // constant C that masks everywhere (the planner's generated models).
 bool causal_mask(const ir::Graph& g, TensorId mask) {
   const ir::Tensor& m = g.tensor(mask);
-  if (m.rank() != 2 || m.shape[0] != m.shape[1]) return false;
+  if (m.rank() < 2 || m.shape[m.shape.size() - 2] != m.shape.back()) return false;
+  for (size_t d = 0; d + 2 < m.shape.size(); ++d)
+    if (m.shape[d] != 1) return false;
   if (m.role == ir::TensorRole::kConstant)
-    return m.has_data() && causal_values(m.float_values(), m.shape[0], m.shape[1]);
+    return m.has_data() &&
+           causal_values(m.float_values(), m.shape[m.shape.size() - 2], m.shape.back());
   if (m.producer == ir::kNoOp) return false;
   const ir::Op& p = g.op(m.producer);
   if (!is(p, "Trilu") || p.int_attr("upper", 1) != 1 || p.inputs.size() != 2) return false;
@@ -116,7 +119,7 @@ std::variant<Rewrite, std::string> plan_rewrite(const ir::Graph& g, const Attent
       r.scale /= *c;
     } else if (is(op, "Add") && r.mask == ir::kNoTensor && !r.causal) {
       const ir::Tensor& m = g.tensor(other);
-      if (causal_mask(g, other) && m.shape[0] == s && m.shape[1] == t) {
+      if (causal_mask(g, other) && m.shape[m.shape.size() - 2] == s && m.shape.back() == t) {
         r.causal = true;
       } else if (m.rank() == 2 && m.shape[0] == s && m.shape[1] == t &&
                  m.dtype == ir::DType::kFloat32) {
@@ -193,7 +196,7 @@ Expected<AttentionFusion> fuse_attention(ir::Graph& graph, const std::string& so
   for (const AttentionCore& core : find_attention_cores(graph)) {
     auto planned = plan_rewrite(graph, core);
     if (auto* why = std::get_if<std::string>(&planned)) {
-      out.kept.push_back(fmt::format("node '{}' ({})", graph.op(core.softmax).name, *why));
+      out.kept.emplace_back(graph.op(core.softmax).name, *why);
       continue;
     }
     rewrites.push_back(std::get<Rewrite>(std::move(planned)));

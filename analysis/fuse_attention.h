@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -28,8 +29,9 @@ namespace planner::analysis {
 struct AttentionFusion {
   int fused = 0;   ///< cores now one Attention operator
   int causal = 0;  ///< of them, with the causal mask as the kernel's own
-  /// Cores left materialized: "node 'h0/softmax' (dropout on the probabilities)", in graph order.
-  std::vector<std::string> kept;
+  /// Cores left materialized, in graph order: their softmax node and why ("dropout on the
+  /// probabilities").
+  std::vector<std::pair<std::string, std::string>> kept;
 };
 
 /// Rewrites `graph`'s attention cores (analysis/attention.h) into ai.planner.Attention

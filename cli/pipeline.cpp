@@ -222,9 +222,25 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     PLANNER_TRY_ASSIGN(analysis::AttentionFusion fusion,
                        analysis::fuse_attention(forward, out->source));
     out->fused_attention = true;
-    for (const std::string& kept : fusion.kept)
-      spdlog::warn("{}: --attention fused: the attention core at {} stays materialized",
-                   out->source, kept);
+    // One line per reason: the first core's node and how many more.
+    std::map<std::string, std::pair<std::string, int>> reasons;
+    for (const auto& [node, why] : fusion.kept) {
+      auto& [first, count] = reasons[why];
+      if (count++ == 0) first = node;
+    }
+    for (const auto& [why, seen] : reasons) {
+      const auto& [first, count] = seen;
+      if (count == 1)
+        spdlog::warn(
+            "{}: --attention fused: the attention core at node '{}' stays materialized "
+            "({})",
+            out->source, first, why);
+      else
+        spdlog::warn(
+            "{}: --attention fused: {} attention cores stay materialized ({}), the "
+            "first at node '{}'",
+            out->source, count, why, first);
+    }
   }
   out->train = flags.mode == "train";
   out->precision = ir::precision_from_name(flags.precision).value_or(ir::Precision::kFp32);

@@ -24,3 +24,36 @@ $PLANNER verify $TMP/t.onnx --batch 4 --gpus 4 --attention fused --search dp | g
 $PLANNER generate gpt $TMP/d.onnx --layers 1 --hidden 64 --heads 4 --seq 16 --vocab 128 --dropout 0.1 > /dev/null
 $PLANNER plan $TMP/d.onnx --batch 4 --gpus 2 --attention fused --no-progress -o $TMP/d.json 2>&1 >/dev/null | sed "s|$TMP/||g"
 $PLANNER plan $TMP/t.onnx --batch 4 --gpus 4 --attention flash; echo "exit $?"
+# Attention as torch's exporter writes nn.MultiheadAttention: heads folded into the batch
+# ([B*H, S, D]), the query divided before the product, a scale of one and a constant causal mask
+# of shape [1, S, T] added; K^T's transpose is folded into the kernel's layout.
+cat > $TMP/att.onnxtxt <<'MODEL'
+<ir_version: 8, opset_import: ["" : 17]>
+att (float[2,8,16] x) => (float[4,8,8] y) <float[16,48] w = {}, float[8,8] wo = {}, int64[3] split = {16, 16, 16}, int64[4] heads = {2, 8, 2, 8}, int64[3] rows = {4, 8, 8}> {
+  mask = Constant<value = float[1,8,8] {0, -10000, -10000, -10000, -10000, -10000, -10000, -10000, 0, 0, -10000, -10000, -10000, -10000, -10000, -10000, 0, 0, 0, -10000, -10000, -10000, -10000, -10000, 0, 0, 0, 0, -10000, -10000, -10000, -10000, 0, 0, 0, 0, 0, -10000, -10000, -10000, 0, 0, 0, 0, 0, 0, -10000, -10000, 0, 0, 0, 0, 0, 0, 0, -10000, 0, 0, 0, 0, 0, 0, 0, 0}>()
+  root = Constant<value = float {2.8284271}>()
+  one = Constant<value = float {1.0}>()
+  qkv = MatMul(x, w)
+  q0, k0, v0 = Split<axis = 2>(qkv, split)
+  qh = Reshape(q0, heads)
+  q1 = Transpose<perm = [0, 2, 1, 3]>(qh)
+  kh = Reshape(k0, heads)
+  k1 = Transpose<perm = [0, 2, 1, 3]>(kh)
+  vh = Reshape(v0, heads)
+  v1 = Transpose<perm = [0, 2, 1, 3]>(vh)
+  q = Reshape(q1, rows)
+  k = Reshape(k1, rows)
+  v = Reshape(v1, rows)
+  qd = Div(q, root)
+  kt = Transpose<perm = [0, 2, 1]>(k)
+  scores = MatMul(qd, kt)
+  scaled = Mul(scores, one)
+  masked = Add(scaled, mask)
+  probs = Softmax<axis = -1>(masked)
+  ctx = MatMul(probs, v)
+  y = MatMul(ctx, wo)
+}
+MODEL
+$PLANNER plan $TMP/att.onnxtxt --gpus 2 --attention fused --dump-after train | grep 'ai.planner.Attention<' | sed 's/  #.*//'
+$PLANNER verify $TMP/att.onnxtxt --gpus 2 --attention fused --search dp | grep -E '^ok'
+$PLANNER verify $TMP/att.onnxtxt --gpus 4 --attention fused --search dp --mode infer | grep -E '^ok'
