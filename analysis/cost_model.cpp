@@ -360,8 +360,10 @@ Expected<ComputeCostOptions> parse_calibration(const std::string& text, const st
                         : name == "memory" ? &eff.memory
                         : name == "tf32"   ? &eff.tf32
                         : name == "half"   ? &eff.half
+                        : name == "fp8"    ? &eff.fp8
                                            : nullptr;
-        if (!field) return fail(path + "." + name, "unknown field (compute, memory, tf32, half)");
+        if (!field)
+          return fail(path + "." + name, "unknown field (compute, memory, tf32, half, fp8)");
         PLANNER_TRY_ASSIGN(*field, number(v, path + "." + name, 1e-3, 1.0));
       }
     }
@@ -443,6 +445,10 @@ double ComputeCostModel::roofline(const importers::DeviceType& type, const ir::O
   double compute_eff = !tensor_core                   ? eff.compute
                        : dtype == ir::DType::kFloat32 ? eff.tf32
                                                       : eff.half;
+  if (op.fp8 && tensor_core && dtype != ir::DType::kFloat32 && type.flops("f8") > 0) {
+    peak = type.flops("f8");
+    compute_eff = eff.fp8;
+  }
   if (dense && gemm)
     compute_eff *= shape_efficiency(*gemm, type.sm_count > 0 ? type.sm_count : 108);
   double compute = peak > 0 && compute_eff > 0 ? flops / (peak * compute_eff) : 0.0;
@@ -476,7 +482,27 @@ double ComputeCostModel::op_time(const importers::DeviceType& type, const ir::Op
     }
     if (auto t = measured_->lookup(op, input_shapes, elements)) return *t;
   }
-  return roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops), launches);
+  double t = roofline(type, op, dtype, flops, bytes, gemm_shape(op, input_shapes, flops), launches);
+  if (op.fp8 && type.flops("f8") > 0) t += fp8_cast_time(type, input_shapes);
+  return t;
+}
+
+double ComputeCostModel::fp8_cast_time(
+    const importers::DeviceType& type,
+    const std::vector<std::vector<int64_t>>& input_shapes) const {
+  // The two matrix operands, each scaled and cast to FP8 before the product.
+  double t = 0;
+  const Efficiency& eff = options_.efficiency[static_cast<size_t>(OpClass::kElementwise)];
+  for (size_t i = 0; i < input_shapes.size() && i < 2; ++i) {
+    double n = 1;
+    for (int64_t d : input_shapes[i]) n *= static_cast<double>(d);
+    const double bytes = n * options_.fp8_cast_bytes;
+    if (type.memory_bandwidth > 0 && bytes > 0)
+      t += bytes /
+           (type.memory_bandwidth * eff.memory * bytes / (bytes + options_.memory_half_bytes));
+    t += options_.fp8_cast_launches * options_.launch_overhead;
+  }
+  return t;
 }
 
 double sync_slowdown(const ComputeCostOptions& options, int gpus) {

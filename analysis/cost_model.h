@@ -41,6 +41,7 @@ struct Efficiency {
   double memory = 1.0;
   double tf32 = 1.0;
   double half = 1.0;
+  double fp8 = 1.0;  ///< on FP8 tensor cores (--precision fp8's linear layers)
 };
 
 /// Options of the compute cost model: every parameter of the kernel model, in one place.
@@ -53,15 +54,15 @@ struct ComputeCostOptions {
   /// kernels reach less when they move few bytes (memory_half_bytes).
   std::array<Efficiency, kNumOpClasses> efficiency = {{
       // FP32, memory, TF32, 16-bit
-      {0.90, 0.85, 0.84, 0.69},   // matmul
-      {0.62, 0.85, 0.165, 0.60},  // conv
-      {0.40, 0.60, 0.20, 0.30},   // recurrent
-      {1.00, 0.72, 1.00, 1.00},   // elementwise
-      {1.00, 0.81, 1.00, 1.00},   // reduction
-      {1.00, 0.75, 1.00, 1.00},   // data movement
-      {1.00, 1.00, 1.00, 1.00},   // shape
-      {1.00, 0.85, 1.00, 1.00},   // optimizer
-      {0.50, 0.85, 0.35, 0.35},   // attention
+      {0.90, 0.85, 0.84, 0.69, 0.70},  // matmul
+      {0.62, 0.85, 0.165, 0.60},       // conv
+      {0.40, 0.60, 0.20, 0.30},        // recurrent
+      {1.00, 0.72, 1.00, 1.00},        // elementwise
+      {1.00, 0.81, 1.00, 1.00},        // reduction
+      {1.00, 0.75, 1.00, 1.00},        // data movement
+      {1.00, 1.00, 1.00, 1.00},        // shape
+      {1.00, 0.85, 1.00, 1.00},        // optimizer
+      {0.50, 0.85, 0.25, 0.25},        // attention
   }};
   /// GEMM tile a thread block computes (rows x columns of the output); a problem is padded to
   /// whole tiles and tiles run in waves of one per streaming multiprocessor.
@@ -75,6 +76,13 @@ struct ComputeCostOptions {
   double launch_overhead = 2.7e-6;
   /// Use TF32 tensor cores for f32 matmuls and convolutions (--precision tf32).
   bool allow_tf32 = false;
+  /// --precision fp8: bytes moved per operand element to scale and cast a product's operands
+  /// to FP8 (dynamic per-tensor scaling: an amax pass and a cast pass, reading 16 bits twice
+  /// and writing 8, as separate kernels in eager PyTorch), and the kernels launched for it
+  /// per operand. torch.compile fuses both into the operand's producer: 3 bytes, no launch
+  /// (set by --framework, cli/pipeline.cpp).
+  double fp8_cast_bytes = 5;
+  int fp8_cast_launches = 2;
   /// How much slower than the fastest of its type one GPU may run: GPUs of one model run at
   /// different clocks under power management (Sinha et al., SC'22: 8% average variation between
   /// identical GPUs, up to 22%). Each GPU's slowdown is taken as uniform in [0, speed_spread]
@@ -175,6 +183,10 @@ class ComputeCostModel {
   /// The fraction of a dense kernel's class efficiency it keeps for its GEMM shape on `sms`
   /// streaming multiprocessors: tile padding, the last wave's idle multiprocessors, and depth.
   double shape_efficiency(const GemmShape& g, int sms) const;
+  /// Under --precision fp8, the time to scale and cast an FP8 product's two operands (these
+  /// input shapes) to FP8: memory-bound passes, ComputeCostOptions::fp8_cast_bytes.
+  double fp8_cast_time(const importers::DeviceType& type,
+                       const std::vector<std::vector<int64_t>>& input_shapes) const;
 
   /// Seconds for one device to run `op` on inputs of `input_shapes` (its shard of the work):
   /// the measured time when the costs file has this type, the roofline otherwise. `flops` and

@@ -45,7 +45,8 @@ bool causal_values(const std::vector<double>& values, int64_t s, int64_t t) {
 }
 
 // Whether the mask tensor is causal: a constant of that pattern, or Trilu<upper=1>(C, 1) of a
-// constant C that masks everywhere (the planner's generated models).
+// C that masks everywhere: a constant, or ConstantOfShape of one masking value (the planner's
+// generated models; the importer folds C only while it is small).
 bool causal_mask(const ir::Graph& g, TensorId mask) {
   const ir::Tensor& m = g.tensor(mask);
   if (m.rank() < 2 || m.shape[m.shape.size() - 2] != m.shape.back()) return false;
@@ -59,11 +60,22 @@ bool causal_mask(const ir::Graph& g, TensorId mask) {
   if (!is(p, "Trilu") || p.int_attr("upper", 1) != 1 || p.inputs.size() != 2) return false;
   const ir::Tensor& fill = g.tensor(p.inputs[0]);
   const ir::Tensor& k = g.tensor(p.inputs[1]);
-  if (fill.role != ir::TensorRole::kConstant || !fill.has_data() ||
-      k.role != ir::TensorRole::kConstant || !k.has_data() || k.num_elements() != 1 ||
+  if (k.role != ir::TensorRole::kConstant || !k.has_data() || k.num_elements() != 1 ||
       k.int_values().front() != 1)
     return false;
-  for (double v : fill.float_values())
+  std::vector<double> values;
+  if (fill.role == ir::TensorRole::kConstant && fill.has_data()) {
+    values = fill.float_values();
+  } else if (fill.producer != ir::kNoOp && is(g.op(fill.producer), "ConstantOfShape")) {
+    // Too large to fold at a long context: ConstantOfShape's one value fills it.
+    const ir::Attribute* value = g.op(fill.producer).attribute("value");
+    if (!value || !value->is_tensor()) return false;
+    const auto& t = std::get<std::shared_ptr<const ir::Tensor>>(value->value);
+    if (!t || !t->has_data() || !ir::is_floating(t->dtype)) return false;
+    values = t->float_values();
+  }
+  if (values.empty()) return false;
+  for (double v : values)
     if (!(v <= kMasked)) return false;
   return true;
 }
@@ -230,7 +242,8 @@ Expected<AttentionFusion> fuse_attention(ir::Graph& graph, const std::string& so
     ++out.fused;
     out.causal += r.causal ? 1 : 0;
   }
-  // The core's operators, then what only they read: K^T's transpose, a causal mask's Trilu.
+  // The core's operators, then what only they read: K^T's transpose, a causal mask's Trilu and
+  // the ConstantOfShape that fills it.
   erase.resize(static_cast<size_t>(graph.num_ops()), false);
   std::vector<int> readers(static_cast<size_t>(graph.num_tensors()), 0);
   for (OpId id = 0; id < graph.num_ops(); ++id)
@@ -250,7 +263,9 @@ Expected<AttentionFusion> fuse_attention(ir::Graph& graph, const std::string& so
     const OpId id = *candidates.begin();
     candidates.erase(candidates.begin());
     const ir::Op& op = graph.op(id);
-    if (erase[static_cast<size_t>(id)] || !(is(op, "Transpose") || is(op, "Trilu"))) continue;
+    if (erase[static_cast<size_t>(id)] ||
+        !(is(op, "Transpose") || is(op, "Trilu") || is(op, "ConstantOfShape")))
+      continue;
     bool dead = true;
     for (TensorId t : op.outputs)
       if (t != ir::kNoTensor && readers[static_cast<size_t>(t)] > 0) dead = false;

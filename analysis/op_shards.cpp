@@ -80,6 +80,7 @@ std::vector<int> alike_op_classes(const ir::Graph& g) {
     // Fused operators price differently from their unfused twins (analysis/fusion.h).
     if (op.fused_reads || op.fused_writes || op.fused_launch)
       key += fmt::format("|fused{}:{}:{}", op.fused_reads, op.fused_writes, op.fused_launch);
+    if (op.fp8) key += "|fp8";  // on FP8 tensor cores (analysis/precision.h)
     key += "|in";
     for (ir::TensorId t : op.inputs) append_tensor(key, t);
     key += "|out";

@@ -48,6 +48,39 @@ std::vector<bool> widened(const ir::Graph& graph, const TrainingGraph* training)
   return wide;
 }
 
+// --precision fp8: the linear layers' products (a MatMul or Gemm reading a parameter) and the
+// matrix products of their gradients run on FP8 tensor cores. The last such product, the LM
+// head, stays 16-bit, as torchtitan's float8 conversion skips the `output` layer (and
+// Transformer Engine recipes keep the head in bf16).
+void mark_fp8(ir::Graph& graph, const TrainingGraph* training) {
+  auto forward = [&](ir::OpId id) {
+    return !training || training->op_phase[static_cast<size_t>(id)] == Phase::kForward;
+  };
+  auto product = [&](const ir::Op& op) {
+    return (op.domain.empty() && (op.op_type == "MatMul" || op.op_type == "Gemm")) ||
+           (op.domain == "ai.planner" &&
+            (op.op_type == "MatMulTransB" || op.op_type == "MatMulGradWeight"));
+  };
+  std::vector<bool> linear(static_cast<size_t>(graph.num_ops()), false);
+  ir::OpId last = ir::kNoOp;
+  for (ir::OpId id : graph.topo_order()) {
+    const ir::Op& op = graph.op(id);
+    if (!forward(id) || !op.domain.empty() || !product(op)) continue;
+    bool weight = false;
+    for (ir::TensorId t : op.inputs)
+      weight |= t != ir::kNoTensor && graph.tensor(t).role == ir::TensorRole::kParameter;
+    if (!weight) continue;
+    linear[static_cast<size_t>(id)] = true;
+    last = id;
+  }
+  if (last != ir::kNoOp) linear[static_cast<size_t>(last)] = false;
+  for (ir::OpId id = 0; id < graph.num_ops(); ++id) {
+    ir::Op& op = graph.op(id);
+    const ir::OpId group = training ? training->op_group[static_cast<size_t>(id)] : id;
+    op.fp8 = product(op) && group != ir::kNoOp && linear[static_cast<size_t>(group)];
+  }
+}
+
 }  // namespace
 
 void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precision precision,
@@ -94,6 +127,7 @@ void apply_precision(ir::Graph& graph, const TrainingGraph* training, ir::Precis
     if (keep[static_cast<size_t>(t)]) continue;
     tensor.dtype = half;
   }
+  if (ir::uses_fp8(precision)) mark_fp8(graph, training);
   if (training) apply_loss_scale(graph);
 }
 

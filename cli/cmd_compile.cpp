@@ -137,8 +137,9 @@ void configure_compile(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option(
          "--precision", flags->precision,
-         "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16)")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+         "the plan's precision, checked against the one it records (fp32, tf32, fp16, bf16, "
+         "fp8)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   app.add_option("--costs", flags->costs,
                  "measured kernel times (JSON written by a launcher), as the plan was priced with: "
                  "the manifest's predicted figures");

@@ -29,8 +29,9 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--precision", precision,
                  "fp32 (default), tf32 (TF32 tensor-core matmuls), fp16 or bf16 (mixed precision "
-                 "as PyTorch AMP)")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
+                 "as PyTorch AMP), fp8 (bf16 with linear layers on FP8 tensor cores, as "
+                 "torchao's Float8Linear)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   app.add_option("--framework", framework,
                  "price kernels as this framework fuses them: none (every operator its own "
                  "kernel; the default), torch (eager PyTorch: GEMM bias epilogues, GELU), "
@@ -173,6 +174,11 @@ analysis::LoweringOptions PreparedModel::lowering_options() const {
   o.compute = compute;
   o.measured = costs.get();
   o.compute.allow_tf32 = ir::uses_tf32(precision);
+  if (framework == analysis::Framework::kTorchCompile) {
+    // Inductor fuses FP8's amax and cast into the operand's producer.
+    o.compute.fp8_cast_bytes = 3;
+    o.compute.fp8_cast_launches = 0;
+  }
   if (train && zero_stage == 3) o.regather_phases = &training.op_phase;
   return o;
 }

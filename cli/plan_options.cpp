@@ -99,7 +99,7 @@ const NamedOption kNamedOptions[] = {
     {"recompute", [](const std::string& s) { return !!analysis::recompute_from_name(s); },
      "none, selective, all, ops", &PipelineFlags::recompute},
     {"precision", [](const std::string& s) { return !!ir::precision_from_name(s); },
-     "fp32, tf32, bf16, fp16", &PipelineFlags::precision},
+     "fp32, tf32, bf16, fp16, fp8", &PipelineFlags::precision},
     {"schedule", [](const std::string& s) { return !!codegen::schedule_from_name(s); },
      "1f1b, gpipe", &PipelineFlags::schedule},
     {"framework", [](const std::string& s) { return !!analysis::framework_from_name(s); },

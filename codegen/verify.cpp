@@ -178,9 +178,13 @@ Tolerance default_tolerance(ir::Precision precision, int depth) {
       return t;
     case ir::Precision::kTf32:
     case ir::Precision::kFp16:
-    case ir::Precision::kBf16: {
+    case ir::Precision::kBf16:
+    case ir::Precision::kFp8: {
       // TF32 operands carry f16's 10-bit mantissa: the same u, fewer roundings (rounding_depth).
-      const double u = std::ldexp(1.0, precision == ir::Precision::kBf16 ? -8 : -11);
+      // FP8 rounds the products' operands to 3 bits per element, identically in a shard and the
+      // whole (the runtime's emulation): the storage is bf16's, and so is the tolerance.
+      const bool bf16 = precision == ir::Precision::kBf16 || precision == ir::Precision::kFp8;
+      const double u = std::ldexp(1.0, bf16 ? -8 : -11);
       t.atol = t.rtol = 8 * u * std::sqrt(static_cast<double>(std::max(depth, 1)));
       return t;
     }

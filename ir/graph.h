@@ -110,6 +110,10 @@ struct Op {
   uint64_t fused_reads = 0;
   uint64_t fused_writes = 0;
   bool fused_launch = false;
+  /// Under --precision fp8: the operator is a linear layer's matrix product (or its gradient)
+  /// run on FP8 tensor cores, its operands scaled and cast to FP8 first (analysis/precision.h).
+  /// Pricing, and the runtime's operand rounding; not part of ONNX.
+  bool fp8 = false;
 
   const Attribute* attribute(std::string_view key) const;
   int64_t int_attr(std::string_view key, int64_t fallback) const;

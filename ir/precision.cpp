@@ -13,12 +13,15 @@ std::string_view precision_name(Precision p) {
       return "fp16";
     case Precision::kBf16:
       return "bf16";
+    case Precision::kFp8:
+      return "fp8";
   }
   return "fp32";
 }
 
 std::optional<Precision> precision_from_name(std::string_view name) {
-  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
+  for (Precision p :
+       {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16, Precision::kFp8})
     if (precision_name(p) == name) return p;
   return std::nullopt;
 }
@@ -28,6 +31,7 @@ DType activation_dtype(Precision p) {
     case Precision::kFp16:
       return DType::kFloat16;
     case Precision::kBf16:
+    case Precision::kFp8:
       return DType::kBFloat16;
     default:
       return DType::kFloat32;

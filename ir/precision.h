@@ -16,9 +16,11 @@ enum class Precision : uint8_t {
   kFp16,  ///< mixed precision as PyTorch AMP: 16-bit activations and tensor-core matmuls,
           ///< FP32 master weights, gradients of parameters and optimizer state
   kBf16,  ///< the same with bfloat16
+  kFp8,   ///< bf16's step with the matrix products of linear layers on FP8 tensor cores, their
+          ///< operands scaled and cast to FP8 (torchao's Float8Linear, Transformer Engine)
 };
 
-/// "fp32", "tf32", "fp16" or "bf16".
+/// "fp32", "tf32", "fp16", "bf16" or "fp8".
 std::string_view precision_name(Precision p);
 /// Inverse of precision_name.
 std::optional<Precision> precision_from_name(std::string_view name);
@@ -30,7 +32,11 @@ inline bool uses_tf32(Precision p) {
 }
 /// Whether the step is mixed precision (16-bit activations).
 inline bool is_mixed(Precision p) {
-  return p == Precision::kFp16 || p == Precision::kBf16;
+  return p == Precision::kFp16 || p == Precision::kBf16 || p == Precision::kFp8;
+}
+/// Whether linear layers' matrix products run on FP8 tensor cores.
+inline bool uses_fp8(Precision p) {
+  return p == Precision::kFp8;
 }
 
 }  // namespace planner::ir

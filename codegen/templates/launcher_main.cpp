@@ -42,7 +42,7 @@ namespace rt = planner::rt;
 namespace {
 
 // The step's precision, as the planner's ir::Precision numbers it.
-enum class Precision { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3 };
+enum class Precision { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3, kFp8 = 4 };
 
 const char* precision_name(Precision p) {
   switch (p) {
@@ -52,6 +52,9 @@ const char* precision_name(Precision p) {
       return "fp16 (f16 activations, f32 parameters)";
     case Precision::kBf16:
       return "bf16 (bf16 activations, f32 parameters)";
+    case Precision::kFp8:
+      return "fp8 (bf16 activations, f32 parameters, matrix products' operands rounded to FP8's "
+             "precision)";
     default:
       return "fp32";
   }
@@ -643,6 +646,7 @@ int run_main(int argc, char** argv) {
   std::printf("%s\n", world.description().c_str());
   // 16-bit tensors say so by their dtype; TF32 matmuls and convolutions are a switch.
   rt::set_tf32(loaded.precision == Precision::kTf32);
+  rt::set_fp8(loaded.precision == Precision::kFp8);
   if (loaded.precision != Precision::kFp32)
     std::printf("precision: %s\n", precision_name(loaded.precision));
   const std::vector<int>& local = world.local_ranks();

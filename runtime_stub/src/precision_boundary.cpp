@@ -1,4 +1,4 @@
-// The precision boundary on host tensors, and the TF32 switch.
+// The precision boundary on host tensors, and the TF32 and FP8 switches.
 #include "precision_boundary.h"
 
 #include <atomic>
@@ -11,6 +11,7 @@ namespace planner::rt {
 
 namespace {
 std::atomic<bool> tf32{false};
+std::atomic<bool> fp8{false};
 }  // namespace
 
 void set_tf32(bool on) {
@@ -19,6 +20,19 @@ void set_tf32(bool on) {
 
 bool tf32_enabled() {
   return tf32.load();
+}
+
+void set_fp8(bool on) {
+  fp8.store(on);
+}
+
+bool fp8_enabled() {
+  return fp8.load();
+}
+
+bool is_fp8_matmul_op(std::string_view op_type) {
+  return op_type == "MatMul" || op_type == "Gemm" || op_type == "MatMulTransB" ||
+         op_type == "MatMulGradWeight";
 }
 
 bool is_tensor_core_op(std::string_view op_type) {
@@ -78,6 +92,12 @@ BoundaryPlan plan_boundary(std::string_view op_type, std::span<const Tensor> inp
     plan.round_to_half = plan.half != DType::kUndefined;
     plan.round_to_tf32 = !plan.round_to_half && tf32_enabled();
   }
+  // FP8 matrix products: the FP8 cast replaces TF32's rounding (its values are exact in TF32,
+  // which is what a TF32 cuBLAS math mode then sees on cuda); a 16-bit cast still comes first.
+  if (is_fp8_matmul_op(op_type) && fp8_enabled()) {
+    plan.round_to_fp8 = true;
+    plan.round_to_tf32 = false;
+  }
   return plan;
 }
 
@@ -109,15 +129,20 @@ void run_host_boundary(const KernelContext& ctx, const BoundaryPlan& plan,
     if (t.is_half()) t = f32_view(t);
     if (t.dtype != DType::kFloat32) continue;
     // Under mixed precision every floating operand is cast to 16 bit (a 16-bit input already
-    // is); under TF32 only the two matrix operands are rounded, the bias stays f32.
-    const bool round =
-        (plan.round_to_half && !ctx.inputs[i].is_half()) || (plan.round_to_tf32 && i < 2);
-    if (!round) continue;
+    // is); under TF32 only the two matrix operands are rounded, the bias stays f32; under FP8
+    // the two matrix operands (16-bit values by then) are cast to FP8, the bias is not.
+    const bool to_half = plan.round_to_half && !ctx.inputs[i].is_half();
+    const bool to_tf32 = plan.round_to_tf32 && i < 2;
+    const bool to_fp8 = plan.round_to_fp8 && i < 2;
+    if (!to_half && !to_tf32 && !to_fp8) continue;
     rounded.emplace_back(static_cast<size_t>(std::max<int64_t>(t.numel(), 1)));
-    std::memcpy(rounded.back().data(), t.data, t.bytes());
-    round_values(rounded.back().data(), t.numel(),
-                 plan.round_to_half ? plan.half : DType::kFloat32);
-    t = Tensor(DType::kFloat32, t.shape, rounded.back().data());
+    float* v = rounded.back().data();
+    std::memcpy(v, t.data, t.bytes());
+    if (to_half || to_tf32)
+      round_values(v, t.numel(), plan.round_to_half ? plan.half : DType::kFloat32);
+    if (to_fp8)
+      for (int64_t j = 0; j < t.numel(); ++j) v[j] = round_to_fp8_mantissa(v[j]);
+    t = Tensor(DType::kFloat32, t.shape, v);
   }
   std::vector<Tensor> outs(ctx.outputs.begin(), ctx.outputs.end());
   for (Tensor& t : outs)

@@ -18,10 +18,16 @@ struct BoundaryPlan {
   /// Megatron-LM's fused f32 weight-gradient accumulation keep it (a sum over the whole batch
   /// would overflow f16).
   bool round_to_half = false;
-  /// A tensor-core operator with TF32 on: its two matrix operands are rounded to TF32.
+  /// A tensor-core operator with TF32 on (and no FP8 cast): its two matrix operands are
+  /// rounded to TF32.
   bool round_to_tf32 = false;
+  /// A matrix product with FP8 on (is_fp8_matmul_op): its two matrix operands (inputs 0 and 1),
+  /// after any widening and 16-bit cast, have their mantissas rounded to e4m3's 3 bits
+  /// (round_to_fp8_mantissa); a bias stays as it is. Takes the place of TF32 rounding (FP8
+  /// values are exact in TF32).
+  bool round_to_fp8 = false;
   /// Whether the call needs the boundary at all (else the kernel runs on the tensors as given).
-  bool needed() const { return half != DType::kUndefined || round_to_tf32; }
+  bool needed() const { return half != DType::kUndefined || round_to_tf32 || round_to_fp8; }
 };
 
 /// How the boundary treats a call of `op_type` on these tensors.
@@ -30,8 +36,9 @@ BoundaryPlan plan_boundary(std::string_view op_type, std::span<const Tensor> inp
 
 /// Runs f32 kernel `fn` for a call on host tensors at the boundary `plan`: 16-bit inputs are
 /// widened into f32 scratch (exact), the operands of tensor-core operators rounded as the plan
-/// says, 16-bit outputs computed into f32 scratch and rounded to nearest even into the real
-/// outputs. Integer and boolean tensors pass through untouched. Precondition: plan.needed().
+/// says (to the 16-bit type or TF32, then to FP8's mantissa), 16-bit outputs computed into f32
+/// scratch and rounded to nearest even into the real outputs. Integer and boolean tensors pass
+/// through untouched. Precondition: plan.needed().
 void run_host_boundary(const KernelContext& ctx, const BoundaryPlan& plan,
                        const std::function<void(const KernelContext&)>& fn);
 
@@ -41,8 +48,9 @@ void run_on_host(const KernelContext& ctx, KernelFn fn);
 
 #if PLANNER_RT_CUDA
 /// Runs a call on device tensors (cuda/precision_cuda.cpp): `cuda` (or, when null, `cpu` through
-/// the host fallback), at the device boundary when the call touches 16-bit floats. Tensor-core
-/// operators get their operands in 16 bit for cuBLAS/cuDNN; every other kernel sees f32.
+/// the host fallback), at the device boundary when the call touches 16-bit floats or casts its
+/// operands to FP8. Tensor-core operators get their operands in 16 bit for cuBLAS/cuDNN; every
+/// other kernel (and every FP8 matrix product) sees f32.
 void run_on_device(const KernelContext& ctx, KernelFn cuda, KernelFn cpu);
 #endif
 

@@ -53,3 +53,41 @@ TEST_CASE("precision: AMP keeps parameter gradients f32, Megatron's fp16 makes t
   CHECK(megatron.half_update_outputs == 0);  // parameters and Adam moments stay f32
   CHECK(megatron.half_activations == amp.half_activations);
 }
+
+TEST_CASE("precision: fp8 puts the linear layers and their gradients on FP8, not the head") {
+  const ir::Graph fwd = pt::import_generated_llama(2, 2, 2);
+  an::TrainingGraph tg = pt::adam_training_step(fwd, an::Recompute::kNone);
+  ir::Graph g = tg.graph;
+  an::apply_precision(g, &tg, ir::Precision::kFp8);
+  int forward = 0, backward = 0;
+  for (ir::OpId id = 0; id < g.num_ops(); ++id) {
+    const ir::Op& op = g.op(id);
+    if (!op.fp8) continue;
+    CHECK(tg.op_phase[static_cast<size_t>(id)] != an::Phase::kUpdate);
+    (tg.op_phase[static_cast<size_t>(id)] == an::Phase::kForward ? forward : backward) += 1;
+    const std::string leader = g.op(tg.op_group[static_cast<size_t>(id)]).name;
+    CHECK_MESSAGE(leader != "output", op.name);  // the LM head stays 16-bit
+  }
+  // Seven linear layers per block (wq, wk, wv, wo, w1, w3, w2), two blocks; each with a data
+  // and a weight gradient product.
+  CHECK(forward == 14);
+  CHECK(backward == 28);
+  // Activations are bf16's.
+  CHECK(g.tensor(*g.find_tensor("logits")).dtype == ir::DType::kBFloat16);
+}
+
+TEST_CASE("precision: a Cast to f32 before the loss keeps the loss and its gradient f32") {
+  planner::importers::LlamaShape shape;
+  shape.layers = 1, shape.hidden = 32, shape.heads = 4, shape.seq = 8, shape.vocab = 16;
+  shape.ffn = 64;
+  shape.loss = true;
+  const ir::Graph fwd =
+      pt::import_generated(planner::importers::llama_model_bytes(shape, "tiny", "tiny.weights"), 2);
+  an::TrainingGraph tg = pt::adam_training_step(fwd, an::Recompute::kNone);
+  ir::Graph g = tg.graph;
+  an::apply_precision(g, &tg, ir::Precision::kBf16);
+  CHECK(g.tensor(*g.find_tensor("logits")).dtype == ir::DType::kBFloat16);
+  CHECK(g.tensor(*g.find_tensor("grad:logits")).dtype == ir::DType::kBFloat16);
+  for (const char* wide : {"loss/float", "loss/rows", "loss:log_prob", "grad:loss/rows"})
+    CHECK_MESSAGE(g.tensor(*g.find_tensor(wide)).dtype == ir::DType::kFloat32, wide);
+}

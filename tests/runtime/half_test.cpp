@@ -1,5 +1,6 @@
-// The 16-bit conversions of planner_rt/half.h: exhaustive round trips, known rounding cases,
-// and (where the compiler has _Float16) every f16 rounding against the compiler's.
+// The 16-bit conversions of planner_rt/half.h: exhaustive round trips, known rounding cases
+// (16-bit, TF32 and FP8 operand rounding), and (where the compiler has _Float16) every f16
+// rounding against the compiler's.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -100,6 +101,54 @@ TEST_CASE("tf32 rounding keeps 10 mantissa bits, ties to even") {
   CHECK(std::isinf(round_to_tf32(std::numeric_limits<float>::infinity())));
   // TF32 has f32's range: values between f16's and f32's maxima survive.
   CHECK(round_to_tf32(1e30f) == doctest::Approx(1e30f).epsilon(1e-3));
+}
+
+TEST_CASE("fp8 operand rounding keeps 3 mantissa bits, ties to even, and f32's exponent") {
+  const float two_m20 = std::ldexp(1.0f, -20);
+  CHECK(round_to_fp8_mantissa(1.0f) == 1.0f);
+  CHECK(round_to_fp8_mantissa(1.125f) == 1.125f);  // 1 + 2^-3: representable
+  CHECK(round_to_fp8_mantissa(1.0625f) == 1.0f);   // tie between 1 and 1.125: even
+  CHECK(round_to_fp8_mantissa(1.1875f) == 1.25f);  // tie between 1.125 and 1.25: even
+  CHECK(round_to_fp8_mantissa(1.0624f) == 1.0f);   // below the tie
+  CHECK(round_to_fp8_mantissa(std::nextafter(1.0625f, 2.0f)) == 1.125f);  // past it
+  CHECK(round_to_fp8_mantissa(1.9375f) == 2.0f);  // tie, to even: carries into the exponent
+  CHECK(round_to_fp8_mantissa(1.97f) == 2.0f);
+  CHECK(round_to_fp8_mantissa(3.0f * two_m20) == 3.0f * two_m20);  // far below e4m3's range
+  CHECK(round_to_fp8_mantissa(3.1f * two_m20) == 3.0f * two_m20);
+  CHECK(round_to_fp8_mantissa(1792.0f) == 1792.0f);  // 1.75 * 2^10: past e4m3's 448, kept
+  CHECK(round_to_fp8_mantissa(1e30f) == doctest::Approx(1e30f).epsilon(1.0 / 16));
+  CHECK(round_to_fp8_mantissa(-1.0625f) == -1.0f);
+  CHECK(round_to_fp8_mantissa(-1.1875f) == -1.25f);
+  CHECK(round_to_fp8_mantissa(-1.9375f) == -2.0f);
+  CHECK(round_to_fp8_mantissa(-3.0f * two_m20) == -3.0f * two_m20);
+  CHECK(float_bits(round_to_fp8_mantissa(0.0f)) == 0u);
+  CHECK(float_bits(round_to_fp8_mantissa(-0.0f)) == 0x80000000u);
+  CHECK(round_to_fp8_mantissa(std::numeric_limits<float>::infinity()) ==
+        std::numeric_limits<float>::infinity());
+  CHECK(round_to_fp8_mantissa(-std::numeric_limits<float>::infinity()) ==
+        -std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(round_to_fp8_mantissa(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isnan(round_to_fp8_mantissa(bits_float(0x7f800001u))));  // not made infinite
+  // Every sign, exponent and top mantissa bits of a normal float, with low 20 bits at, around
+  // and away from the tie, against round-half-even of the 4-bit significand.
+  int64_t wrong = 0;
+  uint32_t first_wrong = 0;
+  for (uint32_t hi = 0; hi < (1u << 12); ++hi) {
+    const uint32_t exp = (hi >> 3) & 0xffu;
+    if (exp == 0 || exp == 0xff) continue;
+    for (uint32_t lo : {0x00000u, 0x00001u, 0x7ffffu, 0x80000u, 0x80001u, 0xfffffu, 0x3c5a1u}) {
+      const float f = bits_float((hi << 20) | lo);
+      int e = 0;
+      const float m = std::frexp(f, &e);  // |m| in [0.5, 1)
+      double want = std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(m), 4)), e - 4);
+      if (std::fabs(want) > std::numeric_limits<float>::max())  // past FLT_MAX: infinity
+        want = std::copysign(std::numeric_limits<double>::infinity(), want);
+      if (static_cast<double>(round_to_fp8_mantissa(f)) != want && wrong++ == 0)
+        first_wrong = (hi << 20) | lo;
+    }
+  }
+  INFO("first float that rounds differently: bits 0x" << std::hex << first_wrong);
+  CHECK(wrong == 0);
 }
 
 #if defined(__FLT16_MAX__)

@@ -1,6 +1,7 @@
 // The precision boundary: kernels called on f16 / bf16 tensors compute in f32 and round their
 // results; tensor-core operators round their operands (16-bit under mixed precision, TF32 when
-// switched on); 16-bit buffers take 2 bytes an element; collectives reduce 16-bit buffers in
+// switched on), matrix products their matrix operands to FP8's mantissa when that is switched
+// on; 16-bit buffers take 2 bytes an element; collectives reduce 16-bit buffers in
 // f32 and round.
 #include <cmath>
 #include <thread>
@@ -107,6 +108,128 @@ TEST_CASE("TF32 rounds the matrix operands of MatMul, Gemm and Conv, not other k
   CHECK(tf32_mul == 3.0f + 3 * kTiny);
   run("MatMul", {}, {a.t, b.t}, {y.t});
   CHECK(y.f()[0] == 3.0f + 3 * kTiny);
+}
+
+namespace {
+
+// set_fp8(true) for a scope: restored to false however the scope ends.
+struct Fp8On {
+  Fp8On() { planner::rt::set_fp8(true); }
+  ~Fp8On() { planner::rt::set_fp8(false); }
+  Fp8On(const Fp8On&) = delete;
+  Fp8On& operator=(const Fp8On&) = delete;
+};
+
+std::vector<float> fp8(std::vector<float> v) {
+  for (float& x : v) x = planner::rt::round_to_fp8_mantissa(x);
+  return v;
+}
+
+// Y[r][n] = sum_k A[r][k] B'[k][n] by hand, B' = B (b_kn) or B^T (b [n][k]); in double, which is
+// exact for the few-bit values these tests multiply (and so equal to any f32 summation order).
+std::vector<float> product(const std::vector<float>& a, const std::vector<float>& b, int rows,
+                           int k, int n, bool b_nk) {
+  std::vector<float> y(static_cast<size_t>(rows * n));
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int i = 0; i < k; ++i)
+        acc += static_cast<double>(a[static_cast<size_t>(r * k + i)]) *
+               b[static_cast<size_t>(b_nk ? j * k + i : i * n + j)];
+      y[static_cast<size_t>(r * n + j)] = static_cast<float>(acc);
+    }
+  return y;
+}
+
+// The transpose of a rows x cols matrix.
+std::vector<float> transposed(const std::vector<float>& a, int rows, int cols) {
+  std::vector<float> t(a.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      t[static_cast<size_t>(c * rows + r)] = a[static_cast<size_t>(r * cols + c)];
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("FP8 rounds the matrix operands of MatMul, Gemm, MatMulTransB, MatMulGradWeight") {
+  CHECK_FALSE(planner::rt::fp8_enabled());  // off by default
+  // Values a 3-bit mantissa rounds: 1.0625 and 1.1875 are ties (to 1 and 1.25), 1.9375 carries
+  // into the exponent (2); 3, 1.5 and 1 are FP8 values. Every product and sum here is exact in
+  // f32, so the kernels' results equal the hand computation bit for bit.
+  const std::vector<float> av = {1.0625f, 1.1875f, 1.9375f, 1.0f};
+  const std::vector<float> bv = {3.0f, 1.9375f, 1.0625f, 1.5f};
+  REQUIRE(fp8(av) == std::vector<float>{1.0f, 1.25f, 2.0f, 1.0f});
+  REQUIRE(fp8(bv) == std::vector<float>{3.0f, 2.0f, 1.0f, 1.5f});
+  Buf a = F({2, 2}, av), b = F({2, 2}, bv), bias = F({2}, {1.0625f, -1.1875f});
+  Buf y = Z({2, 2}), yg = Z({2, 2}), yt = Z({2, 2}), dw = Z({2, 2}), ym = Z({2, 2}),
+      yc = Z({1, 1, 1, 1});
+  auto run_all = [&] {
+    run("MatMul", {}, {a.t, b.t}, {y.t});
+    run("Gemm", {}, {a.t, b.t, bias.t}, {yg.t});
+    run_planner("MatMulTransB", {}, {a.t, b.t}, {yt.t});
+    run_planner("MatMulGradWeight", {}, {a.t, b.t}, {dw.t});
+    run("Mul", {}, {a.t, b.t}, {ym.t});
+    run("Conv", {}, {F({1, 1, 1, 1}, {1.0625f}).t, F({1, 1, 1, 1}, {3.0f}).t}, {yc.t});
+  };
+  auto expect = [&](const std::vector<float>& x, const std::vector<float>& w) {
+    CHECK(y.values() == product(x, w, 2, 2, 2, false));
+    std::vector<float> gemm = product(x, w, 2, 2, 2, false);
+    for (size_t i = 0; i < gemm.size(); ++i) gemm[i] += bias.f()[i % 2];  // the bias as given
+    CHECK(yg.values() == gemm);
+    CHECK(yt.values() == product(x, w, 2, 2, 2, true));
+    CHECK(dw.values() == product(transposed(x, 2, 2), w, 2, 2, 2, false));
+    // Other operators compute from the values as given.
+    CHECK(ym.values() ==
+          std::vector<float>{1.0625f * 3.0f, 1.1875f * 1.9375f, 1.9375f * 1.0625f, 1.5f});
+    CHECK(yc.f()[0] == 3.1875f);
+  };
+  {
+    Fp8On on;
+    CHECK(planner::rt::fp8_enabled());
+    run_all();
+    expect(fp8(av), fp8(bv));
+    CHECK(y.f()[0] == 4.25f);     // 1 * 3 + 1.25 * 1, where the f32 product is 4.44921875
+    CHECK(yg.f()[0] == 5.3125f);  // + the bias 1.0625, not rounded (to 1)
+  }
+  CHECK_FALSE(planner::rt::fp8_enabled());
+  run_all();
+  expect(av, bv);
+  CHECK(y.f()[0] == 4.44921875f);
+  // TF32 and FP8 together: the FP8 cast (its values are TF32 values) in place of TF32's.
+  planner::rt::set_tf32(true);
+  {
+    Fp8On on;
+    run("MatMul", {}, {a.t, b.t}, {y.t});
+  }
+  planner::rt::set_tf32(false);
+  CHECK(y.values() == product(fp8(av), fp8(bv), 2, 2, 2, false));
+}
+
+TEST_CASE("FP8 casts bf16 activations and the 16-bit cast of f32 weights") {
+  // bf16 activations (exact here) and an f32 weight whose bf16 cast (1.9375 + 2^-10 -> 1.9375)
+  // comes before the FP8 one (-> 2); the results are f32 (a parameter gradient) or bf16.
+  const std::vector<float> xv = {1.0625f, 1.1875f, 1.9375f, 1.0f};
+  const std::vector<float> wv = {3.0f, 1.9375f + std::ldexp(1.0f, -10), 1.0625f, 1.5f};
+  const std::vector<float> w16 = {3.0f, 1.9375f, 1.0625f, 1.5f};  // wv as bf16
+  Buf x = H(DType::kBFloat16, {2, 2}, xv), w = F({2, 2}, wv);
+  Buf dy = H(DType::kBFloat16, {2, 2}, w16);
+  Buf y = Z({2, 2}), dw = Z({2, 2}), yh(DType::kBFloat16, {2, 2});
+  {
+    Fp8On on;
+    run("MatMul", {}, {x.t, w.t}, {y.t});
+    run("MatMul", {}, {x.t, w.t}, {yh.t});
+    run_planner("MatMulGradWeight", {}, {x.t, dy.t}, {dw.t});
+  }
+  const std::vector<float> want = product(fp8(xv), fp8(w16), 2, 2, 2, false);
+  CHECK(y.values() == want);
+  CHECK(values(yh) == want);  // 4.25, 3.875, 7, 5.5: bf16 values
+  CHECK(dw.values() == product(transposed(fp8(xv), 2, 2), fp8(w16), 2, 2, 2, false));
+  // Without FP8: the bf16 operands as they are.
+  run("MatMul", {}, {x.t, w.t}, {y.t});
+  CHECK(y.values() == product(xv, w16, 2, 2, 2, false));
+  run_planner("MatMulGradWeight", {}, {x.t, dy.t}, {dw.t});
+  CHECK(dw.values() == product(transposed(xv, 2, 2), w16, 2, 2, 2, false));
 }
 
 TEST_CASE("Cast to and from 16-bit types goes through the boundary") {

@@ -547,7 +547,7 @@ void collective_cases(rt::WorldOptions opts) {
   if (!ok) ++failures;
 }
 
-// Mixed precision and TF32: the cuda kernels (cuBLAS/cuDNN on 16-bit operands, the widening
+// Mixed precision, TF32 and FP8: the cuda kernels (cuBLAS/cuDNN on 16-bit operands, the widening
 // boundary elsewhere) against the cpu boundary's emulation. The two accumulate in different
 // orders, so results may differ by a rounding of the 16-bit type: tolerances of a few ulps.
 void precision_cases() {
@@ -575,6 +575,23 @@ void precision_cases() {
   check("", "Conv", {}, {F({2, 4, 9, 8}), F({6, 4, 3, 3}), F({6})}, {O({2, 6, 7, 6})}, 8 * tf32,
         8 * tf32);
   rt::set_tf32(false);
+  // FP8 (set_fp8): both boundaries round the matrix operands (after any bf16 cast) to e4m3's
+  // mantissa before the product, so the results differ by summation order only (f32 results,
+  // tight tolerances that unrounded operands would miss by far) or one bf16 rounding.
+  rt::set_fp8(true);
+  const double bf16 = std::ldexp(1.0, -7);
+  auto BF = [](Shape s) { return In{DType::kBFloat16, std::move(s)}; };
+  check("", "MatMul", {}, {F({7, 9}), F({9, 5})}, {O({7, 5})}, 1e-5, 1e-5);
+  check("", "MatMul", {}, {BF({2, 7, 9}), F({9, 5})}, {O({2, 7, 5})}, 1e-5, 1e-5);
+  check("", "MatMul", {}, {BF({2, 7, 9}), BF({2, 9, 5})}, {O({2, 7, 5}, DType::kBFloat16)},
+        4 * bf16, 4 * bf16);
+  check("", "Gemm", {{"transB", int64_t{1}}}, {BF({6, 8}), F({5, 8}), F({5})}, {O({6, 5})}, 1e-5,
+        1e-5);
+  check("ai.planner", "MatMulTransB", {}, {BF({3, 5, 16}), F({24, 16})}, {O({3, 5, 24})}, 1e-5,
+        1e-5);
+  check("ai.planner", "MatMulGradWeight", {}, {BF({3, 5, 16}), BF({3, 5, 24})}, {O({16, 24})}, 1e-5,
+        1e-5);
+  rt::set_fp8(false);
 }
 
 // all_reduce of 16-bit buffers (sum in f32, rounded) on ranks of `options`.

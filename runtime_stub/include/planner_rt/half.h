@@ -1,6 +1,6 @@
-// 16-bit floating-point storage: conversions between f32 and IEEE half (f16), bfloat16 (bf16)
-// and TF32 operand rounding, as inline functions callable from host and device code, so the cpu
-// backend's emulation and the cuda backend's conversion kernels round identically.
+// 16-bit floating-point storage: conversions between f32 and IEEE half (f16), bfloat16 (bf16),
+// TF32 and FP8 (e4m3) operand rounding, as inline functions callable from host and device code,
+// so the cpu backend's emulation and the cuda backend's conversion kernels round identically.
 //
 // Every narrowing rounds to nearest, ties to even (what cuBLAS, cuDNN and PyTorch's .half() /
 // .bfloat16() do); f16 keeps subnormals, overflows to infinity, and NaN stays NaN (quiet).
@@ -100,6 +100,20 @@ PLANNER_RT_HD inline float round_to_tf32(float f) {
   const uint32_t x = float_bits(f);
   if ((x & 0x7f800000u) == 0x7f800000u) return f;
   const uint32_t rounded = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
+  return bits_float(rounded);
+}
+
+/// `f` with its mantissa rounded to 3 bits, ties to even: the relative precision of an FP8 e4m3
+/// matmul operand (torchao's Float8Linear, Transformer Engine). Sign and exponent are kept and
+/// the range is NOT limited to e4m3's (+-448, subnormals below 2^-6): this emulates FP8 with
+/// ideal per-tensor scaling, where the scale-and-cast preserves each element's relative
+/// precision, not its magnitude range. A carry out of the mantissa moves to the next binade
+/// (1.9375 -> 2); a value within half an ulp of FLT_MAX rounds to infinity. Zero, infinities and
+/// NaN are returned unchanged. f32 subnormals keep 3 bits of their mantissa field.
+PLANNER_RT_HD inline float round_to_fp8_mantissa(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7f800000u) == 0x7f800000u) return f;
+  const uint32_t rounded = (x + 0x7ffffu + ((x >> 20) & 1u)) & ~0xfffffu;
   return bits_float(rounded);
 }
 

@@ -1,4 +1,5 @@
-// The 16-bit conversion kernels of the cuda backend, on the shared conversions of half.h.
+// The 16-bit (and FP8 operand) conversion kernels of the cuda backend, on the shared
+// conversions of half.h.
 #include "device_kernels.h"
 #include "planner_rt/half.h"
 #include "precision_kernels.h"
@@ -43,6 +44,12 @@ __global__ void narrow_kernel(bool bf16, const float* x, uint16_t* y, int64_t n)
 __global__ void round_kernel(bool bf16, float* x, int64_t n) {
   GRID_STRIDE(i, n) {
     x[i] = to_f32(bf16, to_half(bf16, x[i]));
+  }
+}
+
+__global__ void round_fp8_kernel(float* x, int64_t n) {
+  GRID_STRIDE(i, n) {
+    x[i] = round_to_fp8_mantissa(x[i]);
   }
 }
 
@@ -101,6 +108,12 @@ void launch_round_f32(int dtype, float* x, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   round_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dtype == 16, x, n);
   check_launch("round_f32");
+}
+
+void launch_round_fp8(float* x, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  round_fp8_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n);
+  check_launch("round_fp8");
 }
 
 void launch_fold_half(int dtype, void* acc, const void* v, int64_t n, int op, cudaStream_t stream) {

@@ -1,6 +1,7 @@
-// The precision boundary on device tensors: kernel calls that touch 16-bit floats. Tensor-core
-// operators (MatMul and Gemm on cuBLAS, convolutions on cuDNN) get their operands in 16 bit and
-// run natively; every other kernel sees f32 copies, as on the cpu backend.
+// The precision boundary on device tensors: kernel calls that touch 16-bit floats or cast their
+// operands to FP8. Tensor-core operators (MatMul and Gemm on cuBLAS, convolutions on cuDNN) get
+// their operands in 16 bit and run natively; every other kernel, and every matrix product with
+// FP8 on, sees f32 copies (FP8 operands emulated by rounding), as on the cpu backend.
 #include "../precision_boundary.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
@@ -51,26 +52,33 @@ Tensor narrowed(const Tensor& t, DType half, CallScratch& scratch, cudaStream_t 
   return Tensor(half, t.shape, y);
 }
 
-// Every kernel but the tensor-core ones (and convolutions with an f32 result): f32 copies in,
-// f32 scratch out, rounded back.
+// Every kernel but the tensor-core ones (and convolutions with an f32 result, and matrix
+// products with FP8 on): f32 copies in, f32 scratch out, rounded back.
 void run_widened(const KernelContext& ctx, const BoundaryPlan& plan, KernelFn cuda_fn,
                  KernelFn cpu) {
   const cudaStream_t stream = cuda::context().stream;
   CallScratch scratch(stream);
   std::vector<Tensor> ins, outs;
-  for (const Tensor& t : ctx.inputs) {
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const Tensor& t = ctx.inputs[i];
+    const bool to_fp8 = plan.round_to_fp8 && i < 2;
     if (t.present() && t.is_half()) {
       ins.push_back(widened(t, scratch, stream));
-    } else if (t.present() && t.dtype == DType::kFloat32 && plan.round_to_half) {
-      // A tensor-core operator's f32 operand, cast to 16 bit as AMP does (kept in f32).
+    } else if (t.present() && t.dtype == DType::kFloat32 && (plan.round_to_half || to_fp8)) {
+      // A tensor-core operator's f32 operand, cast to 16 bit as AMP does (kept in f32), or a
+      // matrix operand to be cast to FP8: a copy, rounded below.
       auto* copy = static_cast<float*>(scratch.get(t.bytes()));
       PLANNER_CUDA_CHECK(
           cudaMemcpyAsync(copy, t.data, t.bytes(), cudaMemcpyDeviceToDevice, stream));
-      cuda::launch_round_f32(code(plan.half), copy, t.numel(), stream);
+      if (plan.round_to_half) cuda::launch_round_f32(code(plan.half), copy, t.numel(), stream);
       ins.push_back(Tensor(DType::kFloat32, t.shape, copy));
     } else {
       ins.push_back(t);
     }
+    // The two matrix operands of an FP8 product (call-private f32 copies by now): their
+    // mantissas rounded to e4m3's, after any 16-bit cast, as on the cpu backend.
+    if (to_fp8 && ins.back().present() && ins.back().dtype == DType::kFloat32)
+      cuda::launch_round_fp8(static_cast<float*>(ins.back().data), ins.back().numel(), stream);
   }
   for (const Tensor& t : ctx.outputs)
     outs.push_back(t.present() && t.is_half() ? widened(t, scratch, stream) : t);
@@ -152,7 +160,7 @@ void run_tensor_core(const KernelContext& ctx, const BoundaryPlan& plan, KernelF
 
 void run_on_device(const KernelContext& ctx, KernelFn cuda_fn, KernelFn cpu) {
   const BoundaryPlan plan = plan_boundary(ctx.op_type, ctx.inputs, ctx.outputs);
-  if (plan.half == DType::kUndefined) {
+  if (plan.half == DType::kUndefined && !plan.round_to_fp8) {
     // f32 (TF32, when on, is the cuBLAS/cuDNN math mode the kernels set).
     if (cuda_fn)
       cuda_fn(ctx);
@@ -165,7 +173,9 @@ void run_on_device(const KernelContext& ctx, KernelFn cuda_fn, KernelFn cpu) {
   bool f32_result = false;
   for (const Tensor& t : ctx.outputs) f32_result |= t.present() && t.dtype == DType::kFloat32;
   const bool gemm = ctx.op_type == "MatMul" || ctx.op_type == "Gemm";
-  if (plan.round_to_half && cuda_fn && (gemm || !f32_result))
+  // FP8 products run widened: their operands are rounded in f32 copies (the 16-bit tensor-core
+  // path would hand cuBLAS unrounded 16-bit operands).
+  if (plan.round_to_half && !plan.round_to_fp8 && cuda_fn && (gemm || !f32_result))
     return run_tensor_core(ctx, plan, cuda_fn);
   run_widened(ctx, plan, cuda_fn, cpu);
 }
