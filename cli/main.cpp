@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -52,6 +56,28 @@ const char* closest_command(std::string_view word) {
   return best;
 }
 
+// A sink that writes each distinct message (level and text) once, to `inner`.
+class OnceSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  explicit OnceSink(std::shared_ptr<spdlog::sinks::sink> inner) : inner_(std::move(inner)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string key = std::to_string(static_cast<int>(msg.level)) + ':';
+    key.append(msg.payload.data(), msg.payload.size());
+    if (seen_.insert(std::move(key)).second) inner_->log(msg);
+  }
+  void flush_() override { inner_->flush(); }
+  void set_pattern_(const std::string& pattern) override { inner_->set_pattern(pattern); }
+  void set_formatter_(std::unique_ptr<spdlog::formatter> f) override {
+    inner_->set_formatter(std::move(f));
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::sink> inner_;
+  std::set<std::string> seen_;
+};
+
 int run_main(int argc, char** argv) {
   CLI::App app{"planner: split a deep-learning model across many GPUs, and compile the plan"};
   app.name("planner");
@@ -91,7 +117,10 @@ int run_main(int argc, char** argv) {
   }
   // Diagnostics go to stderr, uncoloured, as "warning: ..." lines, so stdout stays clean for
   // JSON and tables and golden files stay byte-stable.
-  spdlog::set_default_logger(spdlog::stderr_logger_st("planner"));
+  // Each distinct diagnostic once: the pipeline's front runs again for every step variant a
+  // command tries, and its warnings would repeat.
+  auto sink = std::make_shared<OnceSink>(std::make_shared<spdlog::sinks::stderr_sink_st>());
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("planner", sink));
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_pattern("%l: %v");
 
