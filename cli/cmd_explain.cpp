@@ -72,6 +72,19 @@ int run_explain(ExplainFlags flags) {
         "gradients accumulated, one update\n",
         static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,
         static_cast<long long>(m.micro_batch), m.micro_batches);
+  // The kernels the step runs as frameworks do: fused attention, FP8 products.
+  int attention = 0, fp8 = 0;
+  for (ir::OpId id = 0; id < m.graph.num_ops(); ++id) {
+    const ir::Op& op = m.graph.op(id);
+    const bool forward =
+        !m.train || m.training.op_phase[static_cast<size_t>(id)] == analysis::Phase::kForward;
+    attention += forward && op.domain == "ai.planner" && op.op_type == "Attention";
+    fp8 += op.fp8;
+  }
+  if (attention > 0)
+    std::printf("attention %d cores, each one fused operator (--attention fused)\n", attention);
+  if (fp8 > 0)
+    std::printf("fp8       %d matrix products on FP8 tensor cores (--precision fp8)\n", fp8);
   if (m.train) {
     // The backward pass's recomputation (analysis/recompute.h).
     int clones = 0;

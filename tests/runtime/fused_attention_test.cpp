@@ -45,34 +45,13 @@ an::TrainingGraph sgd_step(const ir::Graph& forward) {
   return std::move(*tg);
 }
 
-// Runs both steps; every output and updated tensor of `a` agrees with `b`'s within float32
-// rounding of a different summation order. Returns how many were compared.
-int outputs_agree(const an::TrainingGraph& a, const an::TrainingGraph& b, bool exact) {
+// Runs both steps; compares every output and updated tensor (outputs_agree): exactly, or within
+// float32 rounding of a different summation order. Returns how many were compared.
+int steps_agree(const an::TrainingGraph& a, const an::TrainingGraph& b, bool exact) {
   Executor x(a), y(b);
   x.run(false);
   y.run(false);
-  int compared = 0;
-  for (ir::TensorId t : a.graph.outputs) {
-    const std::string& name = a.graph.tensor(t).name;
-    INFO(name);
-    auto other = b.graph.find_tensor(name);
-    REQUIRE(other.has_value());
-    const Buf& p = x.bufs[static_cast<size_t>(t)];
-    const Buf& q = y.bufs[static_cast<size_t>(*other)];
-    REQUIRE(p.t.bytes() == q.t.bytes());
-    if (exact) {
-      CHECK(std::memcmp(p.t.data, q.t.data, static_cast<size_t>(p.t.bytes())) == 0);
-    } else {
-      // Within float32 rounding of the tensor's scale (sums taken in another order).
-      const std::vector<float> u = p.values(), v = q.values();
-      double scale = 0, worst = 0;
-      for (float e : u) scale = std::max(scale, std::abs(double(e)));
-      for (size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::abs(double(u[i]) - v[i]));
-      CHECK(worst <= 1e-5 * std::max(scale, 1.0));
-    }
-    ++compared;
-  }
-  return compared;
+  return rt_test::outputs_agree(x, y, exact ? 0.0 : 1e-5);
 }
 
 }  // namespace
@@ -92,7 +71,7 @@ TEST_CASE("fused attention: a GPT step computes what the materialized step compu
   const auto a = sgd_step(plain);
   const auto b = sgd_step(fuse);
   CHECK(count(b.graph, "AttentionGrad") == 2);
-  CHECK(outputs_agree(a, b, false) > 20);  // logits and every parameter updated
+  CHECK(steps_agree(a, b, false) > 20);  // logits and every parameter updated
 }
 
 TEST_CASE("fused attention: a Llama step with grouped-query attention") {
@@ -100,7 +79,7 @@ TEST_CASE("fused attention: a Llama step with grouped-query attention") {
   const ir::Graph fuse = fused(plain, 2);
   const auto a = sgd_step(plain);
   const auto b = sgd_step(fuse);
-  CHECK(outputs_agree(a, b, false) > 15);
+  CHECK(steps_agree(a, b, false) > 15);
 }
 
 TEST_CASE("fused attention: dropout on the probabilities keeps a core materialized, named") {
@@ -137,5 +116,5 @@ TEST_CASE("recompute ops: attention and every other weight product kept, the ste
   for (const char* recomputed : {"layers.0.attention.wk", "layers.0.attention.wo",
                                  "layers.0.feed_forward.w3", "layers.0.ffn_norm"})
     CHECK_MESSAGE(saved.count(recomputed) == 0, recomputed);
-  CHECK(outputs_agree(plain, ops, true) > 30);
+  CHECK(steps_agree(plain, ops, true) > 30);
 }

@@ -68,16 +68,7 @@ TEST_CASE("tied copies: the LM head's own copy of the embedding gives the tied s
   std::memcpy(to.t.data, from.t.data, static_cast<size_t>(from.t.bytes()));
   a.run(false);
   b.run(false);
-  int compared = 0;
-  for (ir::TensorId t : tied.graph.outputs) {
-    const std::string& name = tied.graph.tensor(t).name;
-    INFO(name);
-    auto other = copied.graph.find_tensor(name);
-    REQUIRE(other.has_value());
-    CHECK(same(a.bufs[static_cast<size_t>(t)], b.bufs[static_cast<size_t>(*other)]));
-    ++compared;
-  }
-  CHECK(compared > 20);
+  CHECK(outputs_agree(a, b) > 20);
   for (const char* state : {"", ":m", ":v"}) {
     INFO(state);
     auto original = copied.graph.find_tensor(std::string("wte") + state + ":updated");

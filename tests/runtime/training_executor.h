@@ -1,8 +1,10 @@
 // Runs a training graph op by op on the runtime's kernels, every tensor with its own storage:
-// the in-process executor of the training-step tests (training_step_test.cpp, recompute_test.cpp).
+// the in-process executor of the training-step tests (training_step_test.cpp, recompute_test.cpp,
+// tied_copies_test.cpp, fused_attention_test.cpp), and the comparison of two steps' outputs.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -78,5 +80,33 @@ struct Executor {
     return l;
   }
 };
+
+/// Compares every graph output of `a`'s step with the tensor of the same name in `b`'s (both
+/// executors already run): byte for byte where `rel` is 0, else within `rel` times the larger
+/// of 1 and the tensor's largest magnitude (sums taken in another order). Returns how many
+/// were compared.
+inline int outputs_agree(const Executor& a, const Executor& b, double rel = 0) {
+  int compared = 0;
+  for (ir::TensorId t : a.tg.graph.outputs) {
+    const std::string& name = a.tg.graph.tensor(t).name;
+    INFO(name);
+    auto other = b.tg.graph.find_tensor(name);
+    REQUIRE(other.has_value());
+    const Buf& x = a.bufs[static_cast<size_t>(t)];
+    const Buf& y = b.bufs[static_cast<size_t>(*other)];
+    REQUIRE(x.t.bytes() == y.t.bytes());
+    if (rel == 0) {
+      CHECK(std::memcmp(x.t.data, y.t.data, static_cast<size_t>(x.t.bytes())) == 0);
+    } else {
+      const std::vector<float> u = x.values(), v = y.values();
+      double scale = 1, worst = 0;
+      for (float e : u) scale = std::max(scale, std::abs(double(e)));
+      for (size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::abs(double(u[i]) - v[i]));
+      CHECK(worst <= rel * scale);
+    }
+    ++compared;
+  }
+  return compared;
+}
 
 }  // namespace rt_test

@@ -57,3 +57,5 @@ MODEL
 $PLANNER plan $TMP/att.onnxtxt --gpus 2 --attention fused --dump-after train | grep 'ai.planner.Attention<' | sed 's/  #.*//'
 $PLANNER verify $TMP/att.onnxtxt --gpus 2 --attention fused --search dp | grep -E '^ok'
 $PLANNER verify $TMP/att.onnxtxt --gpus 4 --attention fused --search dp --mode infer | grep -E '^ok'
+# explain names the fused cores (the last plan above: fused, full recomputation).
+$PLANNER explain $TMP/p.json --model $TMP/l.onnx | grep -E '^(attention|recompute)'

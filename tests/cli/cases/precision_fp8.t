@@ -14,6 +14,7 @@ done
 python3 -c "import json, sys; o = json.load(open(sys.argv[1]))['search']['options']; print('recorded:', o.get('precision'), o.get('framework'))" $TMP/p.json
 $PLANNER plan $TMP/l.onnx --batch 8 --gpus 8 --precision fp8 --topology dgx-a100 --search data-parallel --no-progress -o $TMP/a.json | grep -E '^step time' | awk '{print "A100 (no FP8 tensor cores): " $1 " " $3 " " $4}'
 $PLANNER plan $TMP/l.onnx --batch 8 --gpus 8 --precision bf16 --topology dgx-a100 --search data-parallel --no-progress -o $TMP/a.json | grep -E '^step time' | awk '{print "A100 at bf16:               " $1 " " $3 " " $4}'
+$PLANNER explain $TMP/p.json --model $TMP/l.onnx | grep -E '^fp8'
 $PLANNER compile $TMP/p.json --model $TMP/l.onnx -o $TMP/out > /dev/null && grep -o '"precision": "[a-z0-9]*"' $TMP/out/manifest.json | head -1
 $PLANNER generate llama $TMP/t.onnx --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 16 --vocab 128 --loss > /dev/null
 $PLANNER verify $TMP/t.onnx --batch 4 --gpus 4 --optimizer adam --precision fp8 --attention fused | grep -E '^(precision|ok)'
