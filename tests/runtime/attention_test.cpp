@@ -274,7 +274,8 @@ TEST_CASE("Attention: a shard of the query rows computes those rows of the whole
   const Inputs whole = inputs({{2, 2}, 8, 8, 4, 5}, 41, true);
   const Options o{0.5, true};
   const Forward all = forward(whole, o);
-  for (auto [q0, q1] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 6}, {6, 8}}) {
+  for (const auto& rows : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 6}, {6, 8}}) {
+    const int64_t q0 = rows.first, q1 = rows.second;  // not a binding: CAPTURE takes it
     CAPTURE(q0);
     Inputs shard = whole;
     shard.g.s = q1 - q0;
@@ -357,7 +358,8 @@ TEST_CASE("AttentionGrad: shards of the query rows") {
   const Grads all = gradients(whole, o, f, w);
   std::vector<float> dk(static_cast<size_t>(all.dk.n()), 0.0f),
       dv(static_cast<size_t>(all.dv.n()), 0.0f);
-  for (auto [q0, q1] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}}) {
+  for (const auto& rows : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}}) {
+    const int64_t q0 = rows.first, q1 = rows.second;
     CAPTURE(q0);
     Inputs shard = whole;
     shard.g.s = q1 - q0;
