@@ -94,16 +94,29 @@ PLANNER_RT_HD inline double attention_dot(const float* x, const float* y, int64_
   return sum;
 }
 
+/// Query row `row` (= slice · s + s): its slice and position, its Q row, and its slice's K
+/// and V.
+struct AttentionQueryRow {
+  int64_t s;
+  const float* q;
+  const float* k;
+  const float* v;
+};
+PLANNER_RT_HD inline AttentionQueryRow attention_query_row(const AttentionTensors& p,
+                                                           const AttentionDims& a, int64_t row) {
+  const int64_t b = row / a.s;
+  return {row % a.s, p.q + row * a.d, p.k + b * a.t * a.d, p.v + b * a.t * a.e};
+}
+
 /// The forward pass of query row `row` (= slice · s + s): LSE (pass 1: the running maximum and
 /// the sum of exponentials, rescaled when the maximum grows), then Y = Σ_t exp(score − LSE) V
 /// (pass 2, `chunk` columns at a time into `acc`). A row with no attended key gets Y = 0 and
 /// LSE = -inf. Either output may be absent (nullptr).
 PLANNER_RT_HD inline void attention_forward_row(const AttentionTensors& p, const AttentionDims& a,
                                                 int64_t row, double* acc, int64_t chunk) {
-  const int64_t b = row / a.s, s = row % a.s;
-  const float* q = p.q + row * a.d;
-  const float* k = p.k + b * a.t * a.d;
-  const float* v = p.v + b * a.t * a.e;
+  const AttentionQueryRow r = attention_query_row(p, a, row);
+  const int64_t s = r.s;
+  const float *q = r.q, *k = r.k, *v = r.v;
   const int64_t end = attention_key_end(a, s);
   double m = -HUGE_VAL, l = 0;
   for (int64_t t = 0; t < end; ++t) {
@@ -145,10 +158,9 @@ PLANNER_RT_HD inline void attention_delta_row(const AttentionTensors& p, const A
 /// (p.delta filled before), `chunk` columns at a time into `acc`.
 PLANNER_RT_HD inline void attention_grad_q_row(const AttentionTensors& p, const AttentionDims& a,
                                                int64_t row, double* acc, int64_t chunk) {
-  const int64_t b = row / a.s, s = row % a.s;
-  const float* q = p.q + row * a.d;
-  const float* k = p.k + b * a.t * a.d;
-  const float* v = p.v + b * a.t * a.e;
+  const AttentionQueryRow r = attention_query_row(p, a, row);
+  const int64_t s = r.s;
+  const float *q = r.q, *k = r.k, *v = r.v;
   const float* dy = p.dy + row * a.e;
   const double lse = p.lse[row], delta = p.delta[row];
   const int64_t end = attention_key_end(a, s);

@@ -5,6 +5,7 @@
 
 #include "analysis/attention.h"
 #include "tests/generated_models.h"
+#include "tests/graph_build.h"
 
 namespace an = planner::analysis;
 namespace ir = planner::ir;
@@ -66,12 +67,7 @@ TEST_CASE("attention cores: a softmax over a layer's output is not attention") {
   // softmax(x W) V: the product before the softmax reads a weight.
   ir::Graph g;
   auto tensor = [&](const std::string& name, std::vector<int64_t> shape, ir::TensorRole role) {
-    ir::Tensor t;
-    t.name = name;
-    t.shape = std::move(shape);
-    t.dtype = ir::DType::kFloat32;
-    t.role = role;
-    return g.add_tensor(std::move(t));
+    return pt::add_tensor(g, name, std::move(shape), role);
   };
   const auto x = tensor("x", {2, 4, 8}, ir::TensorRole::kInput);
   const auto w = tensor("w", {8, 4}, ir::TensorRole::kParameter);

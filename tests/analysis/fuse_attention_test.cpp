@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "analysis/fuse_attention.h"
+#include "tests/graph_build.h"
 
 namespace an = planner::analysis;
 namespace ir = planner::ir;
@@ -44,6 +45,15 @@ class Core {
     if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
     return id;
   }
+  ir::TensorId int_constant(const std::string& name, const std::vector<int64_t>& values,
+                            std::vector<int64_t> shape) {
+    const ir::TensorId id = tensor(name, std::move(shape), ir::TensorRole::kConstant);
+    ir::Tensor& t = g_.tensor(id);
+    t.dtype = ir::DType::kInt64;
+    t.data.resize(values.size() * sizeof(int64_t));
+    if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
+    return id;
+  }
   ir::TensorId parameter(const std::string& name) {
     return tensor(name, {}, ir::TensorRole::kParameter);
   }
@@ -65,12 +75,7 @@ class Core {
 
  private:
   ir::TensorId tensor(const std::string& name, std::vector<int64_t> shape, ir::TensorRole role) {
-    ir::Tensor t;
-    t.name = name;
-    t.shape = std::move(shape);
-    t.dtype = ir::DType::kFloat32;
-    t.role = role;
-    return g_.add_tensor(std::move(t));
+    return planner::testing::add_tensor(g_, name, std::move(shape), role);
   }
   ir::TensorId unary(const std::string& name, const std::string& type, ir::TensorId in,
                      std::vector<int64_t> shape) {
@@ -110,6 +115,13 @@ std::vector<float> causal(int n, float masked) {
   return v;
 }
 
+// fuse_attention on a finished core; fails the test on an error.
+an::AttentionFusion fuse(ir::Graph& g) {
+  auto done = an::fuse_attention(g, "test");
+  REQUIRE_MESSAGE(done.has_value(), (done ? "" : done.error().message()));
+  return *done;
+}
+
 const ir::Op& attention(const ir::Graph& g) {
   for (const ir::Op& op : g.ops())
     if (op.op_type == "Attention") return op;
@@ -125,10 +137,9 @@ TEST_CASE("fuse attention: scale from Div and Mul, a causal [1, s, s] constant, 
   c.then("Mul", c.constant("half", {}, {0.5f}));
   c.then("Add", c.constant("mask", {1, 4, 4}, causal(4, -1e9f)));
   ir::Graph& g = c.finish();
-  auto done = an::fuse_attention(g, "test");
-  REQUIRE(done.has_value());
-  CHECK(done->fused == 1);
-  CHECK(done->causal == 1);
+  const an::AttentionFusion done = fuse(g);
+  CHECK(done.fused == 1);
+  CHECK(done.causal == 1);
   const ir::Op& a = attention(g);
   CHECK(a.float_attr("scale", 0) == doctest::Approx(0.25));
   CHECK(a.int_attr("causal", 0) == 1);
@@ -145,10 +156,9 @@ TEST_CASE("fuse attention: another mask is the kernel's additive input") {
   bias[3] = -5.0f;  // not causal: a bias
   c.then("Add", c.constant("bias", {4, 4}, bias));
   ir::Graph& g = c.finish();
-  auto done = an::fuse_attention(g, "test");
-  REQUIRE(done.has_value());
-  CHECK(done->fused == 1);
-  CHECK(done->causal == 0);
+  const an::AttentionFusion done = fuse(g);
+  CHECK(done.fused == 1);
+  CHECK(done.causal == 0);
   const ir::Op& a = attention(g);
   REQUIRE(a.inputs.size() == 4);
   CHECK(g.tensor(a.inputs[3]).name == "bias");
@@ -158,22 +168,8 @@ TEST_CASE("fuse attention: another mask is the kernel's additive input") {
 TEST_CASE("fuse attention: Trilu of a ConstantOfShape fill is causal, and removed with the core") {
   Core c;
   ir::Graph& g = c.graph();
-  const ir::TensorId shape = c.constant("shape", {2}, {});
-  {
-    ir::Tensor& t = g.tensor(shape);
-    t.dtype = ir::DType::kInt64;
-    const int64_t dims[2] = {4, 4};
-    t.data.resize(sizeof(dims));
-    std::memcpy(t.data.data(), dims, sizeof(dims));
-  }
-  const ir::TensorId k = c.constant("one", {}, {});
-  {
-    ir::Tensor& t = g.tensor(k);
-    t.dtype = ir::DType::kInt64;
-    const int64_t one = 1;
-    t.data.resize(sizeof(one));
-    std::memcpy(t.data.data(), &one, sizeof(one));
-  }
+  const ir::TensorId shape = c.int_constant("shape", {4, 4}, {2});
+  const ir::TensorId k = c.int_constant("one", {1}, {});
   ir::Tensor fill_t;
   fill_t.name = "fill";
   fill_t.shape = {4, 4};
@@ -202,9 +198,8 @@ TEST_CASE("fuse attention: Trilu of a ConstantOfShape fill is causal, and remove
   g.add_op(std::move(tri));
   c.then("Add", mask);
   c.finish();
-  auto done = an::fuse_attention(g, "test");
-  REQUIRE(done.has_value());
-  CHECK(done->causal == 1);
+  const an::AttentionFusion done = fuse(g);
+  CHECK(done.causal == 1);
   CHECK(g.find_op("mask") == std::nullopt);
   CHECK(g.find_op("fill") == std::nullopt);
 }
@@ -214,21 +209,19 @@ TEST_CASE("fuse attention: a trainable scale, or a mask per batch, stays materia
     Core c;
     c.then("Mul", c.parameter("temperature"));
     ir::Graph& g = c.finish();
-    auto done = an::fuse_attention(g, "test");
-    REQUIRE(done.has_value());
-    CHECK(done->fused == 0);
-    REQUIRE(done->kept.size() == 1);
-    CHECK(done->kept[0].first == "softmax");
-    CHECK(done->kept[0].second == "'step0' (Mul) in the scores");
+    const an::AttentionFusion done = fuse(g);
+    CHECK(done.fused == 0);
+    REQUIRE(done.kept.size() == 1);
+    CHECK(done.kept[0].first == "softmax");
+    CHECK(done.kept[0].second == "'step0' (Mul) in the scores");
   }
   {
     Core c;
     c.then("Add", c.constant("mask", {2, 1, 4, 4}, std::vector<float>(32, 0.0f)));
     ir::Graph& g = c.finish();
-    auto done = an::fuse_attention(g, "test");
-    REQUIRE(done.has_value());
-    CHECK(done->fused == 0);
-    REQUIRE(done->kept.size() == 1);
-    CHECK(done->kept[0].second == "a mask of shape [2, 1, 4, 4]");
+    const an::AttentionFusion done = fuse(g);
+    CHECK(done.fused == 0);
+    REQUIRE(done.kept.size() == 1);
+    CHECK(done.kept[0].second == "a mask of shape [2, 1, 4, 4]");
   }
 }

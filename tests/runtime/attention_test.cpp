@@ -1,4 +1,4 @@
-// ai.planner.Attention and AttentionGrad (runtime_stub/src/attention.cpp, attention_math.h):
+// The kernels of ai.planner.Attention and AttentionGrad (src/attention.cpp, attention_math.h):
 // the forward pass against a materialized reference (scores, softmax, product) with leading
 // dimensions or none, causal masks with shard offsets, a Mask and rows with no key; the
 // gradients against central differences of Σ Y·W, absent outputs and shards of the query rows;

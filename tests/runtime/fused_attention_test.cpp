@@ -98,16 +98,9 @@ TEST_CASE("recompute ops: attention and every other weight product kept, the ste
   const auto plain = planner::testing::adam_training_step(fuse, an::Recompute::kNone);
   const auto ops = planner::testing::adam_training_step(fuse, an::Recompute::kOps);
   // What the backward pass reads from the forward pass (not from a recomputed clone).
-  std::set<std::string> saved;
-  for (ir::OpId id = 0; id < ops.graph.num_ops(); ++id) {
-    if (ops.op_phase[static_cast<size_t>(id)] == an::Phase::kForward) continue;
-    for (ir::TensorId t : ops.graph.op(id).inputs) {
-      if (t == ir::kNoTensor) continue;
-      const ir::OpId p = ops.graph.tensor(t).producer;
-      if (p != ir::kNoOp && ops.op_phase[static_cast<size_t>(p)] == an::Phase::kForward)
-        saved.insert(ops.graph.op(p).name);
-    }
-  }
+  std::set<std::string> saved;  // their producers' names
+  for (ir::TensorId t : saved_activations(ops))
+    saved.insert(ops.graph.op(ops.graph.tensor(t).producer).name);
   // Per block, torchtitan's policy keeps wq, wv, w1, w2 and attention (w2's output no backward
   // operator reads); wk, wo, w3 and the norms are recomputed.
   for (const char* kept : {"layers.0.attention.wq", "layers.0.attention.wv",

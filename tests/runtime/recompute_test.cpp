@@ -25,17 +25,7 @@ an::TrainingGraph train(const ir::Graph& fwd, an::Recompute recompute) {
 
 // Forward activations the backward and update operators read.
 std::set<ir::TensorId> saved(const an::TrainingGraph& tg) {
-  std::set<ir::TensorId> out;
-  for (ir::OpId id = 0; id < tg.graph.num_ops(); ++id) {
-    if (tg.op_phase[static_cast<size_t>(id)] == an::Phase::kForward) continue;
-    for (ir::TensorId t : tg.graph.op(id).inputs) {
-      if (t == ir::kNoTensor) continue;
-      const ir::OpId p = tg.graph.tensor(t).producer;
-      if (p != ir::kNoOp && tg.op_phase[static_cast<size_t>(p)] == an::Phase::kForward)
-        out.insert(t);
-    }
-  }
-  return out;
+  return saved_activations(tg);
 }
 
 // Runs both steps on the runtime's kernels; checks every output and updated tensor of `plain`

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -80,6 +81,22 @@ struct Executor {
     return l;
   }
 };
+
+/// The forward activations the backward, recompute and update operators read (what the step
+/// keeps from its forward pass).
+inline std::set<ir::TensorId> saved_activations(const an::TrainingGraph& tg) {
+  std::set<ir::TensorId> out;
+  for (ir::OpId id = 0; id < tg.graph.num_ops(); ++id) {
+    if (tg.op_phase[static_cast<size_t>(id)] == an::Phase::kForward) continue;
+    for (ir::TensorId t : tg.graph.op(id).inputs) {
+      if (t == ir::kNoTensor) continue;
+      const ir::OpId p = tg.graph.tensor(t).producer;
+      if (p != ir::kNoOp && tg.op_phase[static_cast<size_t>(p)] == an::Phase::kForward)
+        out.insert(t);
+    }
+  }
+  return out;
+}
 
 /// Compares every graph output of `a`'s step with the tensor of the same name in `b`'s (both
 /// executors already run): byte for byte where `rel` is 0, else within `rel` times the larger
