@@ -30,11 +30,12 @@ bool is_forward(const SearchContext& context, ir::OpId op) {
 }
 
 // Number of forward ops of a type.
-int count_forward(const SearchContext& context, std::string_view type) {
+int count_forward(const SearchContext& context, std::string_view type,
+                  std::string_view domain = {}) {
   const ir::Graph& g = context.lowering.graph();
   int count = 0;
   for (ir::OpId id = 0; id < g.num_ops(); ++id)
-    if (is_forward(context, id) && g.op(id).domain.empty() && g.op(id).op_type == type) ++count;
+    if (is_forward(context, id) && g.op(id).domain == domain && g.op(id).op_type == type) ++count;
   return count;
 }
 
@@ -136,8 +137,11 @@ Expected<SearchResult> run_one_weird_trick(const SearchContext& context, const S
 
 namespace {
 
+// Attention between fully connected layers: a softmax, or a core fused by --attention fused.
 bool is_transformer(const SearchContext& context) {
-  return count_forward(context, "Softmax") > 0 && count_fully_connected(context) >= 2;
+  const bool attention = count_forward(context, "Softmax") > 0 ||
+                         count_forward(context, "Attention", "ai.planner") > 0;
+  return attention && count_fully_connected(context) >= 2;
 }
 
 // GPUs per node (a topology whose nodes hold different numbers of devices is one node).

@@ -148,7 +148,11 @@ def torchtitan_layout(row, tp, pp, dp, gpus):
     if (p.get("cp") or 1) > 1:
         return "context parallelism is not expressible yet"
     if tp > 1 or pp > 1:
-        return "FSDP2 with tensor or pipeline parallelism is not expressible yet"
+        # `--search megatron --tensor-parallel 8 --zero 3 --replicas 1` is FSDP over the data-
+        # parallel ranks with TP inside the node, but planning 256 GPUs whole is killed at this
+        # machine's 24 GB; --replicas shards state inside a replica only (docs/search.md).
+        return ("FSDP2 with tensor or pipeline parallelism: state sharded across replicas is not "
+                "built (planned whole, 256 GPUs exceed 24 GB)")
     if tp * pp * dp != gpus:
         return f"tp x pp x dp = {tp * pp * dp} is not the {gpus} GPUs"
     preset = TORCHTITAN_PRESETS.get(row["model"])

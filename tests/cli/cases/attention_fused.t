@@ -13,6 +13,9 @@ for a in materialized fused; do
   done
 done
 python3 -c "import json, sys; o = json.load(open(sys.argv[1]))['search']['options']; print('recorded:', o.get('attention'), o.get('recompute'))" $TMP/p.json
+# The megatron search sees fused cores as attention (it splits their heads, not data parallelism).
+$PLANNER plan $TMP/l.onnx --batch 8 --topology dgx-h100 --search megatron --precision bf16 --optimizer adam --attention fused --no-progress -o $TMP/q.json | grep -o '^note: [0-9]*-way tensor parallelism'
+python3 -c "import json, sys; p = json.load(open(sys.argv[1])); print('attention split:', sorted({o['config'] for o in p['ops'] if o.get('op_type') == 'Attention'}))" $TMP/q.json
 $PLANNER plan $TMP/l.onnx --batch 8 --attention fused --dump-after train | grep -c 'ai.planner.Attention<' | sed 's/^/fused operators: /'
 $PLANNER plan $TMP/l.onnx --batch 8 --attention fused --dump-after train | grep -c 'ai.planner.AttentionGrad<' | sed 's/^/gradient operators: /'
 $PLANNER plan $TMP/l.onnx --batch 8 --attention fused --dump-after train | grep -c 'Softmax' | sed 's/^/softmaxes left: /'
