@@ -83,7 +83,7 @@ struct ForwardPass {
   }
 };
 
-Checkpointing choose_checkpoints(const TrainingGraph& tg) {
+Checkpointing choose_checkpoints(const TrainingGraph& tg, int runs) {
   const ir::Graph& g = tg.graph;
   const auto nt = static_cast<size_t>(g.num_tensors());
   const ForwardPass f(tg);
@@ -115,7 +115,24 @@ Checkpointing choose_checkpoints(const TrainingGraph& tg) {
 
   // Chen et al.'s budget: checkpoints every sqrt(saved x cut size) bytes of saved activations.
   std::vector<bool> checkpoint(nt, false);
-  if (!cuts.empty()) {
+  const int per_run = runs > 0 ? static_cast<int>(cuts.size()) / runs : 0;
+  if (per_run >= 1) {
+    // Evenly spaced, every k-th cut, k a divisor of the cuts per run nearest Chen's spacing.
+    const double mean_cut = static_cast<double>(cut_bytes) / static_cast<double>(cuts.size());
+    const double budget = std::sqrt(static_cast<double>(saved_total) * mean_cut);
+    const double spacing = std::max(
+        1.0, budget * static_cast<double>(cuts.size()) / std::max<double>(1.0, saved_total));
+    int k = 1;
+    for (int d = 1; d <= per_run; ++d)
+      if (per_run % d == 0 && std::abs(d - spacing) < std::abs(k - spacing)) k = d;
+    for (size_t i = 0; i < cuts.size(); ++i) {
+      const TensorId t = cuts[i].second;
+      if (i % static_cast<size_t>(k) != 0 || checkpoint[static_cast<size_t>(t)]) continue;
+      checkpoint[static_cast<size_t>(t)] = true;
+      ++c.checkpoints;
+      c.checkpoint_bytes += g.tensor(t).num_bytes();
+    }
+  } else if (!cuts.empty()) {
     const double mean_cut = static_cast<double>(cut_bytes) / static_cast<double>(cuts.size());
     const double budget = std::sqrt(static_cast<double>(saved_total) * mean_cut);
     double since = 0;
@@ -339,12 +356,12 @@ std::vector<ForwardCut> forward_cuts(const TrainingGraph& training) {
 }
 
 Expected<RecomputeSummary> apply_recompute(TrainingGraph& tg, Recompute mode,
-                                           const std::string& source) {
+                                           const std::string& source, int checkpoint_runs) {
   RecomputeSummary summary;
   if (mode == Recompute::kNone) return summary;
   Checkpointing c = mode == Recompute::kSelective ? choose_selective(tg, summary.attention_cores)
                     : mode == Recompute::kOps     ? choose_ops(tg)
-                                                  : choose_checkpoints(tg);
+                                                  : choose_checkpoints(tg, checkpoint_runs);
   summary.checkpoints = c.checkpoints;
   summary.checkpoint_bytes = c.checkpoint_bytes;
   const int old_tensors = tg.graph.num_tensors();

@@ -58,7 +58,12 @@ std::vector<ForwardCut> forward_cuts(const TrainingGraph& training);
 /// change (clones are inserted in the order they run); tensor ids of the original graph stay,
 /// clones' tensors are appended. training.recomputes maps each clone tensor to its original. Errors
 /// name `source`.
+///
+/// kAll with `checkpoint_runs` R > 0 (a pipeline of R model chunks, virtual stages): the
+/// checkpoints are every k-th cut, k the divisor of (cuts / R) nearest the spacing Chen et
+/// al.'s budget would give, so each chunk can hold a whole number of segments (Megatron-LM's
+/// uniform method checkpoints every layer for the same reason).
 Expected<RecomputeSummary> apply_recompute(TrainingGraph& training, Recompute mode,
-                                           const std::string& source);
+                                           const std::string& source, int checkpoint_runs = 0);
 
 }  // namespace planner::analysis

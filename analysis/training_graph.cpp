@@ -1166,7 +1166,7 @@ Expected<TrainingGraph> build_training_graph(const ir::Graph& forward,
   builder.fill_grad_tables(*result);
   result->recomputes.assign(static_cast<size_t>(result->graph.num_tensors()), ir::kNoTensor);
   if (options.recompute != Recompute::kNone) {
-    auto applied = apply_recompute(*result, options.recompute, source);
+    auto applied = apply_recompute(*result, options.recompute, source, options.checkpoint_runs);
     if (!applied) return applied.error();
   }
   return result;

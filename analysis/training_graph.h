@@ -48,6 +48,11 @@ struct TrainingOptions {
   /// pipelined steps, as Megatron-LM keeps the embedding on its first and last stage, so the
   /// last stage does not receive the table every micro-batch.
   bool copy_tied_embeddings = false;
+  /// Recompute::kAll on a step cut into this many pipeline runs (stages x virtual stages, more
+  /// than the stages alone): checkpoints evenly spaced, every k-th forward cut with k dividing
+  /// the cuts per run (analysis/recompute.h), so the runs can end at checkpoints and be even.
+  /// 0: Chen et al.'s spacing.
+  int checkpoint_runs = 0;
 };
 
 /// The phase an operator runs in within one training step.

@@ -67,6 +67,7 @@ int run_compare(const CompareFlags& flags) {
   options.budget_s = flags.budget_s;
   options.max_proposals = flags.max_proposals;
   options.memory_limit = search::default_memory_limit(topology);
+  options.virtual_stages = m.virtual_stages;
   options.judge = [&m](const std::vector<analysis::OpConfig>& c) { return program_metrics(m, c); };
   options.judge_stages = [&m](const std::vector<analysis::OpConfig>& c, int stages) {
     return program_metrics(m, c, stages);

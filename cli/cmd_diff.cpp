@@ -104,8 +104,11 @@ std::string step_text(const search::PlanSearch& s) {
   if (o.is_object() && o.contains("zero") && o["zero"].is_number_integer())
     text += fmt::format(", zero {}", o["zero"].get<int>());
   if (o.is_object() && o.contains("pipeline_stages") && o["pipeline_stages"].is_number_integer())
-    text += fmt::format(", {} pipeline stages ({})", o["pipeline_stages"].get<int64_t>(),
-                        option("schedule", "1f1b"));
+    text += fmt::format(", {} pipeline stages ({}{})", o["pipeline_stages"].get<int64_t>(),
+                        option("schedule", "1f1b"),
+                        o.contains("virtual_stages") && o["virtual_stages"].is_number_integer()
+                            ? fmt::format(", {} virtual", o["virtual_stages"].get<int64_t>())
+                            : std::string());
   if (o.is_object() && o.contains("micro_batches") && o["micro_batches"].is_number_integer())
     text += fmt::format(", {} micro-batches", o["micro_batches"].get<int64_t>());
   return text;

@@ -64,8 +64,10 @@ int run_explain(ExplainFlags flags) {
               format_bytes(static_cast<double>(plan->predicted.peak_memory_bytes)).c_str(),
               format_bytes(static_cast<double>(plan->predicted.comm_bytes)).c_str());
   if (search::on_stage_blocks(configs, plan->topology.num_devices, m.pipeline_stages))
-    std::printf("pipeline  %d stages of %d GPUs, %s schedule\n", m.pipeline_stages,
-                plan->topology.num_devices / m.pipeline_stages, codegen::schedule_name(m.schedule));
+    std::printf(
+        "pipeline  %d stages of %d GPUs, %s\n", m.pipeline_stages,
+        plan->topology.num_devices / m.pipeline_stages,
+        codegen::schedule_phrase(codegen::schedule_name(m.schedule), m.virtual_stages).c_str());
   if (m.micro_batches > 1)
     std::printf(
         "batch     %lld in %d micro-batches of %lld: %d forward and backward passes, "

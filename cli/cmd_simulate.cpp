@@ -58,8 +58,10 @@ int run_simulate(const SimulateFlags& flags) {
     space->set_micro_batches(m.micro_batches);
     auto info = search::find_search(flags.strategy);
     if (!info) return report(info.error());
+    search::SearchOptions options;
+    options.virtual_stages = m.virtual_stages;
     auto staged = search::run_pipelined(**info, {lowering, *space, m.train ? &m.training : nullptr},
-                                        search::SearchOptions{}, m.pipeline_stages);
+                                        options, m.pipeline_stages);
     if (!staged) return report(staged.error().with_context(m.source));
     configs = std::move(staged->configs);
   }
@@ -131,10 +133,11 @@ int run_simulate(const SimulateFlags& flags) {
               topology.num_nodes());
   std::printf("strategy     %s\n", flags.strategy.c_str());
   if (m.pipeline_stages > 1)
-    std::printf("pipeline     %d stages of %d GPUs, %s schedule\n", m.pipeline_stages,
-                n / m.pipeline_stages,
-                m.micro_batches > 1 ? simulated->programs.schedule.c_str()
-                                    : codegen::schedule_name(m.schedule));
+    std::printf("pipeline     %d stages of %d GPUs, %s\n", m.pipeline_stages, n / m.pipeline_stages,
+                codegen::schedule_phrase(m.micro_batches > 1 ? simulated->programs.schedule
+                                                             : codegen::schedule_name(m.schedule),
+                                         m.virtual_stages)
+                    .c_str());
   if (m.micro_batches > 1)
     std::printf("batch        %lld in %d micro-batches of %lld, gradients accumulated\n",
                 static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,

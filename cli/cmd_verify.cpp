@@ -140,7 +140,9 @@ int run_verify(VerifyFlags flags) {
   if (search::on_stage_blocks(configs, ranks, model->pipeline_stages))
     passes += fmt::format(
         ", {} pipeline stages ({})", model->pipeline_stages,
-        model->micro_batches > 1 ? part->schedule : codegen::schedule_name(model->schedule));
+        codegen::schedule_label(
+            model->micro_batches > 1 ? part->schedule : codegen::schedule_name(model->schedule),
+            model->virtual_stages));
   std::printf("verify %s: %d ranks, %s, %s, %s, %d steps%s\n", terminal_safe(model->source).c_str(),
               ranks, what.c_str(), model->train ? "train" : "infer",
               std::string(ir::precision_name(model->precision)).c_str(), flags.options.steps,

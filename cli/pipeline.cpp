@@ -80,6 +80,12 @@ void PipelineFlags::add_to(CLI::App& app) {
   app.add_option("--schedule", schedule,
                  "the pipeline schedule: 1f1b (default; PipeDream-Flush) or gpipe")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  app.add_option("--virtual-stages", virtual_stages,
+                 "train mode, with --pipeline-stages K: cut the model into K x V chunks, chunk j "
+                 "on stage j % K, run in Megatron-LM's interleaved 1F1B schedule (a bubble V "
+                 "times smaller, V times the messages); the micro-batches must be a multiple of "
+                 "K (default 1)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -207,6 +213,21 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
   out->replicas = flags.mode == "train" ? std::max(1, flags.pinned_replicas()) : 1;
   out->zero_stage = flags.mode == "train" ? flags.zero_stage() : 0;
   out->schedule = codegen::schedule_from_name(flags.schedule).value_or(codegen::Schedule::k1F1B);
+  out->virtual_stages = flags.mode == "train" ? flags.virtual_stages : 1;
+  if (flags.virtual_stages > 1) {
+    if (flags.mode != "train")
+      return make_error("--virtual-stages {}: virtual stages are for training (--mode train)",
+                        flags.virtual_stages);
+    if (flags.pipeline_stages < 2)
+      return make_error(
+          "--virtual-stages {}: give the pipeline stages they interleave (--pipeline-stages)",
+          flags.virtual_stages);
+    if (flags.micro_batches % flags.pipeline_stages != 0)
+      return make_error(
+          "--virtual-stages {}: --micro-batches {} is not a multiple of --pipeline-stages {} (the "
+          "interleaved schedule runs the micro-batches in groups of one per stage)",
+          flags.virtual_stages, flags.micro_batches, flags.pipeline_stages);
+  }
   if (flags.pipeline_stages > 1 && flags.mode != "train")
     return make_error("--pipeline-stages {}: pipeline stages are for training (--mode train)",
                       flags.pipeline_stages);
@@ -261,6 +282,8 @@ Expected<std::unique_ptr<PreparedModel>> prepare_model(const PipelineFlags& flag
     const bool pipelined = flags.pipelined_gradients.value_or(flags.pipeline_stages > 1);
     t.sum_parameter_parts_once = pipelined;
     t.copy_tied_embeddings = pipelined;
+    if (flags.virtual_stages > 1 && flags.pipeline_stages > 1)
+      t.checkpoint_runs = flags.pipeline_stages * flags.virtual_stages;
     out->pipelined_gradients = pipelined;
     out->recompute = t.recompute;
     PLANNER_TRY_ASSIGN(out->training, analysis::build_training_graph(forward, t, out->source));

@@ -66,6 +66,9 @@ struct PipelineFlags {
   /// A plan whose search chose its stages (megatron-3d) records false (plan_options).
   std::optional<bool> pipelined_gradients;
   std::string schedule = "1f1b";
+  /// Train mode: model chunks per pipeline stage (--virtual-stages; Megatron-LM's interleaved
+  /// schedule, codegen/pipeline_schedule.h).
+  int virtual_stages = 1;
   /// Train mode: data-parallel replicas of one plan for a block of the GPUs (--replicas,
   /// search/replicas.h): a count (1: the searches plan all the GPUs at once) or "auto"
   /// (cli/replicated_plan.h, auto_replicas).
@@ -121,7 +124,8 @@ struct PreparedModel {
   /// (PipelineFlags::pipelined_gradients).
   bool pipelined_gradients = false;
   codegen::Schedule schedule = codegen::Schedule::k1F1B;
-  int zero_stage = 0;  ///< train mode: 0, 2 or 3 (--zero)
+  int virtual_stages = 1;  ///< train mode: model chunks per stage (--virtual-stages)
+  int zero_stage = 0;      ///< train mode: 0, 2 or 3 (--zero)
   /// Train mode: the plan is this many data-parallel replicas of one block (--replicas, or a
   /// plan file's): compiled steps fetch inside each replica (codegen::PartitionOptions).
   int replicas = 1;

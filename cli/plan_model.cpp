@@ -188,6 +188,13 @@ Expected<codegen::Programs> repeat_pass(const PreparedModel& m, const codegen::P
     o.schedule = m.schedule;
     o.stages = k;
     o.rank_stage = search::rank_stages(num_ranks, k);
+    if (m.virtual_stages > 1) {
+      o.virtual_stages = m.virtual_stages;
+      auto chunks =
+          search::op_chunks(m.graph, &m.training, configs, num_ranks, k, m.virtual_stages);
+      if (!chunks) return chunks.error().with_context(m.source);
+      o.op_chunk = std::move(*chunks);
+    }
   }
   auto whole = codegen::unroll_micro_batches(pass, m.training, o);
   if (!whole && o.schedule == codegen::Schedule::k1F1B) {
@@ -251,7 +258,11 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
   search::PlanMetrics out;
   const int n = m.topology->num_devices();
   const bool pipelined = search::on_stage_blocks(configs, n, k);
-  if (m.train && pipelined && m.micro_batches > k + 2) {
+  // Virtual stages run the passes in groups of one per stage: the step grows by a group at a
+  // time (2K and 3K passes simulated, each group after the third adding what the third did).
+  const int group = pipelined && m.virtual_stages > 1 ? k : 1;
+  const int fewer = group > 1 ? 2 * k : k + 1, more_passes = group > 1 ? 3 * k : k + 2;
+  if (m.train && pipelined && m.micro_batches > more_passes) {
     // Once every stage has a pass in flight the schedule repeats: the step of M passes is the
     // one of K + 2 plus M - K - 2 times what the last pass added, in time. In memory, 1F1B holds
     // at most K passes' activations on a stage whatever M is (its peak is the steady state's,
@@ -264,14 +275,15 @@ Expected<search::PlanMetrics> program_metrics(const PreparedModel& m,
     int64_t steady = 0;
     PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
     for (int i = 0; i < 2; ++i) {
-      PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, k + 1 + i, k));
+      PLANNER_TRY_ASSIGN(auto programs,
+                         repeat_pass(m, pass, configs, n, i == 0 ? fewer : more_passes, k));
       one_f_one_b = one_f_one_b && programs.schedule == "1f1b";
       PLANNER_TRY_ASSIGN(c[i], price_programs(m, programs, nullptr, nullptr));
       if (i == 1)
-        steady = codegen::extended_peak_bytes(programs, c[i].rank_peak_memory_bytes, m.graph, k + 2,
-                                              m.micro_batches);
+        steady = codegen::extended_peak_bytes(programs, c[i].rank_peak_memory_bytes, m.graph,
+                                              more_passes, m.micro_batches);
     }
-    const double more = m.micro_batches - (k + 2);
+    const double more = static_cast<double>(m.micro_batches - more_passes) / group;
     out.step_time_s = c[1].step_time_s + more * (c[1].step_time_s - c[0].step_time_s);
     out.peak_memory_bytes =
         one_f_one_b ? std::max(c[0].peak_memory_bytes, steady)
@@ -321,8 +333,11 @@ Expected<PeakMemory> peak_memory(const PreparedModel& m,
   const int n = m.topology->num_devices();
   if (m.train && search::on_stage_blocks(configs, n, k) && m.micro_batches > k + 2) {
     PLANNER_TRY_ASSIGN(codegen::Programs pass, compile_pass(m, configs, n, k, true));
-    // Half as many passes first: a plan far over the limit is already over it there.
-    for (int passes : {std::max(2, (k + 1) / 2), k + 1}) {
+    // Half as many passes first: a plan far over the limit is already over it there (with
+    // virtual stages, groups of one pass per stage).
+    const bool grouped = m.virtual_stages > 1;
+    for (int passes : {grouped ? k : std::max(2, (k + 1) / 2), grouped ? 2 * k : k + 1}) {
+      if (passes > m.micro_batches) break;
       PLANNER_TRY_ASSIGN(auto programs, repeat_pass(m, pass, configs, n, passes, k));
       PLANNER_TRY_ASSIGN(codegen::ProgramCost fewer, price_programs(m, programs, nullptr, nullptr));
       if (fewer.peak_memory_bytes > limit) return PeakMemory{fewer.peak_memory_bytes, true};

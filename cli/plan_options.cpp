@@ -129,13 +129,15 @@ Expected<void> apply_plan_options(const search::Plan& plan, const std::string& p
   PLANNER_TRY_ASSIGN(auto micro_batches, o.count("micro_batches", 1, 65536));
   PLANNER_TRY_ASSIGN(auto stages, o.count("pipeline_stages", 1, 4096));
   PLANNER_TRY_ASSIGN(auto replicas, o.count("replicas", 1, 65536));
+  PLANNER_TRY_ASSIGN(auto virtual_stages, o.count("virtual_stages", 1, 64));
 
   // What only training has, in a plan of another mode.
   const bool train = plan.mode == "train";
   for (const auto& [key, value] :
        {std::pair{"zero", zero.value_or(0)}, std::pair{"micro_batches", micro_batches.value_or(1)},
         std::pair{"pipeline_stages", stages.value_or(1)},
-        std::pair{"replicas", replicas.value_or(1)}})
+        std::pair{"replicas", replicas.value_or(1)},
+        std::pair{"virtual_stages", virtual_stages.value_or(1)}})
     if (!train && value != (std::string(key) == "zero" ? 0 : 1))
       return o.error(key,
                      fmt::format("{} is for training; the plan's mode is {}", value, plan.mode));
@@ -156,6 +158,14 @@ Expected<void> apply_plan_options(const search::Plan& plan, const std::string& p
                                        d, micro_batches.value_or(1), *flags.model.batch)
                          : fmt::format("{} micro-batches do not divide the batch {}",
                                        micro_batches.value_or(1), *flags.model.batch));
+  if (virtual_stages && *virtual_stages > 1 && k < 2)
+    return o.error("virtual_stages", fmt::format("{} model chunks per stage in a plan of one stage",
+                                                 *virtual_stages));
+  if (virtual_stages && *virtual_stages > 1 && micro_batches.value_or(1) % k != 0)
+    return o.error("virtual_stages",
+                   fmt::format("{} micro-batches are not a multiple of the {} stages",
+                               micro_batches.value_or(1), k));
+  if (virtual_stages) flags.virtual_stages = static_cast<int>(*virtual_stages);
   if (zero) flags.zero = std::to_string(*zero);
   if (micro_batches) flags.micro_batches = static_cast<int>(*micro_batches);
   if (stages) flags.pipeline_stages = static_cast<int>(*stages);

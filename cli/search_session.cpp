@@ -75,6 +75,7 @@ Expected<search::PlanHeader> plan_header(const PreparedModel& m, const PipelineF
   if (m.pipeline_stages > 1) {
     o["pipeline_stages"] = m.pipeline_stages;
     o["schedule"] = codegen::schedule_name(m.schedule);
+    if (m.virtual_stages > 1) o["virtual_stages"] = m.virtual_stages;
     // Stages the search chose (megatron-3d) on a graph built for one: rebuilt as planned.
     if (m.train && !m.pipelined_gradients) o["pipelined_gradients"] = false;
   }
@@ -174,7 +175,8 @@ Expected<bool> falls_back_to_gpipe(const SearchSession& session,
   if (!m.train || m.micro_batches <= 1 || m.schedule != codegen::Schedule::k1F1B ||
       !search::on_stage_blocks(configs, n, m.pipeline_stages))
     return false;
-  const int passes = std::min(m.micro_batches, m.pipeline_stages + 1);
+  const int passes = m.virtual_stages > 1 ? std::min(m.micro_batches, 2 * m.pipeline_stages)
+                                          : std::min(m.micro_batches, m.pipeline_stages + 1);
   PLANNER_TRY_ASSIGN(
       codegen::Programs probe,
       rep ? compile_programs(*rep->two, rep->replicate(configs, 2, m.pipeline_stages),
@@ -348,6 +350,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
         "megatron-3d) take a tensor-parallel degree, not --search {}",
         info->name);
   PLANNER_TRY_ASSIGN(search::SearchOptions options, search_flags.options(topology));
+  options.virtual_stages = m.virtual_stages;
   // A replica is its block: GPUs a block leaves idle would idle in every replica.
   if (rep) options.fewer_devices = false;
   options.judge = [&judge_at](const std::vector<analysis::OpConfig>& c) { return judge_at(c, 0); };

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "codegen/memory_plan.h"
@@ -209,6 +210,118 @@ Expected<MicroBatchSplit> split_micro_batch_steps(const Programs& step,
   return out;
 }
 
+std::vector<std::vector<int>> step_chunks(const Programs& step, const std::vector<int>& op_chunk,
+                                          const std::vector<int>& rank_stage,
+                                          const std::vector<std::vector<bool>>& backward_part,
+                                          int virtual_stages) {
+  const size_t n = step.ranks.size();
+  std::vector<std::vector<int>> chunk(n);
+  for (size_t r = 0; r < n; ++r) chunk[r].assign(step.ranks[r].steps.size(), -1);
+  if (virtual_stages <= 1) {
+    for (auto& c : chunk) std::fill(c.begin(), c.end(), 0);
+    return chunk;
+  }
+  for (size_t r = 0; r < n; ++r)
+    for (size_t i = 0; i < step.ranks[r].steps.size(); ++i) {
+      const Step& s = step.ranks[r].steps[i];
+      if (s.kind == StepKind::kKernel && s.op != ir::kNoOp &&
+          static_cast<size_t>(s.op) < op_chunk.size())
+        chunk[r][i] = op_chunk[static_cast<size_t>(s.op)];
+    }
+  const Instances inst(step);
+  auto stage_of = [&](size_t r) { return r < rank_stage.size() ? rank_stage[r] : 0; };
+  // The other end of a send or receive.
+  auto peer_of = [&](size_t r, size_t i) -> std::pair<size_t, size_t> {
+    for (const auto& [pr, pi] : inst.members[static_cast<size_t>(inst.of[r][i])])
+      if (static_cast<size_t>(pr) != r || pi != i) return {static_cast<size_t>(pr), pi};
+    return {r, i};
+  };
+  // A message sent in chunk c from stage `from` to stage `to` arrives for chunk c on a later
+  // stage in a forward part and c + 1 on an earlier one (stage K - 1's chunk c feeds stage 0's
+  // chunk c + 1); in a backward part for c on an earlier stage and c - 1 on a later one.
+  auto shift = [&](size_t from, size_t to, bool back) {
+    const int f = stage_of(from), t = stage_of(to);
+    return (!back && t < f ? 1 : 0) - (back && t > f ? 1 : 0);
+  };
+  auto clamp = [&](int c) { return std::clamp(c, 0, virtual_stages - 1); };
+  // Activations flow from their writers: a step takes the chunk of what wrote its input on its
+  // rank, a receive its send's (so the send follows its writer and the receive matches it).
+  auto from_writers = [&]() {
+    bool placed = false;
+    for (size_t r = 0; r < n; ++r) {
+      const auto& steps = step.ranks[r].steps;
+      std::map<int, int> written;  // buffer -> chunk of its writer on this rank
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const Step& s = steps[i];
+        int& c = chunk[r][i];
+        if (c < 0 && s.kind != StepKind::kRecv) {
+          for (int b : s.inputs)
+            if (auto it = written.find(b); b >= 0 && it != written.end() && it->second >= 0) {
+              c = it->second;
+              break;
+            }
+          placed |= c >= 0;
+        } else if (c < 0) {
+          const auto [pr, pi] = peer_of(r, i);
+          if (pr != r && chunk[pr][pi] >= 0) {
+            c = clamp(chunk[pr][pi] + shift(pr, r, backward_part[r][i]));
+            placed = true;
+          }
+        }
+        for (int b : s.outputs)
+          if (b >= 0) written[b] = c;
+      }
+    }
+    return placed;
+  };
+  // What no writer places (gathers and fetches of stored parameters) runs for the first step on
+  // its rank that reads what it writes; a send of it then matches its receive.
+  auto from_readers = [&]() {
+    bool placed = false;
+    for (size_t r = 0; r < n; ++r) {
+      const auto& steps = step.ranks[r].steps;
+      std::map<int, int> read;  // buffer -> chunk of its first placed reader on this rank
+      for (size_t i = steps.size(); i-- > 0;) {
+        const Step& s = steps[i];
+        int& c = chunk[r][i];
+        if (c < 0 && s.kind != StepKind::kSend)
+          for (int b : s.outputs)
+            if (auto it = read.find(b); b >= 0 && it != read.end()) {
+              c = it->second;
+              placed = true;
+              break;
+            }
+        if (c >= 0)
+          for (int b : s.inputs)
+            if (b >= 0) read[b] = c;
+      }
+    }
+    for (size_t r = 0; r < n; ++r)
+      for (size_t i = 0; i < chunk[r].size(); ++i) {
+        if (chunk[r][i] >= 0 || step.ranks[r].steps[i].kind != StepKind::kSend) continue;
+        const auto [pr, pi] = peer_of(r, i);
+        if (pr == r || chunk[pr][pi] < 0) continue;
+        chunk[r][i] = clamp(chunk[pr][pi] - shift(r, pr, backward_part[r][i]));
+        placed = true;
+      }
+    return placed;
+  };
+  do {
+    while (from_writers()) {
+    }
+  } while (from_readers());
+  // What nothing places (a step neither reading nor feeding a placed one) runs with the step
+  // before it.
+  for (auto& c : chunk) {
+    int last = 0;
+    for (int& x : c) {
+      if (x < 0) x = last;
+      last = x;
+    }
+  }
+  return chunk;
+}
+
 namespace {
 
 // Builds the unrolled programs: see unroll_micro_batches.
@@ -240,8 +353,11 @@ class Unroller {
     // Per rank, per pass: its forward and backward parts (all in the forward part when the
     // passes run one after the other).
     const bool split_parts = options_.schedule != Schedule::kSequential;
-    std::vector<std::vector<PassChunk>> chunks(step_.ranks.size(),
-                                               std::vector<PassChunk>(static_cast<size_t>(2 * m)));
+    const int v = split_parts ? std::max(1, options_.virtual_stages) : 1;
+    const std::vector<std::vector<int>> step_chunk =
+        step_chunks(step_, options_.op_chunk, options_.rank_stage, split_.backward_part, v);
+    std::vector<std::vector<PassChunk>> chunks(
+        step_.ranks.size(), std::vector<PassChunk>(static_cast<size_t>(2 * m * v)));
     for (int c = 0; c < m; ++c) {
       const bool last = c == m - 1;
       // Buffers of this micro-batch, made when a step first names them (the optimizer steps'
@@ -268,7 +384,12 @@ class Unroller {
           const bool once = split_.optimizer_step[r][i];
           if (once && !last) continue;
           const bool backward = split_parts && split_.backward_part[r][i];
-          PassChunk& chunk = chunks[r][static_cast<size_t>(2 * c + (backward ? 1 : 0))];
+          // The optimizer steps run in the rank's last unit (chunk 0's last backward part):
+          // after the pipeline's flush, as Megatron-LM steps the optimizer, so a collective
+          // between stages (a tied embedding's gradients) waits for no later unit.
+          const int unit_chunk = once ? 0 : step_chunk[r][i];
+          PassChunk& chunk =
+              chunks[r][static_cast<size_t>((2 * c + (backward ? 1 : 0)) * v + unit_chunk)];
           const int inst = split_.instance[r][i];
           chunk.tags.push_back(inst < 0 ? -1 : static_cast<int64_t>(inst) * m + c);
           if (once) {
@@ -298,8 +419,8 @@ class Unroller {
       }
       previous = std::move(map);
     }
-    PLANNER_TRY(
-        assemble_passes(out_, chunks, options_.schedule, options_.rank_stage, options_.stages, m));
+    PLANNER_TRY(assemble_passes(out_, chunks, options_.schedule, options_.rank_stage,
+                                options_.stages, m, v));
     return std::move(out_);
   }
 
@@ -405,6 +526,12 @@ Expected<Programs> unroll_micro_batches(const Programs& step,
   if (options.micro_batches < 1)
     return make_error("micro-batches: {} is not a positive count", options.micro_batches);
   if (options.micro_batches == 1 || !step.train) return step;
+  if (options.virtual_stages > 1 && options.schedule != Schedule::kSequential &&
+      options.micro_batches % std::max(1, options.stages) != 0)
+    return make_error(
+        "virtual stages: {} micro-batches are not a multiple of the {} pipeline stages (the "
+        "interleaved schedule runs them in groups of one per stage)",
+        options.micro_batches, options.stages);
   // Every pass is written out: the steps of all passes on all ranks are bounded, so that a
   // count the flags accept (65,536) on a step of thousands of steps is an error, not gigabytes.
   int64_t steps = 0;

@@ -43,7 +43,23 @@ struct MicroBatchOptions {
   Schedule schedule = Schedule::kSequential;
   int stages = 1;
   std::vector<int> rank_stage;
+  /// Virtual stages (pipeline_schedule.h, unit_order): model chunks per rank, and each
+  /// operator's chunk on its stage (search::op_chunks); empty: one chunk.
+  int virtual_stages = 1;
+  std::vector<int> op_chunk;
 };
+
+/// Each step's model chunk (virtual stages) on its rank: a kernel its operator's
+/// (`op_chunk`); a send, collective or helper the chunk of the step on its rank that wrote
+/// what it reads, else of the first step there that reads what it writes; a receive the chunk
+/// its message arrives for: its send's, one more where the message goes back to an earlier
+/// stage in a forward part (stage K - 1's chunk c feeds stage 0's chunk c + 1), one less where
+/// it goes on to a later stage in a backward part. `backward_part` is
+/// MicroBatchSplit::backward_part.
+std::vector<std::vector<int>> step_chunks(const Programs& step, const std::vector<int>& op_chunk,
+                                          const std::vector<int>& rank_stage,
+                                          const std::vector<std::vector<bool>>& backward_part,
+                                          int virtual_stages);
 
 /// How a step's program splits into micro and optimizer steps (for reports and tests).
 struct MicroBatchSplit {

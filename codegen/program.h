@@ -150,6 +150,9 @@ struct Programs {
   /// The order of the passes of a step of several micro-batches (codegen/pipeline_schedule.h):
   /// "sequential", "gpipe" or "1f1b".
   std::string schedule = "sequential";
+  /// Model chunks per rank of a pipelined step (virtual stages, pipeline_schedule.h unit_order):
+  /// 1 unless the passes run Megatron-LM's interleaved schedule.
+  int virtual_stages = 1;
   /// Set when these programs stand for a larger step of data-parallel replicas (pricing only).
   std::shared_ptr<const ReplicaSet> replica_set;
   /// Set when only one representative of each class of alike ranks keeps its steps

@@ -40,10 +40,13 @@ namespace {
 
 // Cuts `order` (times per stage: time[k][i] is item i's time on stage k's devices) into
 // `stages` contiguous runs, boundaries only after allowed items, minimising the slowest stage
-// (dynamic programming over the allowed places). Returns the last item of each stage but the
-// last.
+// (dynamic programming over the allowed places). With `squares`, minimising the sum of the
+// stages' squared times instead: runs as even as the places allow, not only the slowest one
+// (virtual stages, where a stage's time is the sum of several runs). Returns the last item of
+// each stage but the last.
 std::vector<size_t> min_max_split(const std::vector<std::vector<double>>& time,
-                                  const std::vector<char>& allowed, int stages) {
+                                  const std::vector<char>& allowed, int stages,
+                                  bool squares = false) {
   const size_t n = allowed.size();
   std::vector<size_t> ends;  // candidate ends of a stage (the last item), then the very end
   for (size_t i = 0; i + 1 < n; ++i)
@@ -65,12 +68,13 @@ std::vector<size_t> min_max_split(const std::vector<std::vector<double>>& time,
   // best[k][j]: the slowest of stages 0..k with stage k ending at ends[j].
   std::vector<std::vector<double>> best(static_cast<size_t>(stages), std::vector<double>(e, inf));
   std::vector<std::vector<size_t>> from(static_cast<size_t>(stages), std::vector<size_t>(e, 0));
-  for (size_t j = 0; j < e; ++j) best[0][j] = prefix[0][j];
+  for (size_t j = 0; j < e; ++j) best[0][j] = squares ? prefix[0][j] * prefix[0][j] : prefix[0][j];
   for (int k = 1; k < stages; ++k)
     for (size_t j = 0; j < e; ++j)
       for (size_t q = 0; q < j; ++q) {
         const auto kk = static_cast<size_t>(k);
-        const double v = std::max(best[kk - 1][q], prefix[kk][j] - prefix[kk][q]);
+        const double t = prefix[kk][j] - prefix[kk][q];
+        const double v = squares ? best[kk - 1][q] + t * t : std::max(best[kk - 1][q], t);
         if (v < best[kk][j]) best[kk][j] = v, from[kk][j] = q;
       }
   // The fewest stages that reach the end do so where there are too few places.
@@ -90,7 +94,7 @@ std::vector<size_t> min_max_split(const std::vector<std::vector<double>>& time,
 
 std::vector<int> balance_stages(const SearchContext& context,
                                 const std::vector<analysis::OpConfig>& configs, int stages,
-                                const analysis::Lowering* whole) {
+                                const analysis::Lowering* whole, int virtual_stages) {
   const GroupSpace& space = context.space;
   const ir::Graph& g = context.lowering.graph();
   const int groups = space.num_groups();
@@ -160,9 +164,13 @@ std::vector<int> balance_stages(const SearchContext& context,
     if (found >= stages - 1 && static_cast<int>(order.size()) == n)
       for (size_t i = 0; i < order.size(); ++i) allowed[i] = cut_after[i];
   }
-  if (std::count(allowed.begin(), allowed.end(), 1) < stages - 1)
+  // Virtual stages: stages x V runs, run j on stage j % stages (its block's times).
+  const int runs = stages * std::max(1, virtual_stages);
+  if (runs > stages)
+    for (int j = stages; j < runs; ++j) time.push_back(time[static_cast<size_t>(j % stages)]);
+  if (std::count(allowed.begin(), allowed.end(), 1) < runs - 1)
     std::fill(allowed.begin(), allowed.end(), 1);
-  const std::vector<size_t> boundary = min_max_split(time, allowed, stages);
+  const std::vector<size_t> boundary = min_max_split(time, allowed, runs, runs > stages);
   int s = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     stage[static_cast<size_t>(order[i])] = s;
@@ -179,9 +187,53 @@ std::vector<int> balance_stages(const SearchContext& context,
         if (p != ir::kNoOp && is_forward(p))
           s = std::max(s, stage[static_cast<size_t>(space.group_of(p))]);
       }
-    stage[static_cast<size_t>(grp)] = s >= 0 ? s : stages - 1;
+    stage[static_cast<size_t>(grp)] = s >= 0 ? s : runs - 1;
   }
   return stage;
+}
+
+Expected<std::vector<int>> op_chunks(const ir::Graph& graph,
+                                     const analysis::TrainingGraph* training,
+                                     const std::vector<analysis::OpConfig>& configs,
+                                     int num_devices, int stages, int virtual_stages) {
+  std::vector<int> chunk(static_cast<size_t>(graph.num_ops()), -1);
+  if (stages < 1 || num_devices % stages != 0 || configs.size() != chunk.size())
+    return make_error("virtual stages: the plan is not on {} pipeline stages", stages);
+  const int block = num_devices / stages;
+  auto stage_of = [&](ir::OpId op) {
+    const auto& d = configs[static_cast<size_t>(op)].devices;
+    return d.empty() ? -1 : d.front() / block;
+  };
+  auto is_forward = [&](ir::OpId op) {
+    return !training || training->op_phase[static_cast<size_t>(op)] == analysis::Phase::kForward;
+  };
+  int v = 0, previous = -1;
+  for (ir::OpId op : graph.topo_order()) {
+    if (!is_forward(op)) continue;
+    const int s = stage_of(op);
+    if (s >= 0 && previous >= 0 && s < previous) ++v;
+    if (s >= 0) previous = s;
+    chunk[static_cast<size_t>(op)] = v;
+  }
+  if (v >= virtual_stages)
+    return make_error(
+        "virtual stages: the plan's forward operators walk its {} stages {} times, more than the "
+        "{} model chunks per stage",
+        stages, v + 1, virtual_stages);
+  for (ir::OpId op : graph.topo_order()) {
+    if (is_forward(op)) continue;
+    int c = -1;
+    if (training) {
+      const ir::OpId f = training->op_group[static_cast<size_t>(op)];
+      if (f != ir::kNoOp && f != op && is_forward(f)) c = chunk[static_cast<size_t>(f)];
+    }
+    if (c < 0)
+      for (ir::TensorId t : graph.op(op).inputs)
+        if (t != ir::kNoTensor && graph.tensor(t).producer != ir::kNoOp)
+          c = std::max(c, chunk[static_cast<size_t>(graph.tensor(t).producer)]);
+    chunk[static_cast<size_t>(op)] = std::max(c, 0);
+  }
+  return chunk;
 }
 
 std::vector<analysis::OpConfig> place_on_stages(const GroupSpace& space,
@@ -209,9 +261,17 @@ Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext
                      GroupSpace::create(inner, context.training, context.space.shard_state()));
   space.set_micro_batches(context.space.micro_batches());
   const SearchContext inner_context{inner, space, context.training};
+  // Each group's stage from its run (runs are stages with virtual stages).
+  const int virtual_stages = std::max(1, options.virtual_stages);
+  auto on_blocks = [&](std::vector<int> runs) {
+    for (int& r : runs) r %= stages;
+    return runs;
+  };
   auto placed = [&](const std::vector<analysis::OpConfig>& configs) {
-    return place_on_stages(context.space, configs,
-                           balance_stages(inner_context, configs, stages, &lowering), block);
+    return place_on_stages(
+        context.space, configs,
+        on_blocks(balance_stages(inner_context, configs, stages, &lowering, virtual_stages)),
+        block);
   };
   SearchOptions o = options;
   if (options.judge_stages)
@@ -223,26 +283,31 @@ Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext
       return options.judge(placed(configs));
     };
   PLANNER_TRY_ASSIGN(SearchResult r, info.run(inner_context, o));
-  const std::vector<int> group_stage = balance_stages(inner_context, r.configs, stages, &lowering);
+  const std::vector<int> group_run =
+      balance_stages(inner_context, r.configs, stages, &lowering, virtual_stages);
+  const std::vector<int> group_stage = on_blocks(group_run);
   // A cluster that mixes device types: what cutting the work into equal stages would take.
   std::optional<PlanMetrics> equal;
   bool mixed = false;
   for (int k = 1; k < stages; ++k)
     mixed |= lowering.topology().device(k * block).type != lowering.topology().device(0).type;
   if (mixed && (options.judge_stages || options.judge)) {
-    const auto even = place_on_stages(context.space, r.configs,
-                                      balance_stages(inner_context, r.configs, stages), block);
+    const auto even = place_on_stages(
+        context.space, r.configs,
+        on_blocks(balance_stages(inner_context, r.configs, stages, nullptr, virtual_stages)),
+        block);
     auto m = options.judge_stages ? options.judge_stages(even, stages) : options.judge(even);
     if (m) equal = *m;
   }
   r.configs = place_on_stages(context.space, std::move(r.configs), group_stage, block);
-  std::vector<int> forward_ops(static_cast<size_t>(stages), 0);
+  std::vector<int> forward_ops(static_cast<size_t>(stages * virtual_stages), 0);
   for (int grp = 0; grp < context.space.num_groups(); ++grp)
     if (!context.training ||
         context.training->op_phase[static_cast<size_t>(context.space.leader(grp))] ==
             analysis::Phase::kForward)
-      ++forward_ops[static_cast<size_t>(group_stage[static_cast<size_t>(grp)])];
+      ++forward_ops[static_cast<size_t>(group_run[static_cast<size_t>(grp)])];
   r.options["pipeline_stages"] = stages;
+  if (virtual_stages > 1) r.options["virtual_stages"] = virtual_stages;
   if (equal) {
     PlanMetrics mine;
     auto m =
@@ -256,10 +321,17 @@ Expected<SearchResult> run_pipelined(const SearchInfo& info, const SearchContext
           100.0 * (equal->step_time_s / mine.step_time_s - 1.0)));
     }
   }
-  r.notes.push_back(fmt::format(
-      "{} pipeline stages of {} GPUs, each running this plan for its block; forward operator "
-      "groups per stage: {}",
-      stages, block, fmt::join(forward_ops, ", ")));
+  if (virtual_stages > 1)
+    r.notes.push_back(fmt::format(
+        "{} pipeline stages of {} GPUs, each holding {} model chunks (virtual stages: chunk j of "
+        "the model on stage j % {}) and running this plan for its block; forward operator "
+        "groups per chunk: {}",
+        stages, block, virtual_stages, stages, fmt::join(forward_ops, ", ")));
+  else
+    r.notes.push_back(fmt::format(
+        "{} pipeline stages of {} GPUs, each running this plan for its block; forward operator "
+        "groups per stage: {}",
+        stages, block, fmt::join(forward_ops, ", ")));
   return r;
 }
 

@@ -30,9 +30,22 @@ bool on_stage_blocks(const std::vector<analysis::OpConfig>& configs, int num_dev
 /// devices, so a faster block takes more of the model), boundaries at kept single-tensor cuts;
 /// every other group runs where the forward operators it reads from run (the last stage if
 /// none).
+/// With `virtual_stages` V > 1 the forward operators are cut into stages x V runs, run j on
+/// stage j % stages (Megatron-LM's interleaved layout), and the result is each group's run.
 std::vector<int> balance_stages(const SearchContext& context,
                                 const std::vector<analysis::OpConfig>& configs, int stages,
-                                const analysis::Lowering* whole = nullptr);
+                                const analysis::Lowering* whole = nullptr, int virtual_stages = 1);
+
+/// Each operator's model chunk on its stage (0 .. virtual_stages - 1) in a plan placed on
+/// `stages` blocks of `num_devices` with virtual stages: the forward operators in topological
+/// order walk the stages 0, 1, ..., K - 1 once per chunk, so the chunk is how many times the
+/// stage went back; the other operators take their forward operator's (training.op_group),
+/// else the latest among the operators they read from. Errors: the forward operators walk
+/// the stages more than `virtual_stages` times (the plan is not so laid out).
+Expected<std::vector<int>> op_chunks(const ir::Graph& graph,
+                                     const analysis::TrainingGraph* training,
+                                     const std::vector<analysis::OpConfig>& configs,
+                                     int num_devices, int stages, int virtual_stages);
 
 /// `configs` (all on the first block of `block` devices) with each group's operators moved to
 /// its stage's block.

@@ -54,6 +54,10 @@ struct SearchOptions {
   /// node's GPUs, megatron-2d each degree that divides a node); more than a node's GPUs runs
   /// tensor parallelism across nodes.
   int tensor_parallel = 0;
+  /// Pipelined plans (search/pipeline.h): model chunks per stage (Megatron-LM's virtual
+  /// pipeline stages): the forward operators are cut into stages x virtual_stages runs, run j
+  /// on stage j % stages.
+  int virtual_stages = 1;
   /// Called now and then with the fraction done and a few words (for a progress line).
   std::function<void(double, std::string_view)> progress;
   /// The last word on whole plans where a search chooses among a few (dp's and frontier's

@@ -19,6 +19,7 @@ model's parameters; the others were (fit). With --check it exits 1 unless the he
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import statistics
@@ -92,8 +93,11 @@ def layout(row):
     if "selective" in recompute and "attention" not in recompute:
         return "selective recomputation of another kind than Megatron's or torchtitan's"
     sequence_parallel = "sequence parallel" in recompute or "sequence parallel" in other.lower()
-    if "interleaved" in other.lower():
-        return "interleaved pipeline schedules (virtual stages) are not expressible yet"
+    # "interleaved pipeline x3": Megatron-LM's interleaved 1F1B, 3 model chunks per stage.
+    interleaved = re.search(r"interleaved pipeline x(\d+)", other.lower())
+    virtual_stages = int(interleaved.group(1)) if interleaved else 1
+    if "interleaved" in other.lower() and not interleaved:
+        return "an interleaved pipeline whose model chunks per stage are not stated"
     if "Float8" in other or "FP8" in row["precision"]:
         return "FP8 matmuls are not expressible yet"
     if any(x.startswith("CP") for x in row["id"].split("-")) or "context" in other.lower():
@@ -128,7 +132,7 @@ def layout(row):
             "zero": 3 if zero else 0, "batch": row["global_batch"],
             "micro_batches": micro_batches,
             "recompute": "selective" if "selective" in recompute else "all" if recompute else "none",
-            "sequence_parallel": sequence_parallel}
+            "sequence_parallel": sequence_parallel, "virtual_stages": virtual_stages}
 
 
 # torchtitan's Llama 3.1 presets as `planner generate hf` names them (the shapes are checked
@@ -143,8 +147,6 @@ def torchtitan_layout(row, tp, pp, dp, gpus):
     or why it is not expressible."""
     p, h, s = row["parallelism"], row["hardware"], row["shape"]
     other = (p.get("other") or "").lower()
-    if "interleaved" in other:
-        return "interleaved pipeline schedules (virtual stages) are not expressible yet"
     if (p.get("cp") or 1) > 1:
         return "context parallelism is not expressible yet"
     if tp > 1 or pp > 1:
@@ -152,7 +154,8 @@ def torchtitan_layout(row, tp, pp, dp, gpus):
         # parallel ranks with TP inside the node, but planning 256 GPUs whole is killed at this
         # machine's 24 GB; --replicas shards state inside a replica only (docs/search.md).
         return ("FSDP2 with tensor or pipeline parallelism: state sharded across replicas is not "
-                "built (planned whole, 256 GPUs exceed 24 GB)")
+                "built, and planned whole (--replicas 1) the 256-GPU 70B row is killed at this "
+                "machine's 24 GB")
     if tp * pp * dp != gpus:
         return f"tp x pp x dp = {tp * pp * dp} is not the {gpus} GPUs"
     preset = TORCHTITAN_PRESETS.get(row["model"])
@@ -257,6 +260,8 @@ def plan_command(planner, work, row, lay, framework=None):
                 "--tensor-parallel", str(lay["tp"])]
     if lay["pp"] > 1:
         cmd += ["--pipeline-stages", str(lay["pp"])]
+    if lay.get("virtual_stages", 1) > 1:
+        cmd += ["--virtual-stages", str(lay["virtual_stages"])]
     if lay["sequence_parallel"]:
         cmd += ["--sequence-parallel"]
     if lay.get("attention"):
@@ -287,6 +292,8 @@ def check_layout(plan_path, lay):
     got = (got_tp, got_pp, got_dp)
     if got != want:
         return f"the plan's tp, pp, dp are {got}, the row's {want}"
+    if int(opts.get("virtual_stages", 1)) != lay.get("virtual_stages", 1):
+        return f"the plan's virtual stages are {opts.get('virtual_stages', 1)}"
     if bool(opts.get("sequence_parallel", False)) != lay["sequence_parallel"]:
         return f"the plan's sequence parallelism is {opts.get('sequence_parallel', False)}"
     if opts.get("recompute", "none") != lay["recompute"]:
