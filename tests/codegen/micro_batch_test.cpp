@@ -143,11 +143,7 @@ TEST_CASE("micro-batches: M passes of b update the parameters as one pass of M*b
   Programs reference8 = compiled(*net(8), "whole", 1, 1, 8);
   // Only the updated parameters and state: the model output is the last pass's rows.
   auto updates_only = [](Programs& p) {
-    std::vector<int> kept;
-    for (int b : p.outputs)
-      if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
-    REQUIRE(kept.size() >= 8);  // five parameters and three momentum buffers
-    p.outputs = kept;
+    REQUIRE(testing_model::keep_updated_outputs(p) >= 8);  // five parameters, three momenta
   };
   updates_only(reference);
   updates_only(reference8);
@@ -244,15 +240,9 @@ TEST_CASE("pipeline: 2 and 4 stages, GPipe and 1F1B, update the parameters as on
                                  compiled(*small, "mp", 4, 4, 4, 4, Schedule::kGPipe),
                                  compiled(*small, "dp", 8, 4, 4, 4, Schedule::k1F1B),
                                  compiled(*small, "mcmc", 8, 4, 4, 2, Schedule::k1F1B)};
-  auto updates_only = [](Programs& p) {
-    std::vector<int> kept;
-    for (int b : p.outputs)
-      if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
-    p.outputs = kept;
-  };
-  updates_only(reference);
+  testing_model::keep_updated_outputs(reference);
   for (Programs& p : plans) {
-    updates_only(p);
+    testing_model::keep_updated_outputs(p);
     int sends = 0;
     for (const RankProgram& r : p.ranks)
       for (const Step& s : r.steps) sends += s.kind == StepKind::kSend;

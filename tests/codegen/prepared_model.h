@@ -14,6 +14,7 @@
 #include "analysis/op_strategies.h"
 #include "analysis/precision.h"
 #include "analysis/training_graph.h"
+#include "codegen/program.h"
 #include "importers/onnx_import.h"
 #include "ir/precision.h"
 #include "search/pipeline.h"
@@ -112,6 +113,16 @@ net (float[batch,16] x) => (float[batch,8] y)
   y = MatMul(a, w2)
 }
 )";
+
+/// Keeps only the outputs that are updated parameters and optimizer state (the model's output
+/// is the last pass's rows, which a step of several passes does not compare): how many.
+inline size_t keep_updated_outputs(Programs& p) {
+  std::vector<int> kept;
+  for (int b : p.outputs)
+    if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
+  p.outputs = kept;
+  return kept.size();
+}
 
 /// kBatchFirstNet at `batch`, prepared for training with `optimizer`.
 inline std::unique_ptr<Model> batch_first_net(

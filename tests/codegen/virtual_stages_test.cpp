@@ -38,9 +38,10 @@ std::unique_ptr<Model> deep_net(int layers, int64_t batch) {
     body += "  " + y + " = Relu(a" + i + ")\n";
     x = y;
   }
-  const std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
-                            "net (float[batch,16] x) => (float[batch,16] y)\n<" +
-                            params + ">\n{\n" + body + "}\n";
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "net (float[batch,16] x) => (float[batch,16] y)\n<" +
+      params + ">\n{\n" + body + "}\n";
   importers::ImportOptions o;
   o.batch = batch;
   auto g = importers::import_model_text(text, "deep.onnxtxt", o);
@@ -74,7 +75,9 @@ Staged staged(const Model& m, int n, int stages, int virtual_stages, int passes,
   auto p = partition(lowering, r->configs, n, true);
   REQUIRE_MESSAGE(p.has_value(), p.error().message());
   REQUIRE(order_by_schedule(*p, m.graph, topo, lowering.compute_model()).has_value());
-  MicroBatchOptions mo{passes, micro};
+  MicroBatchOptions mo;
+  mo.micro_batches = passes;
+  mo.micro_batch = micro;
   mo.schedule = schedule;
   mo.stages = stages;
   mo.rank_stage = search::rank_stages(n, stages);
@@ -156,8 +159,8 @@ TEST_CASE("virtual stages: each operator's chunk, from the stages its forward pa
     if (op.op_type != "MatMul" ||
         m->training.op_phase[static_cast<size_t>(id)] != analysis::Phase::kForward)
       continue;
-    seen.push_back({s.configs[static_cast<size_t>(id)].devices.front(),
-                    (*chunks)[static_cast<size_t>(id)]});
+    seen.push_back(
+        {s.configs[static_cast<size_t>(id)].devices.front(), (*chunks)[static_cast<size_t>(id)]});
   }
   CHECK(seen == std::vector<std::pair<int, int>>{
                     {0, 0}, {0, 0}, {1, 0}, {1, 0}, {0, 1}, {0, 1}, {1, 1}, {1, 1}});
@@ -183,14 +186,8 @@ TEST_CASE("virtual stages: the interleaved step updates as one pass does, with a
   plans.push_back(staged(*small, 2, 2, 4, 4, 4).programs);
   plans.push_back(staged(*small, 4, 2, 2, 4, 4, Schedule::kGPipe).programs);
   for (const Programs& p : plans) CHECK(p.virtual_stages > 1);
-  auto updates_only = [](Programs& p) {
-    std::vector<int> kept;
-    for (int b : p.outputs)
-      if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
-    p.outputs = kept;
-  };
-  updates_only(reference);
-  for (Programs& p : plans) updates_only(p);
+  testing_model::keep_updated_outputs(reference);
+  for (Programs& p : plans) testing_model::keep_updated_outputs(p);
   auto results = verify_programs(reference, plans, VerifyOptions{});
   REQUIRE_MESSAGE(results.has_value(), results.error().message());
   for (const VerifyResult& r : *results) {
