@@ -31,5 +31,6 @@ void configure_explain(CLI::App& app, std::function<int()>& run);
 void configure_compile(CLI::App& app, std::function<int()>& run);
 void configure_verify(CLI::App& app, std::function<int()>& run);
 void configure_generate(CLI::App& app, std::function<int()>& run);
+void configure_export(CLI::App& app, std::function<int()>& run);
 
 }  // namespace planner::cli

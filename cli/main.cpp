@@ -41,6 +41,8 @@ constexpr std::array kCommands = {
                 configure_compile},
     CommandSpec{"verify", "check a plan: run it partitioned and whole, compare the results",
                 configure_verify},
+    CommandSpec{"export", "the arguments that run a plan in a training framework (Megatron-LM)",
+                configure_export},
     CommandSpec{"generate", "write a graph-only model of a given architecture and size (GPT)",
                 configure_generate},
 };

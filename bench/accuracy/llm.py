@@ -301,6 +301,41 @@ def check_layout(plan_path, lay):
     return None
 
 
+def check_export(planner, plan_path, row, lay):
+    """`planner export megatron` on the row's plan: the parallel arguments the row's source
+    states must come back exactly (tensor, pipeline and its virtual stages, micro-batch and
+    global batch, sequence parallelism, recomputation)."""
+    run = subprocess.run([planner, "export", "megatron", plan_path], capture_output=True,
+                         text=True)
+    if run.returncode != 0:
+        return "export megatron failed: " + (run.stderr.strip().splitlines() or ["?"])[-1]
+    got = {}
+    for line in run.stdout.splitlines():
+        if line.startswith("--"):
+            flag, _, value = line.partition(" ")
+            got[flag] = value
+    p = row["parallelism"]
+    want = {"--tensor-model-parallel-size": str(p["tp"]),
+            "--pipeline-model-parallel-size": str(p["pp"]),
+            "--global-batch-size": str(row["global_batch"])}
+    if isinstance(row.get("micro_batch_per_gpu"), int):
+        want["--micro-batch-size"] = str(row["micro_batch_per_gpu"])
+    if lay.get("virtual_stages", 1) > 1:
+        want["--num-layers-per-virtual-pipeline-stage"] = str(
+            row["shape"]["layers"] // (p["pp"] * lay["virtual_stages"]))
+    if lay["sequence_parallel"]:
+        want["--sequence-parallel"] = ""
+    want["--recompute-granularity"] = {"all": "full", "selective": "selective"}.get(
+        lay["recompute"])
+    for flag, value in want.items():
+        if got.get(flag) != value:
+            return f"export megatron wrote {flag} {got.get(flag)}, the row's is {value}"
+    dp = int(row["hardware"]["total_gpus"]) // (p["tp"] * p["pp"])
+    if dp != p["dp"]:
+        return f"export megatron's layout has {dp} data-parallel ranks, the row {p['dp']}"
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--planner", required=True)
@@ -334,6 +369,8 @@ def main():
                 continue
             j = json.loads(run.stdout)
             bad = check_layout(out, lay)
+            if not bad and "preset" not in lay:
+                bad = check_export(args.planner, out, row, lay)
             if bad:
                 failed.append((row["id"], [bad]))
                 continue
