@@ -2,8 +2,8 @@
 // (docs/user-guide.md, "Running a plan in Megatron-LM").
 #include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,8 +69,7 @@ Expected<std::string> megatron_arguments(const search::Plan& plan, const std::st
                                          const ModelShape& shape) {
   const nlohmann::ordered_json& o = plan.search.options;
   if (plan.mode != "train")
-    return make_error("{}: an inference plan; Megatron-LM's arguments are for training",
-                      plan_path);
+    return make_error("{}: an inference plan; Megatron-LM's arguments are for training", plan_path);
   const std::string& search = plan.search.algorithm;
   const bool megatron = search.starts_with("megatron");
   const int n = plan.topology.num_devices;
@@ -108,8 +107,8 @@ Expected<std::string> megatron_arguments(const search::Plan& plan, const std::st
           "{}: the model's {} layers do not split evenly into {} pipeline x {} virtual stages, "
           "which Megatron-LM's --num-layers-per-virtual-pipeline-stage needs",
           plan_path, shape.layers, pp, vp);
-    args.push_back({"--num-layers-per-virtual-pipeline-stage",
-                    std::to_string(shape.layers / (pp * vp))});
+    args.push_back(
+        {"--num-layers-per-virtual-pipeline-stage", std::to_string(shape.layers / (pp * vp))});
   }
   if (o.contains("sequence_parallel") && o["sequence_parallel"].is_boolean() &&
       o["sequence_parallel"].get<bool>())
@@ -172,8 +171,8 @@ int run_export(const ExportFlags& flags) {
   if (flags.target != "megatron")
     return report(Error(fmt::format("export: no target '{}' (megatron)", flags.target)));
   std::string model_path = flags.model.model_path;
-  if (auto guard = check_outputs({{flags.output}},
-                                 {{flags.plan, "the plan"}, {model_path, "the model"}});
+  if (auto guard =
+          check_outputs({{flags.output}}, {{flags.plan, "the plan"}, {model_path, "the model"}});
       !guard)
     return report(guard.error());
   auto plan = load_plan_and_model(flags.plan, model_path);
@@ -209,7 +208,8 @@ void configure_export(CLI::App& app, std::function<int()>& run) {
   app.add_option("--model", flags->model.model_path,
                  "the model the plan was made for, for the shape arguments (default: the file "
                  "the plan names)");
-  app.add_option("-o,--output", flags->output, "write the arguments to this file (default: stdout)");
+  app.add_option("-o,--output", flags->output,
+                 "write the arguments to this file (default: stdout)");
   run = [flags] { return run_export(*flags); };
 }
 
