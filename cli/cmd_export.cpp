@@ -35,7 +35,56 @@ struct ExportFlags {
 // (the widest table a Gather looks rows up in). Zero where the model does not show it.
 struct ModelShape {
   int64_t layers = 0, heads = 0, seq = 0, hidden = 0;
+  /// With pipeline stages: the attention layers of each run of the forward pass on one stage,
+  /// in order (run j on stage j % K: K x V runs with virtual stages); empty when the plan's
+  /// stages could not be read.
+  std::vector<int64_t> run_layers;
 };
+
+bool is_attention_softmax(const ir::Graph& g, const ir::Op& op) {
+  if (!op.domain.empty() || op.op_type != "Softmax" || op.inputs.empty() ||
+      op.inputs[0] == ir::kNoTensor)
+    return false;
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  return in.rank() == 4 && in.shape[2] == in.shape[3];
+}
+
+// The layers of each run: the model's operators in topological order, each on the stage the
+// plan puts its forward operator of the same name on (operators the plan does not have, a
+// Softmax fused away, stay with the run before them); a new run starts where the stage changes.
+std::vector<int64_t> layers_per_run(const ir::Graph& g, const search::Plan& plan, int stages) {
+  const int n = plan.topology.num_devices;
+  if (stages < 2 || n % stages != 0) return {};
+  const int block = n / stages;
+  std::map<std::string, int> stage_of;
+  for (const search::PlanOp& op : plan.ops)
+    if (op.phase == analysis::Phase::kForward && !op.config.devices.empty())
+      stage_of[op.name] = op.config.devices.front() / block;
+  std::vector<int64_t> runs;
+  int previous = -1;
+  for (ir::OpId id : g.topo_order()) {
+    const ir::Op& op = g.op(id);
+    auto it = stage_of.find(op.name);
+    if (it != stage_of.end() && it->second != previous) {
+      runs.push_back(0);
+      previous = it->second;
+    }
+    if (!runs.empty() && is_attention_softmax(g, op)) ++runs.back();
+  }
+  return runs;
+}
+
+// Megatron-LM's --pipeline-model-parallel-layout for runs of `layers` ("E" the embedding, "t" a
+// transformer layer, "L" the head and loss, "|" between runs): "Et*3|t*4|t*4|t*3L".
+std::string layout_string(const std::vector<int64_t>& layers) {
+  std::string out = "E";
+  for (size_t j = 0; j < layers.size(); ++j) {
+    if (j) out += "|";
+    if (layers[j] == 1) out += "t";
+    if (layers[j] > 1) out += fmt::format("t*{}", layers[j]);
+  }
+  return out + "L";
+}
 
 ModelShape model_shape(const ir::Graph& g) {
   ModelShape s;
@@ -44,7 +93,7 @@ ModelShape model_shape(const ir::Graph& g) {
     const ir::Op& op = g.op(id);
     if (!op.domain.empty() || op.inputs.empty() || op.inputs[0] == ir::kNoTensor) continue;
     const ir::Tensor& in = g.tensor(op.inputs[0]);
-    if (op.op_type == "Softmax" && in.rank() == 4 && in.shape[2] == in.shape[3]) {
+    if (is_attention_softmax(g, op)) {
       ++s.layers;
       s.heads = in.shape[1];
       s.seq = in.shape[2];
@@ -96,19 +145,31 @@ Expected<std::string> megatron_arguments(const search::Plan& plan, const std::st
   std::vector<std::pair<std::string, std::string>> args = {
       {"--tensor-model-parallel-size", std::to_string(tp)},
       {"--pipeline-model-parallel-size", std::to_string(pp)}};
-  if (vp > 1) {
-    if (shape.layers <= 0)
+  // Pipeline stages: even runs of layers are Megatron-LM's default split (with virtual stages,
+  // --num-layers-per-virtual-pipeline-stage); uneven ones its layout string.
+  if (pp > 1 && shape.layers <= 0)
+    return make_error(
+        "{}: {} pipeline stages: Megatron-LM splits them by layers, and no attention layer was "
+        "found in the model (give the model with --model)",
+        plan_path, pp);
+  if (pp > 1) {
+    const std::vector<int64_t>& runs = shape.run_layers;
+    if (runs.size() != static_cast<size_t>(pp * vp))
       return make_error(
-          "{}: {} virtual stages: Megatron-LM counts them in layers, and no attention layer was "
-          "found in the model (give the model with --model)",
-          plan_path, vp);
-    if (shape.layers % (pp * vp) != 0)
-      return make_error(
-          "{}: the model's {} layers do not split evenly into {} pipeline x {} virtual stages, "
-          "which Megatron-LM's --num-layers-per-virtual-pipeline-stage needs",
-          plan_path, shape.layers, pp, vp);
-    args.push_back(
-        {"--num-layers-per-virtual-pipeline-stage", std::to_string(shape.layers / (pp * vp))});
+          "{}: the model's operators walk the plan's stages in {} runs, not the {} pipeline x {} "
+          "virtual stages it records",
+          plan_path, runs.size(), pp, vp);
+    const bool even =
+        std::all_of(runs.begin(), runs.end(), [&](int64_t l) { return l == runs.front(); });
+    if (!even) {
+      args.push_back({"--pipeline-model-parallel-layout", layout_string(runs)});
+      notes.push_back(fmt::format(
+          "the plan's stages hold {} layers (stage j % {} runs the j-th): uneven, so the layout "
+          "string places them",
+          fmt::join(runs, ", "), pp));
+    } else if (vp > 1) {
+      args.push_back({"--num-layers-per-virtual-pipeline-stage", std::to_string(runs.front())});
+    }
   }
   if (o.contains("sequence_parallel") && o["sequence_parallel"].is_boolean() &&
       o["sequence_parallel"].get<bool>())
@@ -185,6 +246,8 @@ int run_export(const ExportFlags& flags) {
     auto graph = importers::import_model(model_path, *options);
     if (!graph) return report(graph.error().with_context(model_path));
     shape = model_shape(*graph);
+    shape.run_layers = layers_per_run(
+        *graph, *plan, static_cast<int>(option_int(plan->search.options, "pipeline_stages", 1)));
   }
   auto text = megatron_arguments(*plan, flags.plan, shape);
   if (!text) return report(text.error());
