@@ -148,18 +148,8 @@ TEST_CASE("micro-batches: M passes of b update the parameters as one pass of M*b
   updates_only(reference);
   updates_only(reference8);
   for (Programs& p : plans) updates_only(p);
-  VerifyOptions o;
-  auto results = verify_programs(reference, {plans[0], plans[1], plans[3]}, o);
-  REQUIRE_MESSAGE(results.has_value(), results.error().message());
-  auto results8 = verify_programs(reference8, {plans[2]}, o);
-  REQUIRE_MESSAGE(results8.has_value(), results8.error().message());
-  results->push_back(results8->front());
-  for (const VerifyResult& r : *results) {
-    INFO(r.comparison.problem, " worst '", r.comparison.worst, "' max rel ", r.comparison.max_rel);
-    CHECK(r.comparison.ok);
-    CHECK(r.comparison.tensors >= 8);
-    CHECK(r.comparison.max_rel < 1e-4);
-  }
+  testing_model::check_all_agree(reference, {plans[0], plans[1], plans[3]}, 8, 1e-4);
+  testing_model::check_all_agree(reference8, {plans[2]}, 8, 1e-4);
 }
 
 }  // namespace planner::codegen
@@ -248,13 +238,7 @@ TEST_CASE("pipeline: 2 and 4 stages, GPipe and 1F1B, update the parameters as on
       for (const Step& s : r.steps) sends += s.kind == StepKind::kSend;
     CHECK(sends > 0);  // activations and their gradients cross the stages
   }
-  auto results = verify_programs(reference, plans, VerifyOptions{});
-  REQUIRE_MESSAGE(results.has_value(), results.error().message());
-  for (const VerifyResult& r : *results) {
-    INFO(r.comparison.problem, " worst '", r.comparison.worst, "' max rel ", r.comparison.max_rel);
-    CHECK(r.comparison.ok);
-    CHECK(r.comparison.tensors >= 8);
-  }
+  testing_model::check_all_agree(reference, plans, 8);
 }
 
 }  // namespace planner::codegen

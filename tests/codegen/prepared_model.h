@@ -15,6 +15,7 @@
 #include "analysis/precision.h"
 #include "analysis/training_graph.h"
 #include "codegen/program.h"
+#include "codegen/verify.h"
 #include "importers/onnx_import.h"
 #include "ir/precision.h"
 #include "search/pipeline.h"
@@ -122,6 +123,20 @@ inline size_t keep_updated_outputs(Programs& p) {
     if (p.buffers[static_cast<size_t>(b)].tensor_name.ends_with(":updated")) kept.push_back(b);
   p.outputs = kept;
   return kept.size();
+}
+
+/// Runs `plans` and `reference` (verify_programs) and checks that each plan agrees, comparing
+/// at least `min_tensors` tensors, and, given `max_rel` > 0, within that relative error.
+inline void check_all_agree(const Programs& reference, const std::vector<Programs>& plans,
+                            size_t min_tensors, double max_rel = 0) {
+  auto results = verify_programs(reference, plans, VerifyOptions{});
+  REQUIRE_MESSAGE(results.has_value(), results.error().message());
+  for (const VerifyResult& r : *results) {
+    INFO(r.comparison.problem, " worst '", r.comparison.worst, "' max rel ", r.comparison.max_rel);
+    CHECK(r.comparison.ok);
+    CHECK(static_cast<size_t>(r.comparison.tensors) >= min_tensors);
+    if (max_rel > 0) CHECK(r.comparison.max_rel < max_rel);
+  }
 }
 
 /// kBatchFirstNet at `batch`, prepared for training with `optimizer`.
