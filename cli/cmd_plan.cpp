@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "cli/plan_model.h"
 #include "cli/search_session.h"
+#include "cli/step_sizing.h"
 #include "report/report.h"
 #include "search/frontier.h"
 #include "search/plan_builder.h"
@@ -136,66 +137,20 @@ int run_plan(const PlanFlags& flags) {
       {flags.output, nullptr, true}, {flags.trace}, {flags.report, &report::report_folder_kind()}};
   auto usable = check_outputs(outputs, flags.pipeline.inputs());
   if (!usable) return report(usable.error());
-  // --recompute and --zero auto: the cheapest step that fits (PipelineFlags::step_variants).
-  const std::vector<PipelineFlags> variants = flags.pipeline.step_variants();
-  SearchFlags search = flags.search;
+  // --recompute and --zero auto: the cheapest step that fits; where none does and no part of
+  // its shape is pinned, the shape sized (cli/step_sizing.h).
   bool dumped = false;
-  auto session = open_session(variants.front(), dumped);
-  if (!session) return report(session.error());
+  auto first = open_session(flags.pipeline.step_variants(true).front(), dumped);
+  if (!first) return report(first.error());
   if (dumped) return 0;
-  if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(),
-                                              session->model->graph, session->model->source);
+  if (auto still = check_outputs_after_import(outputs, flags.pipeline.inputs(), first->model->graph,
+                                              first->model->source);
       !still)
     return report(still.error());
-  // A step variant that cannot fit stops early when another is left to try (plan_model's
-  // stop_if_unfit); if none fits, the first is planned whole for the message.
-  const bool fewest = flags.search.min_gpus;
-  auto outcome = plan_model(*session, variants.front(), search, variants.size() > 1 && !fewest);
-  if (!outcome) return report(outcome.error());
-  const search::PlanMetrics first = outcome->plan.predicted;
-  const bool first_at_least = outcome->peak_at_least;
-  // --min-gpus: every step is tried, and one that fits on fewer GPUs wins (ties: the cheaper
-  // step, the earlier one).
-  auto gpus_used = [](const PlanOutcome& o) {
-    const auto& opts = o.plan.search.options;
-    return opts.is_object() && opts.contains("gpus_used") && opts["gpus_used"].is_number_integer()
-               ? opts["gpus_used"].get<int>()
-               : o.plan.topology.num_devices;
-  };
-  const int first_gpus = gpus_used(*outcome);
-  const bool train = session->model->train;
-  // A variant stopped early is planned again if none fits: its session is not kept meanwhile
-  // (on a large cluster its models are a good part of the memory the next variant needs).
-  if (!outcome->complete) *session = SearchSession{};
-  for (size_t v = 1; v < variants.size() && (!outcome->fits || fewest) && train; ++v) {
-    auto next_session = open_session(variants[v], dumped);
-    if (!next_session) return report(next_session.error());
-    auto next = plan_model(*next_session, variants[v], search, v + 1 < variants.size() && !fewest);
-    if (!next) return report(next.error());
-    if (!next->fits) continue;
-    if (outcome->fits && gpus_used(*next) >= gpus_used(*outcome)) continue;
-    std::string pinned;
-    if (variants[v].recompute != "none") pinned += " --recompute " + variants[v].recompute;
-    if (variants[v].zero == "2") pinned += " --zero 2";
-    next->notes.insert(
-        next->notes.begin(),
-        first.peak_memory_bytes <= outcome->memory_limit
-            ? fmt::format("planned with{}: it fits on {} GPU{}, the step without it on {}", pinned,
-                          gpus_used(*next), gpus_used(*next) == 1 ? "" : "s", first_gpus)
-            : fmt::format("planned with{}: without it the plan needs {}{} on its largest "
-                          "device, over the limit of {}",
-                          pinned, first_at_least ? "at least " : "",
-                          format_bytes(static_cast<double>(first.peak_memory_bytes)),
-                          format_bytes(static_cast<double>(outcome->memory_limit))));
-    session = std::move(next_session);
-    outcome = std::move(next);
-  }
-  if (!outcome->complete) {
-    session = open_session(variants.front(), dumped);
-    if (!session) return report(session.error());
-    outcome = plan_model(*session, variants.front(), search);
-    if (!outcome) return report(outcome.error());
-  }
+  auto planned = plan_step(flags.pipeline, flags.search, std::move(*first), flags.search.min_gpus);
+  if (!planned) return report(planned.error());
+  SearchSession* session = &planned->session;
+  PlanOutcome* outcome = &planned->outcome;
   const PreparedModel& m = *session->model;
   const importers::Topology& topology = *m.topology;
   // Where the model is, seen from the plan file: compile and explain look there first.
@@ -234,13 +189,14 @@ int run_plan(const PlanFlags& flags) {
                  "on its largest device, over the limit of %s (the parameters and optimizer "
                  "state of one replica alone are %s, %s per GPU of its block). A block of more "
                  "GPUs would hold it: try --pipeline-stages %d --micro-batches %d (or more) "
-                 "--replicas %d; or --recompute all, --zero 3\n",
+                 "--replicas %d; or --recompute all, --zero 3%s\n",
                  m.source.c_str(), m.replicas, block,
                  format_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)).c_str(),
                  format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
                  format_bytes(static_cast<double>(state)).c_str(),
                  format_bytes(static_cast<double>(state) / block).c_str(), k, 2 * k,
-                 std::max(1, n / (per_stage * k)));
+                 std::max(1, n / (per_stage * k)),
+                 planned->sizing.empty() ? "" : ("; " + planned->sizing).c_str());
     return 4;
   }
   if (!outcome->fits) {
@@ -255,7 +211,8 @@ int run_plan(const PlanFlags& flags) {
         format_bytes(static_cast<double>(outcome->memory_limit)).c_str(),
         format_bytes(static_cast<double>(smallest)).c_str(),
         gpus_to_fit(smallest, outcome->memory_limit, topology.num_devices()),
-        training_hint(m, smallest, outcome->memory_limit).c_str());
+        planned->sizing.empty() ? training_hint(m, smallest, outcome->memory_limit).c_str()
+                                : ("; " + planned->sizing).c_str());
     return 4;
   }
   if (!flags.output.empty() && flags.output != "-") {

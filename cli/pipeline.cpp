@@ -59,24 +59,28 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "and optimizer state), 2 (ZeRO stage 2 as FSDP's SHARD_GRAD_OP: they are sharded "
                  "between steps, parameters gathered for the step), 3 (ZeRO stage 3 as FSDP's "
                  "FULL_SHARD: parameters gathered again for the backward pass, freed after each "
-                 "use) or auto (the default: 0, or 2 where plan finds nothing that fits without "
-                 "it; frontier shows both)")
+                 "use) or auto (the default: 0, or 2, then 3, where plan finds nothing that fits "
+                 "without it; frontier shows 0 and 2)")
       ->check(CLI::IsMember({"0", "2", "3", "auto"}));
   app.add_option("--micro-batches", micro_batches,
                  "train mode: forward and backward passes per optimizer step, gradients "
                  "accumulated between them; --batch is the global batch, which they divide "
-                 "(default 1)")
-      ->check(CLI::Range(1, 65536));
+                 "(default: 1, or as plan sizes the step where nothing fits)")
+      ->check(CLI::Range(1, 65536))
+      ->each([this](const std::string&) { shape_pinned = true; });
   app.add_option("--pipeline-stages", pipeline_stages,
                  "train mode: cut the model into this many pipeline stages on consecutive blocks "
-                 "of the GPUs, the micro-batches flowing through them (default 1)")
-      ->check(CLI::Range(1, 4096));
+                 "of the GPUs, the micro-batches flowing through them (default: 1, or as plan "
+                 "sizes the step where nothing fits)")
+      ->check(CLI::Range(1, 4096))
+      ->each([this](const std::string&) { shape_pinned = true; });
   app.add_option("--replicas", replicas,
                  "train mode: data parallelism across blocks: plan one block of GPUs/N GPUs and "
                  "repeat it N times over the batch, the gradients summed over every replica; 1 "
                  "plans all the GPUs at once; auto (the default): 1 up to 64 GPUs, above that "
                  "one replica per node (per K nodes with --pipeline-stages K)")
-      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 65536));
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 65536))
+      ->each([this](const std::string&) { shape_pinned = true; });
   app.add_option("--schedule", schedule,
                  "the pipeline schedule: 1f1b (default; PipeDream-Flush) or gpipe")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
@@ -85,7 +89,8 @@ void PipelineFlags::add_to(CLI::App& app) {
                  "on stage j % K, run in Megatron-LM's interleaved 1F1B schedule (a bubble V "
                  "times smaller, V times the messages); the micro-batches must be a multiple of "
                  "K (default 1)")
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(1, 64))
+      ->each([this](const std::string&) { shape_pinned = true; });
   app.add_option("--calibration", calibration,
                  "the kernel model's parameters (JSON, docs/cost-model.md); defaults are built in");
   app.add_option("--costs", costs, "measured kernel times (JSON written by a launcher)");
@@ -96,10 +101,11 @@ void PipelineFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"import", "train", "strategies", "groups", "plan", "program"}));
 }
 
-std::vector<PipelineFlags> PipelineFlags::step_variants() const {
+std::vector<PipelineFlags> PipelineFlags::step_variants(bool zero3) const {
   std::vector<PipelineFlags> out;
   for (const char* r : {"none", "selective", "all"})
-    for (const char* z : {"0", "2"}) {
+    for (const char* z : {"0", "2", "3"}) {
+      if (!zero3 && zero == "auto" && std::string(z) == "3") continue;
       if ((recompute == "auto" ? std::string("none") : recompute) != r && recompute != "auto")
         continue;
       if (zero != "auto" && zero != z) continue;

@@ -87,8 +87,12 @@ struct PipelineFlags {
 
   void add_to(CLI::App& app);
   /// The steps `plan` and `frontier` try where --recompute and --zero are auto, cheapest first:
-  /// as given, then sharded state, then recomputation, then both (pinned flags stay pinned).
-  std::vector<PipelineFlags> step_variants() const;
+  /// as given, then sharded state, then recomputation, then both (pinned flags stay pinned);
+  /// --zero auto shards by ZeRO stage 2, then (`zero3`: plan) stage 3.
+  std::vector<PipelineFlags> step_variants(bool zero3 = false) const;
+  /// --micro-batches, --pipeline-stages, --virtual-stages or --replicas was given: `plan` keeps
+  /// the step's shape as given (cli/step_sizing.h sizes it otherwise).
+  bool shape_pinned = false;
   /// "recompute all, zero 2" and the like, for tables; "" for the plain step.
   std::string step_label() const;
   /// The files these flags read (model, topology file, TDL files, costs, calibration), for the
