@@ -264,10 +264,12 @@ int run_plan(const PlanFlags& flags) {
   std::printf("search       %s, %s\n", plan.search.algorithm.c_str(),
               format_seconds(outcome->search_seconds).c_str());
   if (m.pipeline_stages > 1)
-    std::printf(
-        "pipeline     %d stages of %d GPUs, %s\n", m.pipeline_stages,
-        topology.num_devices() / m.pipeline_stages,
-        codegen::schedule_phrase(codegen::schedule_name(m.schedule), m.virtual_stages).c_str());
+    std::printf("pipeline     %d stages of %d GPUs, %s\n", m.pipeline_stages,
+                topology.num_devices() / m.pipeline_stages,
+                outcome->gpipe_fallback
+                    ? "gpipe schedule (1F1B cannot order this plan: see the note)"
+                    : codegen::schedule_phrase(codegen::schedule_name(m.schedule), m.virtual_stages)
+                          .c_str());
   if (m.micro_batches > 1)
     std::printf("batch        %lld in %d micro-batches of %lld, gradients accumulated\n",
                 static_cast<long long>(m.micro_batch * m.micro_batches), m.micro_batches,

@@ -460,6 +460,7 @@ Expected<PlanOutcome> plan_model(const SearchSession& session, const PipelineFla
 
   // A pipelined plan that 1F1B cannot order runs GPipe (compile_programs): say so.
   PLANNER_TRY_ASSIGN(const bool gpipe, falls_back_to_gpipe(session, configs));
+  out.gpipe_fallback = gpipe;
   if (gpipe)
     out.notes.push_back(
         "1F1B cannot order this plan's messages between stages (a later stage reads an "

@@ -64,6 +64,8 @@ struct PlanOutcome {
   double search_seconds = 0;       ///< wall clock of the search (never written to the plan)
   int64_t memory_limit = 0;        ///< bytes per device the plan had to fit
   bool fits = true;                ///< the largest device's peak is within the limit
+  /// A pipelined plan asked to run 1F1B that compiles to GPipe (1F1B cannot order its messages).
+  bool gpipe_fallback = false;
   bool complete = true;  ///< false: stopped early (plan_model's stop_if_unfit), no plan built
   /// Stopped early on a bound: `plan.predicted.peak_memory_bytes` is at most the plan's peak.
   bool peak_at_least = false;
