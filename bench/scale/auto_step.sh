@@ -20,20 +20,13 @@ j["nodes"][0]["count"] = 8
 j["link_types"]["ib-hdr"] = {"bandwidth": 25e9, "latency": 1e-6}
 j["network"] = {"switches": ["ib"], "links": [{"from": "nic*", "to": "ib", "type": "ib-hdr"}]}
 json.dump(j, open(sys.argv[1], "w"), indent=1)' "$work/dgx-a100-8x8.json"
+. "$(dirname "$0")/plan_timed.sh"
 run() {
-  local name=$1 model=$2
-  shift 2
-  local out="$work/$name.json" log="$work/$name.log"
-  /usr/bin/time -f "%e %M" -o "$work/$name.time" "$planner" plan "$work/$model.onnx" \
-    --precision bf16 --optimizer adam --no-progress -o "$out" "$@" >"$log" 2>&1 || true
-  read -r secs kb <"$work/$name.time"
-  local step mem how
-  step=$(grep -m1 '^step time' "$log" | awk '{print $3, $4}')
-  mem=$(grep -m1 '^peak memory' "$log" | awk '{print $3, $4}')
+  plan_timed "$@"
+  local how
   how=$(grep -m1 '^note: \(sized\|planned with\)' "$log" | cut -c7-120 || true)
-  printf '%-28s %7.1f s %6.2f GB  step %-9s memory %-9s %s\n' "$name" "$secs" \
-    "$(awk -v k="$kb" 'BEGIN { print k / 1048576 }')" "${step:-none}" \
-    "${mem:-$(grep -m1 error "$log" | cut -c1-100)}" "${how:-as given}"
+  printf '%-28s %7.1f s %6.2f GB  step %-9s memory %-9s %s\n' "$1" "$secs" "$gb" \
+    "${step:-none}" "${mem:-$(grep -m1 error "$log" | cut -c1-100)}" "${how:-as given}"
 }
 run llama2-7b_8a100_36GB llama2-7b --topology dgx-a100 --batch 64 --memory-limit 36GB
 run llama2-7b_64a100_36GB llama2-7b --topology "$work/dgx-a100-8x8.json" --batch 512 \

@@ -10,18 +10,11 @@ mkdir -p "$work"
 "$planner" generate gpt "$work/gpt3-1.3b.onnx" --preset gpt3-1.3b >/dev/null
 "$planner" generate gpt "$work/gpt3-13b.onnx" --preset gpt3-13b >/dev/null
 "$planner" generate gpt "$work/gpt3-175b.onnx" --preset gpt3-175b >/dev/null
+. "$(dirname "$0")/plan_timed.sh"
 run() {
-  local name=$1 model=$2
-  shift 2
-  local out="$work/$name.json" log="$work/$name.log"
-  /usr/bin/time -f "%e %M" -o "$work/$name.time" "$planner" plan "$work/$model.onnx" \
-    --precision bf16 --optimizer adam --no-progress -o "$out" "$@" >"$log" 2>&1 || true
-  read -r secs kb <"$work/$name.time"
-  local step mem
-  step=$(grep -m1 '^step time' "$log" | awk '{print $3, $4}')
-  mem=$(grep -m1 '^peak memory' "$log" | awk '{print $3, $4}')
-  printf '%-44s %8.1f s %8.2f GB  step %-10s memory %s\n' "$name" "$secs" "$(awk -v k="$kb" 'BEGIN { print k / 1048576 }')" \
-    "${step:-none}" "${mem:-$(grep -m1 error "$log")}"
+  plan_timed "$@"
+  printf '%-44s %8.1f s %8.2f GB  step %-10s memory %s\n' "$1" "$secs" "$gb" "${step:-none}" \
+    "${mem:-$(grep -m1 error "$log")}"
 }
 run gpt3-1.3b_1024gpus gpt3-1.3b --gpus 1024 --batch 1024
 run gpt3-1.3b_4096gpus gpt3-1.3b --gpus 4096 --batch 4096
