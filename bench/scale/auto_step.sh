@@ -5,9 +5,7 @@
 # seconds, peak RSS, predicted step and memory, and the step plan chose (its first note).
 #   bench/scale/auto_step.sh [build/planner] [work folder]
 set -euo pipefail
-planner=${1:-build/planner}
-work=${2:-$(mktemp -d)}
-mkdir -p "$work"
+. "$(dirname "$0")/plan_timed.sh" "$@"
 "$planner" generate gpt "$work/gpt3-13b.onnx" --preset gpt3-13b >/dev/null
 "$planner" generate gpt "$work/gpt3-175b.onnx" --preset gpt3-175b >/dev/null
 "$planner" generate llama "$work/llama2-7b.onnx" --preset llama2-7b --seq 2048 >/dev/null
@@ -20,7 +18,6 @@ j["nodes"][0]["count"] = 8
 j["link_types"]["ib-hdr"] = {"bandwidth": 25e9, "latency": 1e-6}
 j["network"] = {"switches": ["ib"], "links": [{"from": "nic*", "to": "ib", "type": "ib-hdr"}]}
 json.dump(j, open(sys.argv[1], "w"), indent=1)' "$work/dgx-a100-8x8.json"
-. "$(dirname "$0")/plan_timed.sh"
 run() {
   plan_timed "$@"
   local how

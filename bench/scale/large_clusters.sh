@@ -4,13 +4,10 @@
 # one row per case: GPUs, what was planned, wall seconds, peak RSS, predicted step and memory.
 #   bench/scale/large_clusters.sh [build/planner] [work folder]
 set -euo pipefail
-planner=${1:-build/planner}
-work=${2:-$(mktemp -d)}
-mkdir -p "$work"
+. "$(dirname "$0")/plan_timed.sh" "$@"
 "$planner" generate gpt "$work/gpt3-1.3b.onnx" --preset gpt3-1.3b >/dev/null
 "$planner" generate gpt "$work/gpt3-13b.onnx" --preset gpt3-13b >/dev/null
 "$planner" generate gpt "$work/gpt3-175b.onnx" --preset gpt3-175b >/dev/null
-. "$(dirname "$0")/plan_timed.sh"
 run() {
   plan_timed "$@"
   printf '%-44s %8.1f s %8.2f GB  step %-10s memory %s\n' "$1" "$secs" "$gb" "${step:-none}" \
